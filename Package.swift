@@ -1,0 +1,43 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// No package dependencies: Glibc, Dispatch, Foundation and Synchronization come with the
+// toolchain, and liburing comes from the system (Debian: liburing-dev). See DESIGN in README.
+let package = Package(
+    name: "mediarelay",
+    products: [
+        .executable(name: "mediarelay", targets: ["mediarelay"]),
+        .executable(name: "mediarelay-load", targets: ["mediarelay-load"]),
+        .library(name: "DatagramEngine", targets: ["DatagramEngine"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CURing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        .target(name: "DatagramEngine", dependencies: ["CURing"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine"]),
+        .target(name: "RelayHTTP"),
+        .target(name: "LoadGen"),
+        .executableTarget(
+            name: "mediarelay",
+            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP"]
+        ),
+        .executableTarget(
+            name: "mediarelay-load",
+            dependencies: ["LoadGen"]
+        ),
+        // Test-only: counts malloc calls on the calling thread so a test can prove that the
+        // packet path allocates nothing per datagram. Never linked into a product.
+        .target(name: "MallocCounter", path: "Tests/MallocCounter"),
+        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine"]),
+        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen"]),
+        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine"]),
+        .testTarget(name: "DeployTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,50 @@
+// The C side of mediarelay: liburing, and static inline wrappers for what Swift cannot import
+// (the CMSG_* macros, eventfd flags). Do not define _GNU_SOURCE here: it makes the system
+// headers disagree with the Glibc module. liburing.h defines what it needs.
+#ifndef MEDIARELAY_CURING_SHIM_H
+#define MEDIARELAY_CURING_SHIM_H
+
+#include <liburing.h>
+#include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <string.h>
+
+static inline struct cmsghdr *mr_cmsg_firsthdr(struct msghdr *msg) { return CMSG_FIRSTHDR(msg); }
+static inline struct cmsghdr *mr_cmsg_nexthdr(struct msghdr *msg, struct cmsghdr *cmsg) {
+    return CMSG_NXTHDR(msg, cmsg);
+}
+static inline unsigned char *mr_cmsg_data(struct cmsghdr *cmsg) { return CMSG_DATA(cmsg); }
+static inline size_t mr_cmsg_space(size_t length) { return CMSG_SPACE(length); }
+static inline size_t mr_cmsg_len(size_t length) { return CMSG_LEN(length); }
+
+/// Appends one control message of `length` bytes at `offset` in a control buffer of
+/// `capacity` bytes and returns the new used length, or 0 when it would not fit. The caller
+/// keeps msg_controllen equal to the returned length, so it can never be left wrong.
+static inline size_t mr_cmsg_append(void *control, size_t capacity, size_t offset,
+                                    int level, int type, const void *data, size_t length) {
+    size_t space = CMSG_SPACE(length);
+    if (offset + space > capacity) return 0;
+    struct cmsghdr *cmsg = (struct cmsghdr *)((unsigned char *)control + offset);
+    memset(cmsg, 0, space);
+    cmsg->cmsg_level = level;
+    cmsg->cmsg_type = type;
+    cmsg->cmsg_len = CMSG_LEN(length);
+    memcpy(CMSG_DATA(cmsg), data, length);
+    return offset + space;
+}
+
+static inline int mr_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+static inline int mr_udp_segment(void) { return UDP_SEGMENT; }
+#ifndef SO_RXQ_OVFL
+#define SO_RXQ_OVFL 40
+#endif
+static inline int mr_so_rxq_ovfl(void) { return SO_RXQ_OVFL; }
+
+#endif

@@ -1,0 +1,1 @@
+// LoadGen: see README and DESIGN.

@@ -1,0 +1,1 @@
+// RelayCore: see README and DESIGN.

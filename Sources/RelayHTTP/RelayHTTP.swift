@@ -1,0 +1,1 @@
+// RelayHTTP: see README and DESIGN.

@@ -1,0 +1,1 @@
+print("mediarelay-load: not yet")
