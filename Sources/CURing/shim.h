@@ -4,13 +4,22 @@
 #ifndef MEDIARELAY_CURING_SHIM_H
 #define MEDIARELAY_CURING_SHIM_H
 
-#include <liburing.h>
+// The system headers come first so that they are read with the same feature macros as the
+// Glibc module; liburing.h defines _GNU_SOURCE itself, too late to change them.
 #include <sys/socket.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <signal.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <liburing.h>
 
 static inline struct cmsghdr *mr_cmsg_firsthdr(struct msghdr *msg) { return CMSG_FIRSTHDR(msg); }
 static inline struct cmsghdr *mr_cmsg_nexthdr(struct msghdr *msg, struct cmsghdr *cmsg) {
@@ -35,6 +44,20 @@ static inline size_t mr_cmsg_append(void *control, size_t capacity, size_t offse
     memcpy(CMSG_DATA(cmsg), data, length);
     return offset + space;
 }
+
+// recvmmsg, sendmmsg and struct mmsghdr are declared only under _GNU_SOURCE, which the Glibc
+// module is not built with; the layout below is the kernel's, and the calls go straight in.
+struct mr_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+static inline int mr_recvmmsg(int fd, struct mr_mmsghdr *vector, unsigned int length, int flags) {
+    return (int)syscall(__NR_recvmmsg, fd, vector, length, flags, NULL);
+}
+static inline int mr_sendmmsg(int fd, struct mr_mmsghdr *vector, unsigned int length, int flags) {
+    return (int)syscall(__NR_sendmmsg, fd, vector, length, flags);
+}
+static inline int mr_msg_waitforone(void) { return 0x10000; }
 
 static inline int mr_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

@@ -1,0 +1,29 @@
+/// Names a socket registered with one engine. The generation makes a stale identifier (a
+/// socket closed and its slot reused) miss instead of reaching the new socket.
+public struct SocketID: Hashable, Sendable {
+    public let slot: Int32
+    public let generation: UInt32
+
+    public init(slot: Int32, generation: UInt32) {
+        self.slot = slot
+        self.generation = generation
+    }
+}
+
+/// One datagram the engine received. `bytes` points into the engine's own buffers and stays
+/// valid until the next `receive` call: long enough to forward it without a copy.
+public struct ReceivedDatagram {
+    public var socket: SocketID
+    public var source: Endpoint
+    public var trafficClass: TrafficClass
+    public var bytes: UnsafeRawBufferPointer
+}
+
+/// One datagram waiting to be sent. The bytes are borrowed: they must stay valid until the
+/// engine's next `flush` returns (received bytes do, until the next `receive`).
+struct OutgoingDatagram {
+    var socket: SocketID
+    var destination: Endpoint
+    var trafficClass: TrafficClass
+    var bytes: UnsafeRawBufferPointer
+}

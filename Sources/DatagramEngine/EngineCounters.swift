@@ -1,0 +1,62 @@
+/// What an engine has done, as plain integers owned by the thread that runs it. The relay
+/// copies them into snapshots for the HTTP thread; nothing here is shared or locked.
+public struct EngineCounters: Sendable {
+    public var datagramsIn: UInt64 = 0
+    public var bytesIn: UInt64 = 0
+    public var datagramsOut: UInt64 = 0
+    public var bytesOut: UInt64 = 0
+    /// System calls made for I/O; one io_uring_enter counts as one.
+    public var syscalls: UInt64 = 0
+    /// Receive calls that returned at least one datagram.
+    public var receiveBatches: UInt64 = 0
+    /// Datagrams per receive batch, in buckets whose inclusive upper bounds are
+    /// `batchSizeBounds` (the last bucket takes everything larger).
+    public var batchSizes = InlineArray<9, UInt64>(repeating: 0)
+    public static let batchSizeBounds: [Int] = [1, 2, 4, 8, 16, 32, 64, 128]
+    /// Datagrams the kernel dropped because a socket's receive queue was full (SO_RXQ_OVFL).
+    public var kernelDrops: UInt64 = 0
+    /// Datagrams longer than the receive buffer (MSG_TRUNC): counted and dropped.
+    public var truncated: UInt64 = 0
+    public var sendErrors = SendErrorCounts()
+    public var ecnIn = InlineArray<4, UInt64>(repeating: 0)
+    public var ecnOut = InlineArray<4, UInt64>(repeating: 0)
+    /// Datagrams that left as segments of a UDP GSO send, and the sends that carried them.
+    public var gsoSegments: UInt64 = 0
+    public var gsoSends: UInt64 = 0
+    /// Sockets on which GSO was turned off after the kernel refused it (EIO/EINVAL).
+    public var gsoFallbacks: UInt64 = 0
+
+    public init() {}
+
+    mutating func noteBatch(_ size: Int) {
+        guard size > 0 else { return }
+        receiveBatches &+= 1
+        var bucket = 0
+        while bucket < 8 && size > EngineCounters.batchSizeBounds[bucket] { bucket += 1 }
+        batchSizes[bucket] &+= 1
+    }
+
+    public func ecnIn(_ codepoint: ECN) -> UInt64 { ecnIn[Int(codepoint.rawValue)] }
+    public func ecnOut(_ codepoint: ECN) -> UInt64 { ecnOut[Int(codepoint.rawValue)] }
+
+    /// Adds another worker's counters, for totals.
+    public mutating func merge(_ other: EngineCounters) {
+        datagramsIn &+= other.datagramsIn
+        bytesIn &+= other.bytesIn
+        datagramsOut &+= other.datagramsOut
+        bytesOut &+= other.bytesOut
+        syscalls &+= other.syscalls
+        receiveBatches &+= other.receiveBatches
+        for index in batchSizes.indices { batchSizes[index] &+= other.batchSizes[index] }
+        kernelDrops &+= other.kernelDrops
+        truncated &+= other.truncated
+        sendErrors.merge(other.sendErrors)
+        for index in 0..<4 {
+            ecnIn[index] &+= other.ecnIn[index]
+            ecnOut[index] &+= other.ecnOut[index]
+        }
+        gsoSegments &+= other.gsoSegments
+        gsoSends &+= other.gsoSends
+        gsoFallbacks &+= other.gsoFallbacks
+    }
+}

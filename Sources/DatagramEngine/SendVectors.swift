@@ -1,0 +1,103 @@
+import Glibc
+import CURing
+
+/// The preallocated vectors a batch of sends is built in: one iovec per outgoing datagram and,
+/// per message, an mr_mmsghdr, a destination address and control space. Allocated once; every
+/// flush re-points them at the datagrams of that flush.
+///
+/// Building merges runs of datagrams into one UDP GSO message when the socket allows it and
+/// the run shares socket, destination, TOS byte and size. A change of TOS byte never splits
+/// the batch: each message carries its own TOS cmsg.
+final class SendVectors {
+    /// What one built message stands for.
+    struct Message {
+        var slot: Int32
+        var firstDatagram: Int32
+        var segments: Int32
+        var segmentSize: Int32
+        var trafficClass: UInt8
+    }
+
+    /// At most this many segments per GSO send (the kernel's UDP_MAX_SEGMENTS).
+    static let maxSegments = 64
+    /// And at most this many payload bytes per GSO send, to stay under the 64 KiB IP limit.
+    static let maxGSOBytes = 65_000
+
+    let capacity: Int
+    let headers: UnsafeMutablePointer<mr_mmsghdr>
+    let iovecs: UnsafeMutablePointer<iovec>
+    let addresses: UnsafeMutablePointer<sockaddr_storage>
+    let control: UnsafeMutableRawPointer
+    let messages: UnsafeMutablePointer<Message>
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        headers = .allocate(capacity: capacity)
+        headers.initialize(repeating: mr_mmsghdr(), count: capacity)
+        iovecs = .allocate(capacity: capacity)
+        iovecs.initialize(repeating: iovec(), count: capacity)
+        addresses = .allocate(capacity: capacity)
+        addresses.initialize(repeating: sockaddr_storage(), count: capacity)
+        control = .allocate(byteCount: capacity * SendControl.capacity, alignment: 16)
+        messages = .allocate(capacity: capacity)
+        messages.initialize(repeating: Message(slot: 0, firstDatagram: 0, segments: 0, segmentSize: 0, trafficClass: 0), count: capacity)
+    }
+
+    deinit {
+        headers.deallocate()
+        iovecs.deallocate()
+        addresses.deallocate()
+        control.deallocate()
+        messages.deallocate()
+    }
+
+    /// Builds messages for `datagrams[0..<count]`. Datagrams whose socket is gone or whose
+    /// destination the socket cannot reach are reported through `unsendable` and skipped.
+    func build(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, count total: Int, table: SocketTable,
+               gso: Bool, unsendable: (Int32, Int) -> Void) {
+        count = 0
+        var index = 0
+        while index < total {
+            let first = datagrams[index]
+            guard let slot = table.lookup(first.socket) else {
+                unsendable(EBADF, 1)
+                index += 1
+                continue
+            }
+            let entry = table[slot]
+            let size = first.bytes.count
+            iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.bytes.baseAddress), iov_len: size)
+            var segments = 1
+            if gso && entry.gsoEnabled && size > 0 {
+                while index + segments < total, segments < SendVectors.maxSegments,
+                      (segments + 1) * size <= SendVectors.maxGSOBytes {
+                    let next = datagrams[index + segments]
+                    guard next.socket == first.socket, next.bytes.count == size,
+                          next.trafficClass == first.trafficClass, next.destination == first.destination else { break }
+                    iovecs[index + segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.bytes.baseAddress), iov_len: size)
+                    segments += 1
+                }
+            }
+            let nameLength = first.destination.write(to: addresses + count, family: entry.ipv4 ? Int32(AF_INET) : Int32(AF_INET6))
+            if nameLength == 0 {
+                unsendable(EAFNOSUPPORT, segments)
+                index += segments
+                continue
+            }
+            let controlSpace = control + count * SendControl.capacity
+            let controlLength = SendControl.write(
+                into: controlSpace, ipv4: entry.ipv4 || first.destination.isIPv4,
+                trafficClass: first.trafficClass.rawValue, segmentSize: segments > 1 ? UInt16(size) : 0)
+            headers[count].msg_hdr = msghdr(
+                msg_name: UnsafeMutableRawPointer(addresses + count), msg_namelen: nameLength,
+                msg_iov: iovecs + index, msg_iovlen: segments,
+                msg_control: controlSpace, msg_controllen: controlLength, msg_flags: 0)
+            headers[count].msg_len = 0
+            messages[count] = Message(slot: Int32(slot), firstDatagram: Int32(index), segments: Int32(segments),
+                                      segmentSize: Int32(size), trafficClass: first.trafficClass.rawValue)
+            count += 1
+            index += segments
+        }
+    }
+}

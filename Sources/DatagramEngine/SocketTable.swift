@@ -1,0 +1,73 @@
+import Glibc
+
+/// The sockets one engine drives, by slot. A slot is reused only after its socket is fully
+/// released (for io_uring: after the last completion of its receive), and every reuse bumps
+/// the generation so stale identifiers and completions miss.
+final class SocketTable {
+    /// Plain values only, so that reading an entry on the packet path costs no reference
+    /// counting; the socket objects that own the descriptors live in `owners`.
+    struct Entry {
+        var generation: UInt32 = 0
+        /// Registered and receiving; false while an io_uring receive is being cancelled.
+        var active = false
+        var gsoEnabled = false
+        var ipv4 = false
+        var descriptor: Int32 = -1
+        var lastOverflow: UInt32 = 0
+    }
+
+    private(set) var entries: [Entry] = []
+    private var owners: [UDPSocket?] = []
+    private var free: [Int32] = []
+    private(set) var activeCount = 0
+
+    func add(_ socket: UDPSocket, gso: Bool) -> SocketID {
+        let slot: Int32
+        if let reused = free.popLast() {
+            slot = reused
+        } else {
+            slot = Int32(entries.count)
+            entries.append(Entry())
+            owners.append(nil)
+        }
+        owners[Int(slot)] = socket
+        entries[Int(slot)].generation &+= 1
+        entries[Int(slot)].active = true
+        entries[Int(slot)].gsoEnabled = gso && socket.supportsGSO
+        entries[Int(slot)].ipv4 = socket.family == Int32(AF_INET)
+        entries[Int(slot)].descriptor = socket.descriptor
+        entries[Int(slot)].lastOverflow = 0
+        activeCount += 1
+        return SocketID(slot: slot, generation: entries[Int(slot)].generation)
+    }
+
+    /// The slot of `id` when it still names an active socket.
+    @inline(__always)
+    func lookup(_ id: SocketID) -> Int? {
+        let slot = Int(id.slot)
+        guard slot >= 0, slot < entries.count else { return nil }
+        let entry = entries[slot]
+        return entry.active && entry.generation == id.generation ? slot : nil
+    }
+
+    /// Stops using the socket; the slot stays reserved until `release`.
+    func deactivate(_ slot: Int) {
+        if entries[slot].active { activeCount -= 1 }
+        entries[slot].active = false
+    }
+
+    /// Closes the socket (by dropping it) and frees the slot for reuse.
+    func release(_ slot: Int) {
+        deactivate(slot)
+        guard owners[slot] != nil else { return }
+        owners[slot] = nil
+        entries[slot].descriptor = -1
+        free.append(Int32(slot))
+    }
+
+    @inline(__always)
+    subscript(slot: Int) -> Entry {
+        get { entries[slot] }
+        set { entries[slot] = newValue }
+    }
+}

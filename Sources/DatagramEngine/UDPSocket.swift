@@ -1,0 +1,127 @@
+import Glibc
+import CURing
+
+/// Options for a UDP socket the engine will drive.
+public struct SocketOptions: Sendable {
+    /// SO_REUSEPORT, for one listener per worker on the same address.
+    public var reusePort = false
+    /// Requested SO_RCVBUF / SO_SNDBUF; when the kernel's maximum is lower and the process may
+    /// (root / CAP_NET_ADMIN), the FORCE variants are used instead.
+    public var receiveBufferBytes = 4 << 20
+    public var sendBufferBytes = 4 << 20
+
+    public init(reusePort: Bool = false, receiveBufferBytes: Int = 4 << 20, sendBufferBytes: Int = 4 << 20) {
+        self.reusePort = reusePort
+        self.receiveBufferBytes = receiveBufferBytes
+        self.sendBufferBytes = sendBufferBytes
+    }
+}
+
+/// A non-blocking UDP socket bound to a local endpoint, set up to report every datagram's TOS
+/// byte (IP_RECVTOS, and IPV6_RECVTCLASS on IPv6 / dual-stack sockets) and the kernel's drop
+/// counter (SO_RXQ_OVFL). Closes its descriptor when released.
+///
+/// An IPv4 address gives an AF_INET socket; an IPv6 address an AF_INET6 one; the IPv6
+/// wildcard `::` gives a dual-stack socket that also takes IPv4 peers.
+public final class UDPSocket {
+    public let descriptor: Int32
+    public let family: Int32
+    public let localEndpoint: Endpoint
+    /// Whether the kernel accepted UDP_SEGMENT on this socket when probed.
+    public let supportsGSO: Bool
+    /// Buffer sizes the kernel actually granted (as getsockopt reports them).
+    public let receiveBufferBytes: Int
+    public let sendBufferBytes: Int
+
+    public init(binding endpoint: Endpoint, options: SocketOptions = SocketOptions()) throws(SystemCallError) {
+        let family = endpoint.isIPv4 ? AF_INET : AF_INET6
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            throw SystemCallError("cannot create a UDP socket for", errno: errno, address: endpoint,
+                                  advice: family == AF_INET6 ? "is IPv6 enabled on this host?" : nil)
+        }
+        do throws(SystemCallError) {
+            if family == Int32(AF_INET6) {
+                // Only the wildcard is dual-stack; a specific IPv6 address takes IPv6 peers only.
+                try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, endpoint.isWildcard ? 0 : 1, endpoint)
+                try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1, endpoint)
+            }
+            if family == AF_INET || endpoint.isWildcard {
+                try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1, endpoint)
+            }
+            try UDPSocket.set(fd, SOL_SOCKET, mr_so_rxq_ovfl(), 1, endpoint)
+            if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
+            receiveBufferBytes = UDPSocket.sizeBuffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, options.receiveBufferBytes)
+            sendBufferBytes = UDPSocket.sizeBuffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, options.sendBufferBytes)
+
+            var storage = sockaddr_storage()
+            let length = endpoint.write(to: &storage, family: family)
+            let bound = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
+            guard bound == 0 else { throw UDPSocket.bindError(errno, endpoint) }
+            var length2 = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let named = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length2) }
+            }
+            guard named == 0, let local = Endpoint(reading: &storage, length: length2) else {
+                throw SystemCallError("getsockname", errno: errno, address: endpoint)
+            }
+            localEndpoint = local
+        } catch {
+            close(fd)
+            throw error
+        }
+        descriptor = fd
+        self.family = family
+        supportsGSO = UDPSocket.probeGSO(fd)
+    }
+
+    deinit { close(descriptor) }
+
+    static func set(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ endpoint: Endpoint) throws(SystemCallError) {
+        var value = value
+        if setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            throw SystemCallError("setsockopt(\(level), \(name)) on", errno: errno, address: endpoint)
+        }
+    }
+
+    /// Asks for `bytes`; if the kernel's maximum (net.core.[rw]mem_max) caps it lower, tries the
+    /// FORCE option, which root may use. Returns what was granted; a smaller buffer is not fatal.
+    static func sizeBuffer(_ fd: Int32, _ name: Int32, _ forceName: Int32, _ bytes: Int) -> Int {
+        var want = Int32(clamping: bytes)
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        _ = setsockopt(fd, SOL_SOCKET, name, &want, size)
+        var granted: Int32 = 0
+        var length = size
+        _ = getsockopt(fd, SOL_SOCKET, name, &granted, &length)
+        // The kernel reports double what it was asked for (bookkeeping overhead).
+        if Int(granted) < bytes * 2 {
+            _ = setsockopt(fd, SOL_SOCKET, forceName, &want, size)
+            _ = getsockopt(fd, SOL_SOCKET, name, &granted, &length)
+        }
+        return Int(granted)
+    }
+
+    /// UDP GSO is there when the kernel takes a UDP_SEGMENT socket option; the option is reset
+    /// at once because the engine asks for segmentation per send with a cmsg instead.
+    static func probeGSO(_ fd: Int32) -> Bool {
+        var size: Int32 = 1200
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        guard setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length) == 0 else { return false }
+        size = 0
+        _ = setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length)
+        return true
+    }
+
+    static func bindError(_ code: Int32, _ endpoint: Endpoint) -> SystemCallError {
+        let advice: String? = switch code {
+        case EADDRINUSE: "another socket holds this port: stop it or choose another port"
+        case EACCES: "ports below 1024 need root or CAP_NET_BIND_SERVICE"
+        case EADDRNOTAVAIL: "this address is not configured on any interface of this host"
+        case EAFNOSUPPORT: "this address family is disabled on this host"
+        default: nil
+        }
+        return SystemCallError("cannot bind UDP", errno: code, address: endpoint, advice: advice)
+    }
+}

@@ -1,0 +1,140 @@
+import Glibc
+import XCTest
+import Foundation
+@testable import DatagramEngine
+
+final class EngineBehaviourTests: XCTestCase {
+    /// Forces a real refusal: kernel.io_uring_disabled=2 makes io_uring_setup fail with EPERM
+    /// for everyone, as a container's seccomp profile would. Needs root to write the sysctl.
+    func testAutoFallsBackToMmsgWhenIOURingIsRefused() throws {
+        let path = "/proc/sys/kernel/io_uring_disabled"
+        guard let previous = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw XCTSkip("this kernel has no \(path) to refuse io_uring with")
+        }
+        guard access(path, W_OK) == 0 else { throw XCTSkip("writing \(path) needs root") }
+        try "2".write(toFile: path, atomically: false, encoding: .utf8)
+        defer { try? previous.write(toFile: path, atomically: false, encoding: .utf8) }
+
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .auto))
+        XCTAssertEqual(engine.backend, .mmsg)
+        XCTAssertTrue(engine.backendReason.contains("io_uring refused"), engine.backendReason)
+        XCTAssertTrue(engine.backendReason.contains("EPERM"), engine.backendReason)
+        XCTAssertThrowsError(try DatagramEngine(configuration: EngineConfiguration(backend: .uring))) { error in
+            XCTAssertTrue("\(error)".contains("io_uring_setup"), "\(error)")
+        }
+        // And the fallback engine works.
+        let a = try engine.register(UDPSocket(binding: Loopback.v4))
+        let b = try UDPSocket(binding: Loopback.v4)
+        _ = try engine.register(b)
+        [UInt8](repeating: 1, count: 10).withUnsafeBytes { raw in
+            engine.enqueue(socket: a, to: b.localEndpoint, trafficClass: TrafficClass(rawValue: 1), bytes: raw)
+            engine.flush()
+        }
+        XCTAssertEqual(Loopback.drain(engine, count: 1), 1)
+    }
+
+    func testAutoChoosesIOURingWhenAllowedAndSaysWhy() throws {
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .auto))
+        XCTAssertEqual(engine.backend, .uring)
+        XCTAssertEqual(engine.backendReason, "auto: io_uring is available")
+    }
+
+    func testTruncatedDatagramIsCountedAndDroppedAndNothingElseIsLost() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, maxDatagramSize: 512))
+            let receiver = try UDPSocket(binding: Loopback.v4)
+            _ = try engine.register(receiver)
+            let peer = try UDPSocket(binding: Loopback.v4)
+            Loopback.send(from: peer, to: receiver.localEndpoint, bytes: [UInt8](repeating: 1, count: 1000))
+            Loopback.send(from: peer, to: receiver.localEndpoint, bytes: [UInt8](repeating: 2, count: 512))
+            var sizes: [Int] = []
+            _ = Loopback.drain(engine, count: 1) { sizes.append($0.bytes.count) }
+            XCTAssertEqual(sizes, [512], "\(backend)")
+            XCTAssertEqual(engine.counters.truncated, 1, "\(backend)")
+        }
+    }
+
+    /// SO_RXQ_OVFL: datagrams the kernel dropped on a full receive queue are reported.
+    func testKernelDropsAreCounted() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
+            let receiver = try UDPSocket(binding: Loopback.v4, options: SocketOptions(receiveBufferBytes: 4096))
+            let peer = try UDPSocket(binding: Loopback.v4)
+            // Fill the queue before the engine reads it (for io_uring, before the receive is armed).
+            for _ in 0..<200 { Loopback.send(from: peer, to: receiver.localEndpoint, bytes: [UInt8](repeating: 0, count: 1000)) }
+            _ = try engine.register(receiver)
+            let got = Loopback.drain(engine, count: 200, seconds: 1)
+            Loopback.send(from: peer, to: receiver.localEndpoint, bytes: [1])
+            _ = Loopback.drain(engine, count: 1, seconds: 2)
+            XCTAssertLessThan(got, 200, "\(backend)")
+            XCTAssertEqual(engine.counters.kernelDrops, UInt64(200 - got), "\(backend): every drop is reported")
+        }
+    }
+
+    func testBindErrorNamesTheAddressAndWhatToDo() throws {
+        let first = try UDPSocket(binding: Loopback.v4)
+        XCTAssertThrowsError(try UDPSocket(binding: first.localEndpoint)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("127.0.0.1:\(first.localEndpoint.port)"), text)
+            XCTAssertTrue(text.contains("EADDRINUSE"), text)
+            XCTAssertTrue(text.contains("another socket holds this port"), text)
+        }
+        XCTAssertThrowsError(try UDPSocket(binding: Endpoint(host: "192.0.2.1", port: 0)!)) { error in
+            XCTAssertTrue("\(error)".contains("EADDRNOTAVAIL"), "\(error)")
+        }
+    }
+
+    func testWakerInterruptsAWaitFromAnotherThread() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
+            _ = try engine.register(UDPSocket(binding: Loopback.v4))
+            let waker = engine.waker
+            let thread = Thread { usleep(50_000); waker.wake() }
+            thread.start()
+            var woken = false
+            let deadline = Date().addingTimeInterval(10)
+            while !woken && Date() < deadline {
+                engine.receive(timeoutMilliseconds: 5_000)
+                woken = engine.wasWoken
+            }
+            XCTAssertTrue(woken, "\(backend)")
+        }
+    }
+
+    /// A closed socket's slot is reused with a new generation: the old identifier no longer
+    /// reaches anything, and the new socket receives normally.
+    func testUnregisterAndSlotReuse() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
+            let peer = try UDPSocket(binding: Loopback.v4)
+            let first = try engine.register(UDPSocket(binding: Loopback.v4))
+            engine.unregister(first)
+            XCTAssertEqual(engine.socketCount, 0)
+            engine.receive(timeoutMilliseconds: 10)  // lets io_uring finish the cancellation
+            let secondSocket = try UDPSocket(binding: Loopback.v4)
+            let second = try engine.register(secondSocket)
+            XCTAssertNotEqual(first, second)
+            Loopback.send(from: peer, to: secondSocket.localEndpoint, bytes: [5])
+            var from: [SocketID] = []
+            _ = Loopback.drain(engine, count: 1) { from.append($0.socket) }
+            XCTAssertEqual(from, [second], "\(backend)")
+            // Sending through the stale identifier is refused and counted, not delivered.
+            [UInt8(1)].withUnsafeBytes { raw in
+                engine.enqueue(socket: first, to: peer.localEndpoint, trafficClass: TrafficClass(rawValue: 0), bytes: raw)
+                engine.flush()
+            }
+            XCTAssertEqual(engine.counters.sendErrors.total, 1, "\(backend)")
+        }
+    }
+
+    func testSendErrorsAreCountedByErrno() throws {
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg))
+        let v4Only = try engine.register(UDPSocket(binding: Loopback.v4))
+        [UInt8(1)].withUnsafeBytes { raw in
+            // An IPv4 socket cannot reach an IPv6 peer.
+            engine.enqueue(socket: v4Only, to: Endpoint(host: "2001:db8::1", port: 9)!, trafficClass: TrafficClass(rawValue: 0), bytes: raw)
+            engine.flush()
+        }
+        XCTAssertEqual(engine.counters.sendErrors.byName.first?.name, "EAFNOSUPPORT")
+    }
+}

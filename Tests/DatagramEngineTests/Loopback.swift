@@ -1,0 +1,71 @@
+import Glibc
+import XCTest
+@testable import DatagramEngine
+
+/// Real sockets on loopback for the engine tests.
+enum Loopback {
+    static let v4 = Endpoint(host: "127.0.0.1", port: 0)!
+    static let v6 = Endpoint(host: "::1", port: 0)!
+    static let dualStack = Endpoint(host: "::", port: 0)!
+
+    /// Whether this host has ::1 (some containers have IPv6 disabled).
+    static let hasIPv6: Bool = (try? UDPSocket(binding: v6)) != nil
+
+    /// Sends one datagram with a plain sendto, outside any engine.
+    static func send(from socket: UDPSocket, to destination: Endpoint, bytes: [UInt8]) {
+        var storage = sockaddr_storage()
+        let length = destination.write(to: &storage, family: socket.family)
+        let sent = bytes.withUnsafeBytes { raw in
+            withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(socket.descriptor, raw.baseAddress, raw.count, 0, $0, length)
+                }
+            }
+        }
+        precondition(sent == bytes.count, "sendto failed: \(errno)")
+    }
+
+    /// Receives until `count` datagrams have arrived or `seconds` pass, calling `body` for each.
+    static func drain(_ engine: DatagramEngine, count: Int, seconds: Double = 5,
+                      _ body: (ReceivedDatagram) -> Void = { _ in }) -> Int {
+        var got = 0
+        let deadline = Date().addingTimeInterval(seconds)
+        while got < count && Date() < deadline {
+            let n = engine.receive(timeoutMilliseconds: 50)
+            for index in 0..<n { body(engine.received(index)) }
+            got += n
+        }
+        return got
+    }
+}
+
+/// The datagrams of a conformance run: sizes 0 to 1472 and every TOS byte, with contents that
+/// say which datagram they are.
+struct Pattern {
+    let count: Int
+    let storage: UnsafeMutableRawBufferPointer
+    static let maxSize = 1472
+
+    init(count: Int) {
+        self.count = count
+        storage = .allocate(byteCount: count * Pattern.maxSize, alignment: 8)
+        for index in 0..<count {
+            for offset in 0..<size(index) { storage[index * Pattern.maxSize + offset] = byte(index, offset) }
+        }
+    }
+
+    func free() { storage.deallocate() }
+
+    func size(_ index: Int) -> Int { (index * 7919) % (Pattern.maxSize + 1) }
+    func trafficClass(_ index: Int) -> TrafficClass { TrafficClass(rawValue: UInt8(truncatingIfNeeded: index * 37)) }
+    func byte(_ index: Int, _ offset: Int) -> UInt8 { UInt8(truncatingIfNeeded: index &* 31 &+ offset &* 7) }
+
+    func bytes(_ index: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: storage[(index * Pattern.maxSize)..<(index * Pattern.maxSize + size(index))])
+    }
+
+    func matches(_ index: Int, _ datagram: ReceivedDatagram) -> Bool {
+        guard datagram.bytes.count == size(index), datagram.trafficClass == trafficClass(index) else { return false }
+        return size(index) == 0 || memcmp(datagram.bytes.baseAddress!, bytes(index).baseAddress!, size(index)) == 0
+    }
+}
