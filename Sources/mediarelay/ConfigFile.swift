@@ -1,0 +1,155 @@
+import Foundation
+
+/// The JSON config file given with `--config FILE`: one object whose keys are the options'
+/// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers are JSON numbers,
+/// `forward` is an array of strings, everything else a string written as on the command line.
+enum ConfigFile {
+    /// A config is a few hundred bytes; anything near this is not a config file.
+    static let maxBytes = 1 << 20
+
+    /// Reads at most `maxBytes + 1` bytes, so a huge file or a device never gets read whole.
+    static func read(_ path: String) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CocoaError(.fileReadNoSuchFile)
+        }
+        defer { try? handle.close() }
+        return try handle.read(upToCount: maxBytes + 1) ?? Data()
+    }
+
+    /// Reads and decodes the file into its top-level object.
+    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
+        let subject = "config \(OptionError.quoted(path))"
+        let data: Data
+        do {
+            data = try readFile(path)
+        } catch {
+            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected a readable JSON file")
+        }
+        guard data.count <= maxBytes else {
+            throw OptionError(subject: subject, problem: "larger than 1 MiB; expected a small JSON object")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw OptionError(subject: subject, problem: "not valid JSON (\(reason(error)))")
+        }
+        guard case .object(let object) = value else {
+            throw OptionError(subject: subject, problem: "expected a JSON object at the top level, got \(value.typeName)")
+        }
+        return object
+    }
+
+    /// Applies every key of `object` to `options` and returns which options it set.
+    static func apply(
+        _ object: [String: JSONValue], path: String, to options: inout ServerOptions
+    ) throws(OptionError) -> Set<OptionKey> {
+        let keys = Dictionary(uniqueKeysWithValues: OptionKey.allCases.map { ($0.configKey, $0) })
+        var given = Set<OptionKey>()
+        // Sorted so that a file with several mistakes always reports the same one first.
+        for name in object.keys.sorted() {
+            let subject = "config \(OptionError.quoted(path)): key \"\(OptionError.quoted(name))\""
+            guard let key = keys[name] else {
+                let known = OptionKey.allCases.map(\.configKey).joined(separator: ", ")
+                throw OptionError(subject: subject, problem: "unknown key; known keys are \(known)")
+            }
+            let texts = try strings(object[name]!, for: key, subject: subject)
+            if key == .forward {
+                options.forwards = []
+                guard texts.count <= ServerOptions.maxForwardRules else {
+                    throw OptionError(
+                        subject: subject,
+                        problem: "\(texts.count) rules; at most \(ServerOptions.maxForwardRules) are accepted"
+                    )
+                }
+            }
+            for text in texts {
+                do throws(ValueProblem) {
+                    try key.apply(text, to: &options)
+                } catch {
+                    let shown = key.isSecret ? "(value hidden)" : OptionError.quoted(text)
+                    throw OptionError(subject: subject, problem: "\(shown): \(error.expected)")
+                }
+            }
+            given.insert(key)
+        }
+        return given
+    }
+
+    /// The value as the text the flag would take, after checking its JSON type.
+    private static func strings(_ value: JSONValue, for key: OptionKey, subject: String) throws(OptionError) -> [String] {
+        switch (key.configType, value) {
+        case (.string, .string(let text)):
+            return [text]
+        case (.integer, .integer(let number)):
+            return [String(number)]
+        case (.stringArray, .array(let items)):
+            var texts: [String] = []
+            for item in items {
+                guard case .string(let text) = item else {
+                    throw OptionError(subject: subject, problem: "expected an array of strings, found \(item.typeName) in it")
+                }
+                texts.append(text)
+            }
+            return texts
+        default:
+            let wanted = switch key.configType {
+            case .string: "a string"
+            case .integer: "an integer"
+            case .stringArray: "an array of strings"
+            }
+            throw OptionError(subject: subject, problem: "expected \(wanted) (\(key.accepted)), got \(value.typeName)")
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            if let underlying = context.underlyingError as NSError?,
+                let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
+                return detail
+            }
+            return context.debugDescription
+        }
+        if let cocoa = error as? CocoaError, cocoa.code == .fileReadNoSuchFile {
+            return "no such file or not readable"
+        }
+        return (error as NSError).localizedDescription
+    }
+}
+
+/// A decoded JSON value, keeping integers apart from other numbers and booleans so a config
+/// with `"workers": true` or `"workers": 1.5` is refused instead of guessed at.
+enum JSONValue: Decodable, Equatable, Sendable {
+    case null, bool(Bool), integer(Int), number(Double), string(String)
+    case array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer, .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// The `--help` output, generated from `OptionKey` so every option, default and accepted value
+/// that the parser knows is documented, and nothing else.
+enum HelpText {
+    static var text: String {
+        var lines = [
+            "mediarelay \(ServerOptions.version): UDP media relay",
+            "",
+            "usage: mediarelay [--config FILE] [OPTIONS]",
+            "",
+            "Options (--opt value or --opt=value):",
+            "  --config FILE",
+            "      JSON config file; command-line flags win over its keys",
+            "      default: none; accepted: a readable JSON object file, at most 1 MiB",
+        ]
+        for key in OptionKey.allCases {
+            lines.append("  \(key.flag) \(key.valueName)")
+            lines.append("      \(key.summary)")
+            lines.append("      default: \(key.defaultText); accepted: \(key.accepted)")
+        }
+        lines += [
+            "  --help, -h",
+            "      print this text and exit",
+            "  --version",
+            "      print \"mediarelay \(ServerOptions.version)\" and exit",
+            "",
+            "Config file keys (JSON object; integers as numbers, forward as an array of strings):",
+        ]
+        for key in OptionKey.allCases {
+            let type = switch key.configType {
+            case .string: "string"
+            case .integer: "integer"
+            case .stringArray: "array of strings"
+            }
+            lines.append("  \(key.configKey) (\(type)) = \(key.flag)")
+        }
+        lines += [
+            "",
+            "Environment:",
+            "  \(ServerOptions.tokenEnvironmentVariable)",
+            "      control token when neither --control-token nor \"control_token\" is given",
+            "",
+            "An --http listener that is not loopback needs a control token.",
+            "Bad options exit with code 2 and one line on stderr.",
+        ]
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,76 @@
+import Glibc
+
+/// Everything the server needs to start, after flags, the config file and the environment
+/// have been merged and checked. Build one with `ServerOptions.parse`; the defaults here are the
+/// contract's defaults.
+struct ServerOptions: Equatable, Sendable {
+    /// The version the server reports in `--version`, /metrics `mediarelay_info` and logs.
+    static let version = "0.1.0"
+    static let tokenEnvironmentVariable = "MEDIARELAY_CONTROL_TOKEN"
+    /// Each rule costs a listener socket per worker; more than this is a generated config gone wrong.
+    static let maxForwardRules = 256
+
+    /// Cores online now, clamped to the accepted worker range.
+    static var onlineCores: Int {
+        let count = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        return min(max(count, OptionKey.workersRange.lowerBound), OptionKey.workersRange.upperBound)
+    }
+
+    /// The file given with `--config`, if any (kept for log lines).
+    var configPath: String? = nil
+    var engine: Engine = .auto
+    var gso: Bool = true
+    var workers: Int = ServerOptions.onlineCores
+    var forwards: [ForwardSpec] = []
+    var ports = PortRange(low: 40000, high: 40999)
+    var relayAddress = "0.0.0.0"
+    /// Resolved by `parse`: 127.0.0.1 when `relayAddress` is a wildcard, else `relayAddress`,
+    /// unless given explicitly.
+    var advertiseAddress = "127.0.0.1"
+    var http = HostPort(host: "127.0.0.1", port: 9480)
+    var controlToken: String? = nil
+    var dscp: DSCPPolicy = .mirror
+    var serviceClass: ServiceClass = .bestEffort
+    var ecn: ECNPolicy = .preserve
+    var logLevel: LogLevel = .info
+    var drainSeconds = 0
+    var idleTimeoutSeconds = 60
+    var maxClients = 10000
+    var maxSessions = 10000
+    var batchSize = 64
+}
+
+/// What the command line asks for: run the server, or print help or the version and exit 0.
+enum ParsedCommand: Equatable, Sendable {
+    case run(ServerOptions)
+    /// The full help text, ending in a newline, for stdout.
+    case help(String)
+    /// `mediarelay 0.1.0`, for stdout.
+    case version(String)
+}
+
+/// A refused command line, config file or environment. `description` is the one line to print on
+/// stderr before exiting with `exitCode` (2): `mediarelay: --engine foo: expected one of ...`.
+struct OptionError: Error, Equatable, CustomStringConvertible {
+    /// The flag with its value, `config FILE: key "K"`, or the environment variable.
+    let subject: String
+    /// What is wrong and what is accepted.
+    let problem: String
+
+    var exitCode: Int32 { 2 }
+
+    /// Always a single line, whatever bytes the user's input contained.
+    var description: String { OptionError.oneLine("mediarelay: \(subject): \(problem)") }
+
+    /// Replaces control characters (newlines included) so input cannot forge extra log lines.
+    static func oneLine(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            scalar.properties.generalCategory == .control ? " " : scalar
+        }))
+    }
+
+    /// Echoes user input at a bounded length so a huge value cannot flood the terminal.
+    static func quoted(_ value: String) -> String {
+        value.count <= 80 ? value : String(value.prefix(77)) + "..."
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+
+extension ServerOptions {
+    /// Parses the server's command line.
+    ///
+    /// - Parameters:
+    ///   - arguments: the arguments after the program name (`CommandLine.arguments.dropFirst()`).
+    ///     `--opt value` and `--opt=value` are both accepted.
+    ///   - environment: read for `MEDIARELAY_CONTROL_TOKEN` when neither a flag nor the config
+    ///     file gives a token.
+    ///   - readFile: reads the `--config` file; the default refuses files over 1 MiB.
+    /// - Returns: `.help` or `.version` when asked for (anywhere on the line), else `.run` with
+    ///   flags merged over the config file over the defaults.
+    /// - Throws: `OptionError` naming the flag, config key or variable that was refused.
+    static func parse(
+        arguments: [String],
+        environment: [String: String],
+        readFile: (String) throws -> Data = ConfigFile.read
+    ) throws(OptionError) -> ParsedCommand {
+        let line = try CommandLineTokens(arguments)
+        if line.wantsHelp { return .help(HelpText.text) }
+        if line.wantsVersion { return .version("mediarelay \(version)") }
+
+        var options = ServerOptions()
+        var given = Set<OptionKey>()
+        if let path = line.configPath {
+            let object = try ConfigFile.load(path: path, readFile: readFile)
+            given = try ConfigFile.apply(object, path: path, to: &options)
+            options.configPath = path
+        }
+
+        // A forward rule on the command line replaces the file's list rather than adding to it,
+        // the same "flags win" rule as every other option.
+        if line.values.contains(where: { $0.key == .forward }) { options.forwards = [] }
+        for (key, value) in line.values {
+            do throws(ValueProblem) {
+                try key.apply(value, to: &options)
+            } catch {
+                let shown = key.isSecret ? "(value hidden)" : OptionError.quoted(value)
+                throw OptionError(subject: "\(key.flag) \(shown)", problem: error.expected)
+            }
+            given.insert(key)
+        }
+
+        if options.controlToken == nil, let token = environment[tokenEnvironmentVariable], !token.isEmpty {
+            do throws(ValueProblem) {
+                options.controlToken = try OptionKey.token(token)
+            } catch {
+                throw OptionError(subject: tokenEnvironmentVariable, problem: error.expected)
+            }
+        }
+        if !given.contains(.advertiseAddress) {
+            options.advertiseAddress = IPLiteral.isWildcard(options.relayAddress) ? "127.0.0.1" : options.relayAddress
+        }
+        try options.validate()
+        return .run(options)
+    }
+
+    /// Checks that need the merged options, not a single value.
+    func validate() throws(OptionError) {
+        if controlToken == nil && !IPLiteral.isLoopback(http.host) {
+            throw OptionError(
+                subject: "--http \(http)",
+                problem: "a listener that is not loopback needs a control token: give --control-token, config key \"control_token\" or \(ServerOptions.tokenEnvironmentVariable)"
+            )
+        }
+        if forwards.count > ServerOptions.maxForwardRules {
+            throw OptionError(
+                subject: "--forward",
+                problem: "\(forwards.count) rules; at most \(ServerOptions.maxForwardRules) are accepted"
+            )
+        }
+        var listens = Set<HostPort>()
+        for rule in forwards where !listens.insert(rule.listen).inserted {
+            throw OptionError(
+                subject: "--forward \(rule)",
+                problem: "listen address \(rule.listen) is used by another rule; each rule needs its own"
+            )
+        }
+    }
+}
+
+/// The command line split into options and values, before any value is interpreted.
+struct CommandLineTokens {
+    var wantsHelp = false
+    var wantsVersion = false
+    var configPath: String?
+    var values: [(key: OptionKey, value: String)] = []
+
+    private static let byFlag = Dictionary(uniqueKeysWithValues: OptionKey.allCases.map { ($0.flag, $0) })
+
+    init(_ arguments: [String]) throws(OptionError) {
+        var seen = Set<String>()
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("-"), argument.count > 1 else {
+                throw OptionError(
+                    subject: OptionError.quoted(argument),
+                    problem: "unexpected argument; every setting is an option such as --forward LISTEN=UPSTREAM (see --help)"
+                )
+            }
+            let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let flag = String(parts[0])
+            var inline: String? = parts.count == 2 ? String(parts[1]) : nil
+
+            if flag == "--help" || flag == "-h" || flag == "--version" {
+                guard inline == nil else {
+                    throw OptionError(subject: flag, problem: "takes no value")
+                }
+                if flag == "--version" { wantsVersion = true } else { wantsHelp = true }
+                continue
+            }
+            let key = Self.byFlag[flag]
+            guard key != nil || flag == "--config" else {
+                throw OptionError(subject: OptionError.quoted(flag), problem: "unknown option (see --help)")
+            }
+            if key?.isRepeatable != true && !seen.insert(flag).inserted {
+                throw OptionError(subject: flag, problem: "given more than once; only --forward may be repeated")
+            }
+            if inline == nil, index < arguments.endIndex, !arguments[index].hasPrefix("--") {
+                inline = arguments[index]
+                index += 1
+            }
+            guard let value = inline else {
+                let accepted = key?.accepted ?? "a readable JSON file"
+                throw OptionError(subject: flag, problem: "missing value; expected \(accepted)")
+            }
+            if let key {
+                if key == .forward && values.count(where: { $0.key == .forward }) >= ServerOptions.maxForwardRules {
+                    throw OptionError(
+                        subject: flag,
+                        problem: "more than \(ServerOptions.maxForwardRules) rules; at most \(ServerOptions.maxForwardRules) are accepted"
+                    )
+                }
+                values.append((key, value))
+            } else {
+                guard !value.isEmpty else {
+                    throw OptionError(subject: flag, problem: "missing value; expected a readable JSON file")
+                }
+                configPath = value
+            }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import XCTest
+
+/// The metric names of the contract (/work/notes/contract.md), typed out so a dashboard or rule
+/// that uses a made-up name fails here even before a server exists.
+let contractMetricFamilies: Set<String> = [
+    "mediarelay_info", "mediarelay_uptime_seconds", "mediarelay_workers", "mediarelay_draining",
+    "mediarelay_packets_in_total", "mediarelay_packets_out_total", "mediarelay_bytes_in_total",
+    "mediarelay_bytes_out_total", "mediarelay_syscalls_total", "mediarelay_receive_batches_total",
+    "mediarelay_batch_size", "mediarelay_ecn_in_total", "mediarelay_ecn_out_total", "mediarelay_drops_total",
+    "mediarelay_send_errors_total", "mediarelay_gso_segments_total", "mediarelay_cpu_seconds_total",
+    "mediarelay_cpu_ns_per_packet", "mediarelay_syscalls_per_packet", "mediarelay_sessions",
+    "mediarelay_sessions_max", "mediarelay_forward_clients",
+]
+
+/// A histogram's samples belong to the family named without these suffixes.
+func metricFamily(_ name: String) -> String {
+    for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+        return String(name.dropLast(suffix.count))
+    }
+    return name
+}
+
+/// Every metric family that deploy/prometheus/*.yml and deploy/grafana/*.json refer to.
+func metricFamiliesUsedInDeploy() throws -> [String: [String]] {
+    var used: [String: [String]] = [:]
+    let files = deployFiles(withExtensions: ["yml", "yaml", "json"]).filter {
+        $0.path.contains("/deploy/prometheus/") || $0.path.contains("/deploy/grafana/")
+    }
+    for file in files {
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for match in text.matches(of: /mediarelay_[a-z_]+/) {
+            used[metricFamily(String(match.output)), default: []].append(file.lastPathComponent)
+        }
+    }
+    return used
+}
+
+final class DeployFilesTests: XCTestCase {
+    func testEveryJSONFileParses() throws {
+        let files = deployFiles(withExtensions: ["json"])
+        XCTAssertGreaterThanOrEqual(files.count, 2, "expected the example config and the dashboard")
+        for file in files {
+            XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(contentsOf: file)), file.path)
+        }
+    }
+
+    func testEveryYAMLFileParses() throws {
+        let files = deployFiles(withExtensions: ["yml", "yaml"])
+        XCTAssertGreaterThanOrEqual(files.count, 7)
+        for file in files {
+            let result = try runTool("/usr/bin/env", ["python3", "-c", "import yaml,sys; list(yaml.safe_load_all(open(sys.argv[1])))", file.path])
+            XCTAssertEqual(result.status, 0, "\(file.path): \(result.output)")
+        }
+    }
+
+    func testTheConfigMapHoldsValidJSON() throws {
+        let file = repoRoot.appendingPathComponent("deploy/kubernetes/configmap.yaml")
+        let script = "import yaml,sys; sys.stdout.write(yaml.safe_load(open(sys.argv[1]))['data']['config.json'])"
+        let result = try runTool("/usr/bin/env", ["python3", "-c", script, file.path])
+        XCTAssertEqual(result.status, 0, result.output)
+        let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["ports"] as? String, "40000-40999")
+    }
+
+    func testTheDashboardIsAGrafanaDashboard() throws {
+        let data = try Data(contentsOf: repoRoot.appendingPathComponent("deploy/grafana/mediarelay.json"))
+        let dashboard = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        XCTAssertGreaterThanOrEqual(dashboard["schemaVersion"] as? Int ?? 0, 36)
+        let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
+        XCTAssertTrue(variables.contains { $0["type"] as? String == "datasource" && $0["query"] as? String == "prometheus" })
+        let panels = try XCTUnwrap(dashboard["panels"] as? [[String: Any]])
+        let ids = panels.compactMap { $0["id"] as? Int }
+        XCTAssertEqual(Set(ids).count, panels.count, "panel ids must be unique")
+        for panel in panels {
+            let targets = panel["targets"] as? [[String: Any]] ?? []
+            XCTAssertFalse(targets.isEmpty, "\(panel["title"] ?? "?") has no query")
+            XCTAssertTrue(targets.allSatisfy { ($0["expr"] as? String)?.contains("mediarelay_") == true })
+        }
+    }
+
+    func testTheUnitFileIsANotifyServiceWithWatchdog() throws {
+        let unit = try String(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/mediarelay.service"), encoding: .utf8)
+        let settings = unit.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        for required in [
+            "Type=notify", "NotifyAccess=main", "KillSignal=SIGTERM", "DynamicUser=yes", "NoNewPrivileges=yes",
+            "ProtectSystem=strict", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
+            "ExecStart=/usr/local/bin/mediarelay --config /etc/mediarelay/config.json",
+        ] {
+            XCTAssertTrue(settings.contains(required), "unit lacks \(required)")
+        }
+        XCTAssertTrue(settings.contains { $0.hasPrefix("WatchdogSec=") })
+        XCTAssertTrue(settings.contains { $0.hasPrefix("LimitNOFILE=") })
+        let filter = try XCTUnwrap(settings.first { $0.hasPrefix("SystemCallFilter=") })
+        for call in ["@system-service", "io_uring_setup", "io_uring_enter", "io_uring_register"] {
+            XCTAssertTrue(filter.contains(call), "SystemCallFilter lacks \(call)")
+        }
+        // The stop timeout must outlast the example config's drain.
+        let stop = try XCTUnwrap(settings.first { $0.hasPrefix("TimeoutStopSec=") }.flatMap { Int($0.dropFirst("TimeoutStopSec=".count)) })
+        let config = try JSONSerialization.jsonObject(with: Data(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/config.json"))) as? [String: Any]
+        XCTAssertGreaterThan(stop, try XCTUnwrap(config?["drain_seconds"] as? Int))
+    }
+
+    func testSystemdAnalyzeVerifyAcceptsTheUnit() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
+            throw XCTSkip("systemd-analyze is not installed on this host (Debian: apt-get install systemd)")
+        }
+        // verify checks that ExecStart exists; the binary is not installed under /usr/local/bin
+        // on a build host, so point it at the built one (or /bin/true) in a copy of the unit.
+        let unit = try String(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/mediarelay.service"), encoding: .utf8)
+        let executable = serverBinary()?.path ?? "/bin/true"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("mediarelay.service")
+        try unit.replacingOccurrences(of: "/usr/local/bin/mediarelay", with: executable).write(to: copy, atomically: true, encoding: .utf8)
+        let result = try runTool("/usr/bin/systemd-analyze", ["verify", copy.path])
+        XCTAssertEqual(result.status, 0, result.output)
+        XCTAssertFalse(result.output.contains("mediarelay.service:"), "warnings about the unit: \(result.output)")
+    }
+
+    func testDeployUsesOnlyContractMetricNames() throws {
+        let used = try metricFamiliesUsedInDeploy()
+        XCTAssertGreaterThanOrEqual(used.count, 10, "the extraction found too few names to be working")
+        for (family, files) in used.sorted(by: { $0.key < $1.key }) {
+            XCTAssertTrue(contractMetricFamilies.contains(family), "\(family) (in \(Set(files).sorted())) is not a contract metric")
+        }
+    }
+
+    func testMetricFamilyStripsHistogramSuffixes() {
+        XCTAssertEqual(metricFamily("mediarelay_batch_size_bucket"), "mediarelay_batch_size")
+        XCTAssertEqual(metricFamily("mediarelay_batch_size_count"), "mediarelay_batch_size")
+        XCTAssertEqual(metricFamily("mediarelay_packets_in_total"), "mediarelay_packets_in_total")
+    }
+}

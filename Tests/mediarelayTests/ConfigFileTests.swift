@@ -1,0 +1,135 @@
+import Foundation
+import XCTest
+
+@testable import mediarelay
+
+final class ConfigFileTests: XCTestCase {
+    let fullConfig = """
+        {
+          "engine": "mmsg", "gso": "off", "workers": 3,
+          "forward": ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"],
+          "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1",
+          "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
+          "service_class": "signaling", "ecn": "clear", "log_level": "warning",
+          "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
+          "max_sessions": 60, "batch_size": 32
+        }
+        """
+
+    func testEveryKeyIsRead() {
+        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig]) else { return }
+        XCTAssertEqual(options.configPath, "c.json")
+        XCTAssertEqual(options.engine, .mmsg)
+        XCTAssertFalse(options.gso)
+        XCTAssertEqual(options.workers, 3)
+        XCTAssertEqual(options.forwards.map(\.description), ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"])
+        XCTAssertEqual(options.ports, PortRange(low: 41000, high: 41099))
+        XCTAssertEqual(options.relayAddress, "::")
+        XCTAssertEqual(options.advertiseAddress, "192.0.2.1")
+        XCTAssertEqual(options.http, HostPort(host: "0.0.0.0", port: 9480))
+        XCTAssertEqual(options.controlToken, "file-token")
+        XCTAssertEqual(options.dscp, .zero)
+        XCTAssertEqual(options.serviceClass, .signaling)
+        XCTAssertEqual(options.ecn, .clear)
+        XCTAssertEqual(options.logLevel, .warning)
+        XCTAssertEqual(options.drainSeconds, 30)
+        XCTAssertEqual(options.idleTimeoutSeconds, 120)
+        XCTAssertEqual(options.maxClients, 50)
+        XCTAssertEqual(options.maxSessions, 60)
+        XCTAssertEqual(options.batchSize, 32)
+    }
+
+    func testEveryConfigKeyOfTheContractIsKnown() {
+        let contractKeys = [
+            "engine", "gso", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
+            "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
+            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+        ]
+        XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
+        for key in contractKeys {
+            XCTAssertTrue(fullConfig.contains("\"\(key)\""), "the full config test does not cover \(key)")
+        }
+    }
+
+    func testFlagsWinOverTheFile() {
+        guard let options = runOptions(
+            ["--engine=uring", "--config", "c.json", "--workers", "1", "--forward", "127.0.0.1:1=127.0.0.1:2", "--control-token", "flag"],
+            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig]
+        ) else { return }
+        XCTAssertEqual(options.engine, .uring)
+        XCTAssertEqual(options.workers, 1)
+        XCTAssertEqual(options.forwards.map(\.description), ["127.0.0.1:1=127.0.0.1:2"], "flags replace the file's rules")
+        XCTAssertEqual(options.controlToken, "flag")
+        XCTAssertEqual(options.batchSize, 32, "keys without a flag still come from the file")
+    }
+
+    func testFileTokenWinsOverTheEnvironment() {
+        let files = ["c.json": #"{"control_token": "file"}"#]
+        XCTAssertEqual(runOptions(["--config", "c.json"], environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: files)?.controlToken, "file")
+    }
+
+    func testNonLoopbackHTTPFromTheFileNeedsAToken() {
+        let files = ["c.json": #"{"http": "0.0.0.0:9480"}"#]
+        refusal(["--config", "c.json"], files: files, mentions: ["--http 0.0.0.0:9480", "control token"])
+        XCTAssertNotNil(runOptions(["--config", "c.json"], environment: ["MEDIARELAY_CONTROL_TOKEN": "e"], files: files))
+        XCTAssertNotNil(runOptions(["--config", "c.json", "--http", "127.0.0.1:1"], files: files))
+    }
+
+    func testBadKeysAreNamed() {
+        let cases: [(String, [String])] = [
+            (#"{"engine": "foo"}"#, [#"key "engine": foo: expected one of auto, perpacket, mmsg, uring"#]),
+            (#"{"engnie": "uring"}"#, [#"key "engnie": unknown key"#, "idle_timeout_seconds"]),
+            (#"{"workers": "4"}"#, [#"key "workers": expected an integer"#, "got a string"]),
+            (#"{"workers": 1.5}"#, [#"key "workers": expected an integer"#, "got a number"]),
+            (#"{"workers": true}"#, [#"key "workers": expected an integer"#, "got a boolean"]),
+            (#"{"workers": 0}"#, [#"key "workers": 0: expected an integer in 1...256"#]),
+            (#"{"gso": false}"#, [#"key "gso": expected a string"#, "got a boolean"]),
+            (#"{"engine": null}"#, [#"key "engine": expected a string"#, "got null"]),
+            (#"{"forward": "127.0.0.1:1=127.0.0.1:2"}"#, [#"key "forward": expected an array of strings"#]),
+            (#"{"forward": [1]}"#, [#"key "forward": expected an array of strings"#]),
+            (#"{"forward": ["nope"]}"#, [#"key "forward": nope: expected LISTEN=UPSTREAM"#]),
+            (#"{"ports": "9-1"}"#, [#"key "ports": 9-1: expected LOW-HIGH"#]),
+            (#"{"http": "localhost:80"}"#, [#"key "http": localhost:80:"#]),
+            (#"{"control_token": "a b"}"#, [#"key "control_token": (value hidden): expected"#]),
+            (#"{"idle_timeout_seconds": 0}"#, [#"key "idle_timeout_seconds": 0:"#]),
+        ]
+        for (text, mentions) in cases {
+            refusal(["--config", "c.json"], files: ["c.json": text], mentions: ["mediarelay: config c.json: "] + mentions)
+        }
+    }
+
+    func testBadFilesAreNamed() {
+        refusal(["--config", "missing.json"], mentions: ["config missing.json:", "cannot read"])
+        refusal(["--config", "c.json"], files: ["c.json": "{\"engine\": "], mentions: ["config c.json:", "not valid JSON"])
+        refusal(["--config", "c.json"], files: ["c.json": "[1, 2]"], mentions: ["config c.json:", "JSON object", "an array"])
+        refusal(["--config", "c.json"], files: ["c.json": ""], mentions: ["config c.json:", "not valid JSON"])
+    }
+
+    func testAbsurdSizesAreRefused() {
+        let big = "{\"engine\": \"auto\"" + String(repeating: " ", count: 1 << 20) + "}"
+        refusal(["--config", "c.json"], files: ["c.json": big], mentions: ["config c.json:", "larger than 1 MiB"])
+        let rules = (0..<257).map { "\"127.0.0.1:\(1000 + $0)=127.0.0.1:9000\"" }.joined(separator: ",")
+        refusal(["--config", "c.json"], files: ["c.json": "{\"forward\": [\(rules)]}"], mentions: [#"key "forward""#, "at most 256"])
+    }
+
+    func testTheDefaultReaderStopsAtTheLimit() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-config-\(getpid()).json")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(count: ConfigFile.maxBytes + 4096).write(to: url)
+        XCTAssertEqual(try ConfigFile.read(url.path).count, ConfigFile.maxBytes + 1)
+        do {
+            _ = try ServerOptions.parse(arguments: ["--config", url.path], environment: [:])
+            XCTFail("a 1 MiB + 4 KiB file was accepted")
+        } catch {
+            XCTAssertTrue(error.description.contains("larger than 1 MiB"), error.description)
+        }
+        // /dev/zero never ends: the reader must still return.
+        XCTAssertEqual(try ConfigFile.read("/dev/zero").count, ConfigFile.maxBytes + 1)
+    }
+
+    func testTheShippedExampleConfigParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = root.appendingPathComponent("deploy/systemd/config.json").path
+        XCTAssertNotNil(runOptions(["--config", path], files: [path: try String(contentsOfFile: path, encoding: .utf8)]))
+    }
+}

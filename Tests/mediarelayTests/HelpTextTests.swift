@@ -1,0 +1,42 @@
+import XCTest
+
+@testable import mediarelay
+
+final class HelpTextTests: XCTestCase {
+    /// Typed out from the contract on purpose, not taken from OptionKey, so a flag missing from
+    /// the table fails here.
+    let contractFlags = [
+        "--config", "--engine", "--gso", "--workers", "--forward", "--ports", "--relay-address",
+        "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
+        "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
+        "--batch-size", "--help", "--version",
+    ]
+
+    func testHelpMentionsEveryFlagOfTheContract() {
+        let help = HelpText.text
+        for flag in contractFlags {
+            XCTAssertTrue(help.contains("  \(flag)"), "help does not document \(flag)")
+        }
+    }
+
+    func testHelpGivesEachOptionsDefaultAndAcceptedValues() {
+        let help = HelpText.text
+        for key in OptionKey.allCases {
+            XCTAssertTrue(help.contains("default: \(key.defaultText); accepted: \(key.accepted)"), "\(key.flag)")
+            XCTAssertTrue(help.contains("  \(key.configKey) ("), "config key \(key.configKey)")
+        }
+        for expected in ["auto, perpacket, mmsg, uring", "40000-40999", "127.0.0.1:9480", "interactiveVoice",
+                         "MEDIARELAY_CONTROL_TOKEN", "idle_timeout_seconds", "1...256", "0...3600", "1...86400", "1...1024"] {
+            XCTAssertTrue(help.contains(expected), "help does not mention \(expected)")
+        }
+    }
+
+    func testEveryFlagInTheHelpIsAccepted() {
+        // The reverse direction: help must not document a flag the parser refuses.
+        let flags = HelpText.text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
+            .map(String.init).filter { $0.wholeMatch(of: /--[a-z][a-z-]*/) != nil }
+        for flag in Set(flags) {
+            XCTAssertTrue(contractFlags.contains(flag), "help documents \(flag), which the contract does not have")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import XCTest
+
+@testable import mediarelay
+
+final class OptionsTests: XCTestCase {
+    func testDefaultsAreTheContractDefaults() {
+        guard let options = runOptions([]) else { return }
+        XCTAssertEqual(options.engine, .auto)
+        XCTAssertTrue(options.gso)
+        XCTAssertEqual(options.workers, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        XCTAssertEqual(options.forwards, [])
+        XCTAssertEqual(options.ports, PortRange(low: 40000, high: 40999))
+        XCTAssertEqual(options.relayAddress, "0.0.0.0")
+        XCTAssertEqual(options.advertiseAddress, "127.0.0.1")
+        XCTAssertEqual(options.http, HostPort(host: "127.0.0.1", port: 9480))
+        XCTAssertNil(options.controlToken)
+        XCTAssertEqual(options.dscp, .mirror)
+        XCTAssertEqual(options.serviceClass, .bestEffort)
+        XCTAssertEqual(options.ecn, .preserve)
+        XCTAssertEqual(options.logLevel, .info)
+        XCTAssertEqual(options.drainSeconds, 0)
+        XCTAssertEqual(options.idleTimeoutSeconds, 60)
+        XCTAssertEqual(options.maxClients, 10000)
+        XCTAssertEqual(options.maxSessions, 10000)
+        XCTAssertEqual(options.batchSize, 64)
+        XCTAssertNil(options.configPath)
+    }
+
+    func testEveryOptionAcceptsAGoodValueInBothSpellings() {
+        let good: [(String, String, (ServerOptions) -> Bool)] = [
+            ("--engine", "uring", { $0.engine == .uring }),
+            ("--engine", "perpacket", { $0.engine == .perpacket }),
+            ("--gso", "off", { !$0.gso }),
+            ("--workers", "256", { $0.workers == 256 }),
+            ("--forward", "127.0.0.1:7777=127.0.0.1:9000", {
+                $0.forwards == [ForwardSpec(listen: HostPort(host: "127.0.0.1", port: 7777), upstream: HostPort(host: "127.0.0.1", port: 9000))]
+            }),
+            ("--ports", "1-65535", { $0.ports == PortRange(low: 1, high: 65535) }),
+            ("--relay-address", "::", { $0.relayAddress == "::" && $0.advertiseAddress == "127.0.0.1" }),
+            ("--advertise-address", "2001:db8::7", { $0.advertiseAddress == "2001:db8::7" }),
+            ("--http", "[::1]:0", { $0.http == HostPort(host: "::1", port: 0) }),
+            ("--control-token", "s3cret-T0ken", { $0.controlToken == "s3cret-T0ken" }),
+            ("--dscp", "class", { $0.dscp == .class }),
+            ("--service-class", "interactiveVoice", { $0.serviceClass == .interactiveVoice }),
+            ("--ecn", "clear", { $0.ecn == .clear }),
+            ("--log-level", "debug", { $0.logLevel == .debug }),
+            ("--drain-seconds", "3600", { $0.drainSeconds == 3600 }),
+            ("--idle-timeout", "86400", { $0.idleTimeoutSeconds == 86400 }),
+            ("--max-clients", "5", { $0.maxClients == 5 }),
+            ("--max-sessions", "7", { $0.maxSessions == 7 }),
+            ("--batch-size", "1024", { $0.batchSize == 1024 }),
+        ]
+        for (flag, value, check) in good {
+            for arguments in [[flag, value], ["\(flag)=\(value)"]] {
+                guard let options = runOptions(arguments) else { continue }
+                XCTAssertTrue(check(options), "\(arguments) did not take effect")
+            }
+        }
+        XCTAssertEqual(Set(good.map(\.0)), Set(OptionKey.allCases.map(\.flag)), "a flag has no good-value case")
+    }
+
+    func testEveryOptionRefusesABadValueWithOneLineNamingIt() {
+        let bad: [(String, String, String)] = [
+            ("--engine", "foo", "expected one of auto, perpacket, mmsg, uring"),
+            ("--gso", "yes", "expected one of on, off"),
+            ("--workers", "0", "1...256"),
+            ("--workers", "257", "1...256"),
+            ("--workers", "two", "1...256"),
+            ("--forward", "127.0.0.1:7777", "LISTEN=UPSTREAM"),
+            ("--forward", "localhost:7777=127.0.0.1:9000", "LISTEN=UPSTREAM"),
+            ("--forward", "127.0.0.1:0=127.0.0.1:9000", "LISTEN=UPSTREAM"),
+            ("--forward", "::1:7777=127.0.0.1:9000", "LISTEN=UPSTREAM"),
+            ("--ports", "50000-40000", "LOW <= HIGH"),
+            ("--ports", "0-10", "LOW-HIGH"),
+            ("--ports", "1-65536", "LOW-HIGH"),
+            ("--ports", "40000", "LOW-HIGH"),
+            ("--relay-address", "relay.example.com", "host names are not resolved"),
+            ("--relay-address", "1.2.3", "IPv4 or IPv6"),
+            ("--advertise-address", "0.0.0.0", "wildcard"),
+            ("--advertise-address", "[::1]", "IPv4 or IPv6"),
+            ("--http", "localhost:9480", "IP literal"),
+            ("--http", "127.0.0.1:65536", "HOST:PORT"),
+            ("--http", "127.0.0.1", "HOST:PORT"),
+            ("--http", "[127.0.0.1]:80", "HOST:PORT"),
+            ("--dscp", "keep", "expected one of mirror, class, zero"),
+            ("--service-class", "voice", "interactiveVoice"),
+            ("--ecn", "set", "expected one of preserve, clear"),
+            ("--log-level", "trace", "debug, info, warning, error"),
+            ("--drain-seconds", "3601", "0...3600"),
+            ("--drain-seconds", "-1", "0...3600"),
+            ("--idle-timeout", "0", "1...86400"),
+            ("--max-clients", "0", "1...1000000"),
+            ("--max-sessions", "1e6", "1...1000000"),
+            ("--batch-size", "1025", "1...1024"),
+            ("--batch-size", "99999999999999999999", "1...1024"),
+        ]
+        for (flag, value, expected) in bad {
+            refusal([flag, value], mentions: ["\(flag) \(value):", expected])
+            refusal(["\(flag)=\(value)"], mentions: ["\(flag) \(value):", expected])
+        }
+        XCTAssertEqual(Set(bad.map(\.0)).union(["--control-token"]), Set(OptionKey.allCases.map(\.flag)), "a flag has no bad-value case")
+    }
+
+    func testTheExampleErrorOfTheContract() {
+        XCTAssertEqual(
+            refusal(["--engine", "foo"], mentions: [])?.description,
+            "mediarelay: --engine foo: expected one of auto, perpacket, mmsg, uring"
+        )
+    }
+
+    func testABadTokenIsRefusedWithoutEchoingIt() {
+        for token in ["two words", "", "tab\there", String(repeating: "x", count: 1025)] {
+            let error = refusal(["--control-token=\(token)"], mentions: ["--control-token", "visible ASCII"])
+            if token.count > 3 { XCTAssertFalse(error?.description.contains(token) ?? true) }
+        }
+    }
+
+    func testUnknownMissingRepeatedAndStrayArguments() {
+        refusal(["--engines", "uring"], mentions: ["--engines", "unknown option"])
+        refusal(["-x"], mentions: ["-x", "unknown option"])
+        refusal(["--engine"], mentions: ["--engine", "missing value", "auto, perpacket"])
+        refusal(["--engine", "--gso", "on"], mentions: ["--engine", "missing value"])
+        refusal(["--config"], mentions: ["--config", "missing value"])
+        refusal(["--workers", "2", "--workers=3"], mentions: ["--workers", "more than once"])
+        refusal(["--config", "a.json", "--config", "b.json"], mentions: ["--config", "more than once"])
+        refusal(["uring"], mentions: ["uring", "unexpected argument"])
+        refusal(["--version=2"], mentions: ["--version", "takes no value"])
+    }
+
+    func testValueThatLooksOdd() {
+        refusal(["--engine", "a\nmediarelay[info] forged"], mentions: ["--engine"])
+        let long = String(repeating: "z", count: 5000)
+        let error = refusal(["--engine", long], mentions: ["--engine", "..."])
+        XCTAssertLessThan(error?.description.count ?? 0, 300)
+    }
+
+    func testForwardRepeatsAndIPv6Specs() {
+        guard let options = runOptions([
+            "--forward", "[::1]:7777=[2001:db8::1]:9000",
+            "--forward=0.0.0.0:7778=[::ffff:192.0.2.1]:9001",
+            "--forward", "[::]:7779=127.0.0.1:9002",
+        ]) else { return }
+        XCTAssertEqual(options.forwards.map(\.description), [
+            "[::1]:7777=[2001:db8::1]:9000",
+            "0.0.0.0:7778=[::ffff:192.0.2.1]:9001",
+            "[::]:7779=127.0.0.1:9002",
+        ])
+        XCTAssertEqual(options.forwards[0].listen, HostPort(host: "::1", port: 7777))
+        XCTAssertTrue(options.forwards[0].upstream.isIPv6)
+        refusal(["--forward", "[::1]:7777=[2001:db8::1]"], mentions: ["--forward"])
+        refusal(["--forward", "[::1:7777=127.0.0.1:9000"], mentions: ["--forward"])
+        refusal(["--forward", "[fe80::1%eth0]:7777=127.0.0.1:9000"], mentions: ["--forward"])
+        refusal(
+            ["--forward", "127.0.0.1:7777=127.0.0.1:9000", "--forward", "127.0.0.1:7777=127.0.0.1:9001"],
+            mentions: ["--forward 127.0.0.1:7777=127.0.0.1:9001", "another rule"]
+        )
+    }
+
+    func testAtMost256ForwardRules() {
+        let rules = (0..<257).flatMap { ["--forward", "127.0.0.1:\(1000 + $0)=127.0.0.1:9000"] }
+        guard let options = runOptions(Array(rules.dropLast(2))) else { return }
+        XCTAssertEqual(options.forwards.count, 256)
+        refusal(rules, mentions: ["--forward", "at most 256"])
+    }
+
+    func testAdvertiseAddressFollowsTheRelayAddress() {
+        XCTAssertEqual(runOptions(["--relay-address", "192.0.2.5"])?.advertiseAddress, "192.0.2.5")
+        XCTAssertEqual(runOptions(["--relay-address", "::"])?.advertiseAddress, "127.0.0.1")
+        XCTAssertEqual(runOptions(["--relay-address", "::", "--advertise-address", "192.0.2.9"])?.advertiseAddress, "192.0.2.9")
+    }
+
+    func testHTTPThatIsNotLoopbackNeedsAToken() {
+        refusal(["--http", "0.0.0.0:9480"], mentions: ["--http 0.0.0.0:9480", "control token", "MEDIARELAY_CONTROL_TOKEN"])
+        refusal(["--http", "[::]:9480"], mentions: ["--http [::]:9480", "control token"])
+        refusal(["--http", "192.0.2.1:9480"], environment: ["MEDIARELAY_CONTROL_TOKEN": ""], mentions: ["control token"])
+        XCTAssertEqual(runOptions(["--http", "0.0.0.0:9480", "--control-token", "t"])?.controlToken, "t")
+        XCTAssertEqual(runOptions(["--http", "127.0.0.2:9480"])?.http.host, "127.0.0.2")
+        XCTAssertEqual(runOptions(["--http", "[::1]:9480"])?.http.host, "::1")
+        XCTAssertEqual(runOptions(["--http", "[::ffff:127.0.0.1]:9480"])?.http.port, 9480)
+    }
+
+    func testTokenFromTheEnvironment() {
+        let environment = ["MEDIARELAY_CONTROL_TOKEN": "from-env"]
+        XCTAssertEqual(runOptions([], environment: environment)?.controlToken, "from-env")
+        XCTAssertEqual(runOptions(["--http", "0.0.0.0:1"], environment: environment)?.http.port, 1)
+        XCTAssertEqual(runOptions(["--control-token", "flag"], environment: environment)?.controlToken, "flag")
+        refusal([], environment: ["MEDIARELAY_CONTROL_TOKEN": "has space"], mentions: ["MEDIARELAY_CONTROL_TOKEN:", "visible ASCII"])
+    }
+
+    func testHelpAndVersion() throws {
+        XCTAssertEqual(try parse(["--version"]), .version("mediarelay 0.1.0"))
+        XCTAssertEqual(ServerOptions.version, "0.1.0")
+        // Help wins even over a value that would be refused, as people type --help to find out why.
+        XCTAssertEqual(try parse(["--engine", "foo", "--help"]), .help(HelpText.text))
+        XCTAssertEqual(try parse(["-h"]), .help(HelpText.text))
+    }
+}
