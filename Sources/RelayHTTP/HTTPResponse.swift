@@ -33,12 +33,13 @@ public struct HTTPResponse: Sendable, Equatable {
             body: Array(data))
     }
 
-    /// A JSON object encoded with sorted keys (stable output for tests and diffs).
+    /// A JSON object encoded with sorted keys (stable output for tests and diffs) and "/" left
+    /// unescaped, so paths and "HTTP/1.1" in error reasons read as written.
     /// An object JSONSerialization cannot encode (NaN, a non-JSON type) becomes a 500 rather
     /// than a crash: Foundation traps on such input instead of throwing.
     public static func json(_ status: Int, _ object: [String: Any]) -> HTTPResponse {
         guard JSONSerialization.isValidJSONObject(object),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else {
             return .error(500, "internal error: response is not encodable as JSON")
         }

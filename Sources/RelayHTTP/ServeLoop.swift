@@ -252,7 +252,9 @@ final class ServeLoop {
 
     private func expireDeadlines(now: UInt64) {
         for connection in Array(connections.values) where deadline(connection) <= now {
-            if connection.hasPendingOutput || connection.phase != .serving {
+            if connection.hasPendingOutput {
+                close(connection, abort: true)
+            } else if connection.phase != .serving {
                 close(connection)
             } else if connection.requestStartedAt != nil {
                 connection.inbound.removeAll()
@@ -266,11 +268,11 @@ final class ServeLoop {
         }
     }
 
-    private func close(_ connection: Connection) {
+    private func close(_ connection: Connection, abort: Bool = false) {
         guard !connection.isClosed else { return }
         connection.isClosed = true
         connections[connection.fd] = nil
         if connection.rejected { rejectedCount -= 1 } else { servedCount -= 1 }
-        SocketCall.close(connection.fd)
+        if abort { SocketCall.abort(connection.fd) } else { SocketCall.close(connection.fd) }
     }
 }

@@ -85,6 +85,14 @@ enum SocketCall {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Closes with a reset instead of an orderly end: for a client that stopped reading, whose
+    /// unsent data would otherwise keep the connection alive in the kernel.
+    static func abort(_ fd: Int32) {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        _ = Glibc.close(fd)
+    }
+
     /// close() is not retried on EINTR: on Linux the descriptor is released either way.
     static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
