@@ -186,23 +186,27 @@ final class ServeLoop {
     private func process(_ connection: Connection) {
         while true {
             var answered = false
+            // Consumed bytes are dropped once per turn, not per request: removing from the
+            // front of the buffer for each of many small pipelined requests would be quadratic.
+            var consumedTotal = 0
             parsing: while connection.phase == .serving, connection.pendingOutput < outputBacklogLimit,
-                !connection.inbound.isEmpty
+                consumedTotal < connection.inbound.count
             {
-                switch parser.parse(connection.inbound[...]) {
+                switch parser.parse(connection.inbound[consumedTotal...]) {
                 case .incomplete:
                     break parsing
                 case .invalid(let status, let reason):
-                    connection.inbound.removeAll()
+                    consumedTotal = connection.inbound.count
                     respond(connection, .error(status, reason), closing: true)
                 case .complete(let request, let consumed):
-                    connection.inbound.removeFirst(consumed)
+                    consumedTotal += consumed
                     let response = handler(request)
                     respond(connection, response, closing: !request.wantsKeepAlive || response.asksToClose)
-                    connection.requestStartedAt = connection.inbound.isEmpty ? nil : MonotonicClock.now()
+                    connection.requestStartedAt = consumedTotal == connection.inbound.count ? nil : MonotonicClock.now()
                     answered = true
                 }
             }
+            connection.inbound.removeFirst(consumedTotal)
             flush(connection)
             let canContinue = answered && !connection.isClosed && connection.phase == .serving
                 && !connection.hasPendingOutput && !connection.inbound.isEmpty

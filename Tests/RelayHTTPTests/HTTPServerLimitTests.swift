@@ -97,6 +97,27 @@ final class HTTPServerLimitTests: XCTestCase {
         try assertStillServes(server)
     }
 
+    func testContentLengthShorterThanTheBodyLeavesTheRestAsTheNextRequest() throws {
+        let server = try startServer()
+        let client = try RawClient(port: server.boundPort)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabcdef\r\n\r\n")
+        XCTAssertEqual(try client.readResponse()?.text, "abc")
+        let rest = try XCTUnwrap(client.readResponse())
+        XCTAssertEqual(rest.status, 400)
+        XCTAssertTrue(rest.text.contains("request line"), rest.text)
+        XCTAssertEqual(try client.readUntilClosed(), [])
+    }
+
+    func testManySmallPipelinedRequestsAreAllAnswered() throws {
+        let server = try startServer()
+        let client = try RawClient(port: server.boundPort)
+        let count = 2000
+        try client.send(String(repeating: "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", count: count))
+        for index in 0..<count {
+            XCTAssertEqual(try client.readResponse()?.text, "hello", "response \(index)")
+        }
+    }
+
     func testChunkedIsRefused() throws {
         try assertRefused(
             "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", status: 501,

@@ -136,6 +136,27 @@ final class HTTPServerRoundTripTests: XCTestCase {
         XCTAssertEqual(try client.readResponse()?.text, "hello")
     }
 
+    func testDualStackWildcardAcceptsIPv4() throws {
+        let server: HTTPServer
+        do {
+            server = try startServer(host: "::")
+        } catch let error as HTTPServerError {
+            throw XCTSkip("no IPv6 on this host: \(error)")
+        }
+        let client = try RawClient(host: "127.0.0.1", port: server.boundPort)
+        try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+        XCTAssertEqual(try client.readResponse()?.text, "hello")
+    }
+
+    func testBracketedIPv6HostIsAccepted() throws {
+        do {
+            let server = try HTTPServer(host: "[::1]", port: 0) { _ in .noContent }
+            XCTAssertNotEqual(server.boundPort, 0)
+        } catch let error as HTTPServerError where error.errno == EADDRNOTAVAIL || error.errno == EAFNOSUPPORT {
+            throw XCTSkip("no IPv6 loopback on this host: \(error)")
+        }
+    }
+
     func testBindErrorNamesAddressReasonAndRemedy() throws {
         let server = try startServer()
         XCTAssertThrowsError(try HTTPServer(host: "127.0.0.1", port: server.boundPort) { _ in .noContent }) { error in
