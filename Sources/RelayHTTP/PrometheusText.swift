@@ -7,6 +7,7 @@
 /// invalid exposition. Names are sanitized to [a-zA-Z_:][a-zA-Z0-9_:]* and label values
 /// escaped (\\, \", \n), so no input can break the output's syntax.
 public struct PrometheusText: Sendable {
+    /// The `# TYPE` of a family.
     public enum MetricType: String, Sendable {
         case counter, gauge, histogram, untyped
     }
@@ -83,6 +84,11 @@ public struct PrometheusText: Sendable {
 
     /// The content type Prometheus expects for this format.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// A 200 response carrying `text` with the format's content type, for GET /metrics.
+    public var response: HTTPResponse {
+        HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", PrometheusText.contentType)]), body: Array(text.utf8))
+    }
 
     private mutating func add(_ name: String, _ help: String, _ type: MetricType, _ samples: [(String, Labels, String)]) {
         let familyName = PrometheusText.sanitize(name, allowColon: true)

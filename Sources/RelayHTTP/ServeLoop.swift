@@ -103,7 +103,9 @@ final class ServeLoop {
     }
 
     private func acceptPending() {
-        while true {
+        // A bounded number per turn: a flood of connects must not starve the connections
+        // already being served; the rest wait in the backlog for the next turn.
+        for _ in 0..<64 {
             let fd: Int32?
             do {
                 fd = try SocketCall.accept(listenFD)

@@ -65,4 +65,35 @@ final class HTTPRequestParserTests: XCTestCase {
             .invalid(status: 413, reason: "body of 65537 bytes exceeds 65536 bytes"))
         guard case .incomplete = parse("POST / HTTP/1.1\r\nContent-Length: 65536\r\n\r\n") else { return XCTFail() }
     }
+
+    /// Whatever the bytes, the parser answers without trapping and never claims more bytes
+    /// than it was given. Random input, and valid requests with random bytes changed.
+    func testArbitraryBytesNeverTrapOrOverconsume() {
+        var generator = SplitMix64(seed: 42)
+        let valid = Array("POST /v1/sessions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n{}\r\nGET / HTTP/1.1\r\n\r\n".utf8)
+        let alphabet: [UInt8] = Array(" :/\r\n\t0123456789HTTP-Content-Length".utf8) + [0, 0x7F, 0x80, 0xFF]
+        var outcomes = Set<String>()
+        for round in 0..<20_000 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                bytes = (0..<Int(generator.next() % 200)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+            } else {
+                bytes = valid
+                for _ in 0..<(1 + generator.next() % 4) {
+                    bytes[Int(generator.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: generator.next())
+                }
+                bytes = Array(bytes.prefix(Int(generator.next() % UInt64(bytes.count + 1))))
+            }
+            switch parser.parse(bytes[...]) {
+            case .incomplete: outcomes.insert("incomplete")
+            case .invalid(let status, _): outcomes.insert("invalid \(status)")
+            case .complete(_, let consumed):
+                outcomes.insert("complete")
+                XCTAssertGreaterThan(consumed, 0)
+                XCTAssertLessThanOrEqual(consumed, bytes.count)
+            }
+        }
+        // The inputs reached every kind of outcome, so the loop tested something.
+        XCTAssertTrue(outcomes.isSuperset(of: ["incomplete", "complete", "invalid 400"]), "\(outcomes)")
+    }
 }

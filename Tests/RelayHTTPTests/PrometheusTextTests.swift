@@ -84,6 +84,15 @@ final class PrometheusTextTests: XCTestCase {
         XCTAssertEqual(lines(text).last, #"_bad_name{le_x="v"} 1"#)
     }
 
+    func testResponseCarriesTheExpositionContentType() {
+        var text = PrometheusText()
+        text.gauge("mediarelay_sessions", help: "Open sessions.", value: 3)
+        let response = text.response
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), text.text)
+    }
+
     func testEmptyWriterGivesEmptyText() {
         XCTAssertEqual(PrometheusText().text, "")
     }
