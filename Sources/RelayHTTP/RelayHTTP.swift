@@ -1,1 +1,0 @@
-// RelayHTTP: see README and DESIGN.
