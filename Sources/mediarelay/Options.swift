@@ -1,3 +1,5 @@
+import DatagramEngine
+import RelayCore
 import Glibc
 
 /// Everything the server needs to start, after flags, the config file and the environment

@@ -1,3 +1,5 @@
+import DatagramEngine
+import RelayCore
 /// Every server option that is both a command-line flag and a config-file key. One table feeds
 /// the parser, the config loader and the help text, so the three cannot drift apart.
 enum OptionKey: String, CaseIterable, Sendable {

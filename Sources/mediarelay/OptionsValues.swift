@@ -1,4 +1,8 @@
 import Glibc
+// DSCP and ECN policies come from RelayCore and service classes from DatagramEngine: one
+// definition each, shared by the options and the relay.
+import RelayCore
+import DatagramEngine
 
 /// Which datagram backend the workers use. `auto` picks io_uring where the kernel (and any
 /// seccomp profile) allows it, else mmsg; the choice and its reason are logged and in /v1/stats.
@@ -6,44 +10,9 @@ enum Engine: String, CaseIterable, Sendable {
     case auto, perpacket, mmsg, uring
 }
 
-/// What the relay writes into the DSCP bits of forwarded datagrams.
-enum DSCPPolicy: String, CaseIterable, Sendable {
-    /// Copy the ingress DSCP (the default).
-    case mirror
-    /// Re-mark to the DSCP of the configured service class.
-    case `class`
-    /// Clear DSCP to DF (0).
-    case zero
-}
-
-/// What the relay does with the ECN bits. `preserve` copies the codepoint (CE included);
-/// `clear` sends Not-ECT. Neither ever turns Not-ECT into ECT.
-enum ECNPolicy: String, CaseIterable, Sendable {
-    case preserve, clear
-}
-
 /// Lowest severity of log lines written to stderr.
 enum LogLevel: String, CaseIterable, Sendable {
     case debug, info, warning, error
-}
-
-/// Traffic classes of RFC 4594 / RFC 8837, named as in Apple's Network.framework.
-enum ServiceClass: String, CaseIterable, Sendable {
-    case background, bestEffort, responsiveData, streamingVideo, interactiveVideo,
-        interactiveVoice, signaling
-
-    /// The DSCP (6 bits) that `--dscp class` writes for this class.
-    var dscp: UInt8 {
-        switch self {
-        case .background: 1  // LE
-        case .bestEffort: 0  // DF
-        case .responsiveData: 18  // AF21
-        case .streamingVideo: 26  // AF31
-        case .interactiveVideo: 34  // AF41
-        case .interactiveVoice: 46  // EF
-        case .signaling: 40  // CS5
-        }
-    }
 }
 
 /// A reason a single option value was refused; the parser adds which option or key it was.

@@ -1,1 +1,19 @@
-print("mediarelay: not yet")
+import Foundation
+import Glibc
+
+let command: ParsedCommand
+do {
+    command = try ServerOptions.parse(arguments: Array(CommandLine.arguments.dropFirst()),
+                                      environment: ProcessInfo.processInfo.environment)
+} catch {
+    var line = Array((error.description + "\n").utf8)
+    _ = write(2, &line, line.count)
+    exit(error.exitCode)
+}
+
+switch command {
+case .help(let text), .version(let text):
+    print(text)
+case .run(let options):
+    exit(Server(options: options).run())
+}

@@ -1,0 +1,150 @@
+import DatagramEngine
+import Dispatch
+import Synchronization
+
+/// The relay's control plane: starts the workers, hands them sessions, and collects their
+/// stats. Safe to use from any thread (the HTTP server's). Sessions are spread over workers
+/// round-robin; each lives entirely in its worker.
+public final class Relay: Sendable {
+    public let settings: RelaySettings
+    private let workers: [WorkerShared]
+    private let ruleShares: [RuleShared]
+    private let threads = Mutex<[WorkerThread]>([])
+    /// Which worker owns each session id; also the count the session cap applies to.
+    private let directory = Mutex<[String: Int]>([:])
+    private let nextWorker = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+    /// How long a control call waits for a worker before answering 503.
+    static let replyTimeout = DispatchTimeInterval.seconds(3)
+
+    public init(settings: RelaySettings) {
+        self.settings = settings
+        workers = (0..<max(1, settings.workers)).map { WorkerShared(index: $0) }
+        ruleShares = settings.rules.map { _ in RuleShared() }
+    }
+
+    /// Starts every worker and waits until each has its engine and listeners. Returns the
+    /// backend and why it was chosen; throws the first worker's start-up error.
+    public func start() throws(SystemCallError) -> (backend: Backend, reason: String) {
+        let outcomes = Mutex<[Result<(Backend, String), SystemCallError>]>([])
+        let started = DispatchSemaphore(value: 0)
+        var spawned: [WorkerThread] = []
+        for shared in workers {
+            let settings = self.settings
+            let shares = ruleShares
+            spawned.append(WorkerThread {
+                let worker: Worker
+                do throws(SystemCallError) {
+                    worker = try Worker(shared: shared, settings: settings, ruleShares: shares)
+                } catch {
+                    outcomes.withLock { $0.append(.failure(error)) }
+                    started.signal()
+                    return
+                }
+                outcomes.withLock { $0.append(.success((worker.engine.backend, worker.engine.backendReason))) }
+                started.signal()
+                worker.run()
+            })
+        }
+        for _ in workers { started.wait() }
+        threads.withLock { $0 = spawned }
+        let results = outcomes.withLock { $0 }
+        for result in results {
+            if case .failure(let error) = result {
+                stop()
+                throw error
+            }
+        }
+        guard case .success(let first) = results[0] else { fatalError("unreachable") }
+        return (first.0, first.1)
+    }
+
+    /// Stops every worker (closing all sockets) and waits for their threads.
+    public func stop() {
+        for worker in workers { worker.stop() }
+        let joined = threads.withLock { threads in
+            let all = threads
+            threads.removeAll()
+            return all
+        }
+        for thread in joined { thread.join() }
+    }
+
+    public var workerCount: Int { workers.count }
+
+    /// From now on new sessions are refused; forwarding goes on.
+    public func beginDrain() { draining.store(true, ordering: .releasing) }
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    public var sessionCount: Int { directory.withLock { $0.count } }
+
+    public func createSession(_ request: SessionRequest) -> Result<SessionInfo, RelayError> {
+        guard !isDraining else { return .failure(.draining) }
+        let id = Relay.newSessionID()
+        let index: Int? = directory.withLock { directory in
+            guard directory.count < settings.maxSessions else { return nil }
+            let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
+            directory[id] = index
+            return index
+        }
+        guard let index else { return .failure(.sessionCapReached(settings.maxSessions)) }
+        let result = ask(index) { reply in .create(request, id: id, reply: reply) } ?? .failure(.workerUnresponsive)
+        if case .failure = result { _ = directory.withLock { $0.removeValue(forKey: id) } }
+        return result
+    }
+
+    public func deleteSession(_ id: String) -> Bool {
+        guard let index = directory.withLock({ $0[id] }) else { return false }
+        let deleted = ask(index) { reply in .delete(id, reply: reply) } ?? false
+        _ = directory.withLock { $0.removeValue(forKey: id) }
+        return deleted
+    }
+
+    public func session(_ id: String) -> SessionInfo? {
+        guard let index = directory.withLock({ $0[id] }) else { return nil }
+        guard let info = ask(index, { reply in .describe(id, reply: reply) }) ?? nil else {
+            // The worker expired it: forget it here too.
+            _ = directory.withLock { $0.removeValue(forKey: id) }
+            return nil
+        }
+        return info
+    }
+
+    public func sessions() -> [SessionInfo] {
+        var all: [SessionInfo] = []
+        for index in workers.indices {
+            all += ask(index) { reply in .list(reply: reply) } ?? []
+        }
+        let live = Set(all.map(\.id))
+        directory.withLock { directory in
+            for (id, worker) in directory where !live.contains(id) && workers.indices.contains(worker) {
+                directory[id] = nil
+            }
+        }
+        return all.sorted { $0.id < $1.id }
+    }
+
+    /// The latest snapshot of every worker (at most ~100 ms old).
+    public func stats() -> [WorkerStats] {
+        workers.map { $0.published.withLock { $0 } }
+    }
+
+    /// Posts a command and waits for the worker's answer, or nil after `replyTimeout`.
+    private func ask<T: Sendable>(_ index: Int, _ make: (@escaping @Sendable (T) -> Void) -> WorkerCommand) -> T? {
+        let answer = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        workers[index].post(make { value in
+            answer.withLock { $0 = value }
+            done.signal()
+        })
+        guard done.wait(timeout: .now() + Relay.replyTimeout) == .success else { return nil }
+        return answer.withLock { $0 }
+    }
+
+    static func newSessionID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let hex = String(value, radix: 16)
+        return "s-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,1 +1,0 @@
-// RelayCore: see README and DESIGN.

@@ -1,0 +1,24 @@
+import DatagramEngine
+
+/// Everything a relay is started with; fixed for its lifetime.
+public struct RelaySettings: Sendable {
+    public var engine = EngineConfiguration()
+    public var workers = 1
+    public var ports: PortPool
+    /// The address session sockets bind (port ignored); a wildcard takes every interface.
+    public var relayAddress: Endpoint
+    /// The address put in session answers (port ignored).
+    public var advertiseAddress: Endpoint
+    public var rules: [ForwardRule] = []
+    /// Policy for sessions that do not set their own, and for forward rules.
+    public var defaultPolicy = MarkingPolicy()
+    public var maxSessions = 10_000
+    public var socketOptions = SocketOptions()
+
+    public init(ports: ClosedRange<UInt16>, relayAddress: Endpoint = Endpoint(ipv4: 0, port: 0),
+                advertiseAddress: Endpoint = Endpoint(ipv4: 0x7F00_0001, port: 0)) {
+        self.ports = PortPool(range: ports)
+        self.relayAddress = relayAddress
+        self.advertiseAddress = advertiseAddress
+    }
+}

@@ -1,0 +1,75 @@
+import DatagramEngine
+
+/// Forward rules: a UDP proxy. Each client source gets its own upstream socket from the port
+/// range; replies from the upstream go back to the client from the rule's listen address.
+extension Worker {
+    @inline(__always)
+    func fromClient(_ rule: Int, _ datagram: ReceivedDatagram) {
+        let client: Int
+        if let known = clientsByRule[rule][datagram.source] {
+            client = Int(known)
+        } else if let added = addClient(rule, datagram.source) {
+            client = added
+        } else {
+            return
+        }
+        clients[client]!.lastHeard = now
+        engine.enqueue(socket: clients[client]!.upstreamSocket, to: rules[rule].rule.upstream,
+                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
+    }
+
+    @inline(__always)
+    func fromUpstream(_ client: Int, _ datagram: ReceivedDatagram) {
+        guard let state = clients[client] else { return drops.add(.unknownSource) }
+        let rule = Int(state.rule)
+        // Only the rule's upstream may answer through this socket: anything else would make
+        // the relay a reflector towards its clients.
+        guard datagram.source == rules[rule].rule.upstream else { return drops.add(.unknownSource) }
+        clients[client]!.lastHeard = now
+        engine.enqueue(socket: rules[rule].listener, to: state.source,
+                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
+    }
+
+    /// A new client of `rule`: refused (and counted) beyond the rule's cap or when no port is free.
+    func addClient(_ rule: Int, _ source: Endpoint) -> Int? {
+        let shared = rules[rule].shared
+        if shared.clients.add(1, ordering: .relaxed).newValue > rules[rule].rule.maxClients {
+            shared.clients.subtract(1, ordering: .relaxed)
+            drops.add(.clientCap)
+            return nil
+        }
+        let wildcard = rules[rule].rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: 0) : Endpoint(high: 0, low: 0, port: 0)
+        guard case .success(let (socket, port)) = openPortSocket(near: wildcard) else {
+            shared.clients.subtract(1, ordering: .relaxed)
+            drops.add(.clientCap)
+            return nil
+        }
+        let index = freeClients.popLast().map(Int.init) ?? clients.count
+        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now)
+        if index < clients.count { clients[index] = state } else { clients.append(state) }
+        clientsByRule[rule][source] = Int32(index)
+        setRole(socket, .upstream(client: Int32(index)))
+        clientCount += 1
+        return index
+    }
+
+    func removeClient(_ index: Int32) {
+        guard let state = clients[Int(index)] else { return }
+        setRole(state.upstreamSocket, .none)
+        engine.unregister(state.upstreamSocket)
+        settings.ports.release(state.port)
+        clientsByRule[Int(state.rule)][state.source] = nil
+        rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
+        clients[Int(index)] = nil
+        freeClients.append(index)
+        clientCount -= 1
+    }
+
+    func expireClients() {
+        for index in clients.indices {
+            guard let state = clients[index] else { continue }
+            let timeout = UInt64(rules[Int(state.rule)].rule.idleTimeoutSeconds) * 1_000_000_000
+            if now &- state.lastHeard > timeout { removeClient(Int32(index)) }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import DatagramEngine
+import Glibc
+
+/// Sessions: legs that latch onto the first source that sends to them, and forward to every
+/// other latched leg of their session.
+extension Worker {
+    @inline(__always)
+    func fromLeg(_ leg: Int, _ datagram: ReceivedDatagram) {
+        if legs[leg].latched != datagram.source {
+            guard latch(leg, datagram.source) else { return }
+        }
+        legs[leg].lastHeard = now
+        if legs[leg].rateLimit > 0 && !takeToken(leg) {
+            legs[leg].counters.drops.add(.rateLimit)
+            drops.add(.rateLimit)
+            return
+        }
+        let marking = legs[leg].policy.apply(datagram.trafficClass)
+        legs[leg].counters.packetsIn &+= 1
+        legs[leg].counters.bytesIn &+= UInt64(datagram.bytes.count)
+        legs[leg].counters.ecnIn[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        let first = Int(legs[leg].firstLeg)
+        var forwarded = false
+        for other in first..<(first + Int(legs[leg].legCount)) where other != leg {
+            guard let peer = legs[other].latched else { continue }
+            engine.enqueue(socket: legs[other].socket, to: peer, trafficClass: marking, bytes: datagram.bytes)
+            legs[other].counters.packetsOut &+= 1
+            legs[other].counters.bytesOut &+= UInt64(datagram.bytes.count)
+            legs[other].counters.ecnOut[Int(marking.ecn.rawValue)] &+= 1
+            forwarded = true
+        }
+        if !forwarded {
+            legs[leg].counters.drops.add(.noDestination)
+            drops.add(.noDestination)
+        }
+    }
+
+    /// Latches `leg` onto `source` when allowed: the leg is new, or silent for longer than
+    /// relatch_after (NAT rebinding). Refused: a source outside allowed_sources, a second source
+    /// while the first is still talking (hijack), and a source already latched on another leg
+    /// of the session (which would make the relay send a peer its own datagrams).
+    func latch(_ leg: Int, _ source: Endpoint) -> Bool {
+        if legs[leg].latched != nil && now &- legs[leg].lastHeard < legs[leg].relatchAfter {
+            return refuse(leg, .hijack)
+        }
+        let session = sessions[Int(legs[leg].session)]!
+        if !session.request.allowedSources.isEmpty && !session.request.allowedSources.contains(where: { $0.contains(source) }) {
+            return refuse(leg, .sourceNotAllowed)
+        }
+        let first = Int(legs[leg].firstLeg)
+        for other in first..<(first + Int(legs[leg].legCount)) where other != leg && legs[other].latched == source {
+            return refuse(leg, .hijack)
+        }
+        if legs[leg].latched != nil { legs[leg].counters.relatches &+= 1 }
+        legs[leg].latched = source
+        return true
+    }
+
+    private func refuse(_ leg: Int, _ reason: DropReason) -> Bool {
+        legs[leg].counters.drops.add(reason)
+        drops.add(reason)
+        return false
+    }
+
+    /// Token bucket in nano-tokens: a second's worth of burst at most.
+    private func takeToken(_ leg: Int) -> Bool {
+        let rate = legs[leg].rateLimit
+        let elapsed = min(now &- legs[leg].lastRefill, 1_000_000_000)
+        legs[leg].tokens = min(legs[leg].tokens &+ elapsed &* rate, rate &* 1_000_000_000)
+        legs[leg].lastRefill = now
+        guard legs[leg].tokens >= 1_000_000_000 else { return false }
+        legs[leg].tokens &-= 1_000_000_000
+        return true
+    }
+
+    // MARK: control commands
+
+    func execute(_ command: WorkerCommand) {
+        switch command {
+        case .create(let request, let id, let reply): reply(createSession(request, id: id))
+        case .delete(let id, let reply):
+            guard let index = sessionsByID[id], let session = sessions[Int(index)] else { return reply(false) }
+            removeSession(index, session)
+            reply(true)
+        case .describe(let id, let reply):
+            reply(sessionsByID[id].flatMap { describe($0) })
+        case .list(let reply):
+            reply(sessionsByID.values.compactMap { describe($0) })
+        }
+    }
+
+    func createSession(_ request: SessionRequest, id: String) -> Result<SessionInfo, RelayError> {
+        let count = request.legs
+        let first: Int32
+        if let reused = freeLegBlocks[count].popLast() {
+            first = reused
+        } else {
+            first = Int32(legs.count)
+        }
+        let sessionIndex: Int32 = freeSessions.popLast() ?? Int32(sessions.count)
+        var opened: [(SocketID, UInt16)] = []
+        func undo() {
+            for (socket, port) in opened {
+                engine.unregister(socket)
+                settings.ports.release(port)
+            }
+            if first < Int32(legs.count) { freeLegBlocks[count].append(first) }
+            if sessionIndex < Int32(sessions.count) { freeSessions.append(sessionIndex) }
+        }
+        for _ in 0..<count {
+            switch openPortSocket(near: settings.relayAddress) {
+            case .success(let opening): opened.append(opening)
+            case .failure(let error):
+                undo()
+                return .failure(error)
+            }
+        }
+        let second: UInt64 = 1_000_000_000
+        for (offset, (socket, port)) in opened.enumerated() {
+            var address = settings.advertiseAddress
+            address.port = port
+            let state = LegState(
+                socket: socket, address: address, session: sessionIndex, firstLeg: first, legCount: Int32(count),
+                policy: request.policy, relatchAfter: UInt64(request.relatchAfterSeconds) * second,
+                rateLimit: UInt64(request.maxPacketsPerSecond), tokens: UInt64(request.maxPacketsPerSecond) * second,
+                lastRefill: now)
+            let index = Int(first) + offset
+            if index < legs.count { legs[index] = state } else { legs.append(state) }
+            setRole(socket, .leg(Int32(index)))
+        }
+        let session = SessionState(id: id, request: request, firstLeg: first, created: now,
+                                   idleTimeout: UInt64(request.idleTimeoutSeconds) * second)
+        if Int(sessionIndex) < sessions.count { sessions[Int(sessionIndex)] = session } else { sessions.append(session) }
+        sessionsByID[id] = sessionIndex
+        return .success(describe(sessionIndex)!)
+    }
+
+    /// Binds a socket on a port from the relay's range; a port some other process holds is
+    /// skipped (and returned to the pool later), a few times before giving up.
+    func openPortSocket(near address: Endpoint) -> Result<(SocketID, UInt16), RelayError> {
+        var skipped: [UInt16] = []
+        defer { for port in skipped { settings.ports.release(port) } }
+        for _ in 0..<16 {
+            guard let port = settings.ports.acquire() else { return .failure(.portsExhausted) }
+            var local = address
+            local.port = port
+            do {
+                let socket = try UDPSocket(binding: local, options: settings.socketOptions)
+                return .success((try engine.register(socket), port))
+            } catch where error.errno == EADDRINUSE {
+                skipped.append(port)
+            } catch {
+                settings.ports.release(port)
+                return .failure(.socket("\(error)"))
+            }
+        }
+        return .failure(.portsExhausted)
+    }
+
+    func describe(_ index: Int32) -> SessionInfo? {
+        guard let session = sessions[Int(index)] else { return nil }
+        let range = Int(session.firstLeg)..<(Int(session.firstLeg) + session.request.legs)
+        let legInfo = range.map { LegInfo(address: legs[$0].address, latched: legs[$0].latched, counters: legs[$0].counters) }
+        let lastHeard = range.map { legs[$0].lastHeard }.max() ?? 0
+        return SessionInfo(id: session.id, worker: shared.index, request: session.request, legs: legInfo,
+                           ageSeconds: Double(now &- session.created) / 1e9,
+                           idleSeconds: Double(now &- max(lastHeard, session.created)) / 1e9)
+    }
+
+    func removeSession(_ index: Int32, _ session: SessionState) {
+        let first = Int(session.firstLeg)
+        for leg in first..<(first + session.request.legs) {
+            setRole(legs[leg].socket, .none)
+            engine.unregister(legs[leg].socket)
+            settings.ports.release(legs[leg].address.port)
+            legs[leg].latched = nil
+        }
+        freeLegBlocks[session.request.legs].append(session.firstLeg)
+        sessions[Int(index)] = nil
+        freeSessions.append(index)
+        sessionsByID[session.id] = nil
+    }
+
+    func expireSessions() {
+        for index in sessions.indices {
+            guard let session = sessions[index] else { continue }
+            let first = Int(session.firstLeg)
+            var last = session.created
+            for leg in first..<(first + session.request.legs) { last = max(last, legs[leg].lastHeard) }
+            if now &- last > session.idleTimeout { removeSession(Int32(index), session) }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import Glibc
+
+/// A dedicated OS thread running one closure: workers are threads with a loop, not tasks,
+/// so that nothing else is ever scheduled on them.
+final class WorkerThread: Sendable {
+    private let handle: pthread_t
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        final class Box: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var handle = pthread_t()
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let created = pthread_create(&handle, nil, { argument in
+            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(created == 0, "pthread_create failed: \(created)")
+        self.handle = handle
+    }
+
+    func join() {
+        _ = pthread_join(handle, nil)
+    }
+}

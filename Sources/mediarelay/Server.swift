@@ -1,0 +1,112 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import RelayCore
+import RelayHTTP
+
+/// The mediarelay process: relay workers, the HTTP thread, and the main thread waiting for
+/// SIGTERM/SIGINT (blocked everywhere else, taken here with sigtimedwait) while it pings the
+/// systemd watchdog.
+struct Server {
+    let options: ServerOptions
+    let log: Log
+    let notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
+
+    init(options: ServerOptions) {
+        self.options = options
+        log = Log(level: options.logLevel)
+    }
+
+    /// Everything the relay needs, from validated options (addresses were checked by the parser).
+    func settings() -> RelaySettings {
+        let relayAddress = Endpoint(host: options.relayAddress, port: 0)!
+        var settings = RelaySettings(ports: options.ports.low...options.ports.high, relayAddress: relayAddress,
+                                     advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
+        settings.workers = options.workers
+        settings.engine = EngineConfiguration(backend: BackendChoice(rawValue: options.engine.rawValue)!,
+                                              batchSize: options.batchSize, gso: options.gso)
+        settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
+        settings.maxSessions = options.maxSessions
+        settings.rules = options.forwards.map { spec in
+            ForwardRule(listen: Endpoint(host: spec.listen.host, port: spec.listen.port)!,
+                        upstream: Endpoint(host: spec.upstream.host, port: spec.upstream.port)!,
+                        policy: settings.defaultPolicy, idleTimeoutSeconds: options.idleTimeoutSeconds,
+                        maxClients: options.maxClients)
+        }
+        return settings
+    }
+
+    /// Runs until a signal has drained the relay; returns the exit code.
+    func run() -> Int32 {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        // Blocked before any thread starts, so every thread inherits it and only the main
+        // thread's sigtimedwait ever takes these signals.
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let relay = Relay(settings: settings())
+        let engine: (backend: Backend, reason: String)
+        do {
+            engine = try relay.start()
+        } catch {
+            log.error("cannot start the relay: \(error)")
+            return 1
+        }
+        log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off")")
+        for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
+        log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
+
+        let api = ControlAPI(relay: relay, token: options.controlToken, engine: engine.backend.rawValue,
+                             engineReason: engine.reason, started: Date(),
+                             defaults: relay.settings.defaultPolicy, idleTimeout: options.idleTimeoutSeconds)
+        let router = api.router
+        let http: HTTPServer
+        do {
+            http = try HTTPServer(host: options.http.host, port: options.http.port) { router.respond(to: $0) }
+        } catch {
+            log.error("\(error)")
+            relay.stop()
+            return 1
+        }
+        http.start()
+        let shownHost = options.http.isIPv6 ? "[\(options.http.host)]" : options.http.host
+        log.info("http listening on \(shownHost):\(http.boundPort)")
+        notifyQuietly("READY=1\nSTATUS=forwarding with \(engine.backend.rawValue)")
+
+        var taken: Int32 = 0
+        while taken == 0 { taken = waitForSignal(&signals, seconds: 1) }
+        log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(options.drainSeconds) s")
+        relay.beginDrain()
+        notifyQuietly("STOPPING=1")
+        let deadline = Date().addingTimeInterval(Double(options.drainSeconds))
+        while Date() < deadline {
+            // A second signal ends the drain early.
+            if waitForSignal(&signals, seconds: min(1, deadline.timeIntervalSinceNow)) != 0 { break }
+        }
+        http.stop()
+        relay.stop()
+        log.info("stopped")
+        return 0
+    }
+
+    /// Waits up to `seconds` for SIGTERM/SIGINT (0 when none came), pinging the watchdog.
+    private func waitForSignal(_ signals: inout sigset_t, seconds: Double) -> Int32 {
+        let interval = notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+        let wait = max(0.01, min(seconds, interval ?? seconds))
+        var timeout = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
+        let taken = sigtimedwait(&signals, nil, &timeout)
+        if interval != nil { notifyQuietly("WATCHDOG=1") }
+        return taken > 0 ? taken : 0
+    }
+
+    private func notifyQuietly(_ state: String) {
+        do {
+            try notifier.notify(state)
+        } catch {
+            log.warning("systemd notify failed: \(error)")
+        }
+    }
+}

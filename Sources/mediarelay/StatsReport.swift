@@ -1,0 +1,141 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import RelayCore
+import RelayHTTP
+
+/// /v1/stats and /metrics, from the workers' latest snapshots and the kernel's accounting of
+/// the whole process's CPU (getrusage), so the CPU per packet includes every thread.
+struct StatsReport {
+    let workers: [WorkerStats]
+    let total: WorkerStats
+    let engine: String
+    let engineReason: String
+    let uptime: Double
+    let cpuUser: Double
+    let cpuSystem: Double
+    let sessions: Int
+    let maxSessions: Int
+    let draining: Bool
+
+    init(relay: Relay, engine: String, engineReason: String, started: Date) {
+        workers = relay.stats()
+        var total = WorkerStats(worker: -1)
+        for worker in workers {
+            total.engine.merge(worker.engine)
+            total.drops.merge(worker.drops)
+            total.sessions += worker.sessions
+            total.forwardClients += worker.forwardClients
+            total.sockets += worker.sockets
+        }
+        self.total = total
+        self.engine = engine
+        self.engineReason = engineReason
+        uptime = Date().timeIntervalSince(started)
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        sessions = relay.sessionCount
+        maxSessions = relay.settings.maxSessions
+        draining = relay.isDraining
+    }
+
+    var cpuNanosecondsPerPacket: Double {
+        total.engine.datagramsIn == 0 ? 0 : (cpuUser + cpuSystem) * 1e9 / Double(total.engine.datagramsIn)
+    }
+
+    var syscallsPerPacket: Double {
+        total.engine.datagramsIn == 0 ? 0 : Double(total.engine.syscalls) / Double(total.engine.datagramsIn)
+    }
+
+    static let bucketNames = EngineCounters.batchSizeBounds.map(String.init) + ["+Inf"]
+
+    static func counters(_ stats: WorkerStats) -> [String: Any] {
+        let engine = stats.engine
+        var histogram: [String: Any] = [:]
+        for (index, name) in bucketNames.enumerated() { histogram[name] = engine.batchSizes[index] }
+        var drops: [String: Any] = [:]
+        let all = stats.allDrops
+        for reason in DropReason.allCases { drops[reason.name] = all[reason] }
+        var sendErrors: [String: Any] = [:]
+        for (name, count) in engine.sendErrors.byName { sendErrors[name] = count }
+        return [
+            "packets_in": engine.datagramsIn, "packets_out": engine.datagramsOut,
+            "bytes_in": engine.bytesIn, "bytes_out": engine.bytesOut,
+            "syscalls": engine.syscalls, "receive_batches": engine.receiveBatches,
+            "syscalls_per_packet": engine.datagramsIn == 0 ? 0 : Double(engine.syscalls) / Double(engine.datagramsIn),
+            "batch_size_histogram": histogram,
+            "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
+            "drops": drops, "send_errors": sendErrors,
+            "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
+            "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
+        ]
+    }
+
+    var json: [String: Any] {
+        var object = StatsReport.counters(total)
+        object["engine"] = engine
+        object["engine_reason"] = engineReason
+        object["workers"] = workers.count
+        object["uptime_seconds"] = uptime
+        object["draining"] = draining
+        object["cpu_user_seconds"] = cpuUser
+        object["cpu_system_seconds"] = cpuSystem
+        object["cpu_ns_per_packet"] = cpuNanosecondsPerPacket
+        object["sessions"] = sessions
+        object["sessions_max"] = maxSessions
+        object["per_worker"] = workers.map { worker -> [String: Any] in
+            var counters = StatsReport.counters(worker)
+            counters["worker"] = worker.worker
+            return counters
+        }
+        return object
+    }
+
+    var prometheus: PrometheusText {
+        var text = PrometheusText()
+        text.gauge("mediarelay_info", help: "Version and the datagram backend in use.",
+                   labels: [("version", ServerOptions.version), ("engine", engine)], value: 1)
+        text.gauge("mediarelay_uptime_seconds", help: "Seconds since start.", value: uptime)
+        text.gauge("mediarelay_workers", help: "Worker threads.", value: workers.count)
+        text.gauge("mediarelay_draining", help: "1 while shutting down.", value: draining ? 1 : 0)
+        for worker in workers {
+            let label: PrometheusText.Labels = [("worker", String(worker.worker))]
+            let engine = worker.engine
+            text.counter("mediarelay_packets_in_total", help: "Datagrams received.", labels: label, value: engine.datagramsIn)
+            text.counter("mediarelay_packets_out_total", help: "Datagrams sent.", labels: label, value: engine.datagramsOut)
+            text.counter("mediarelay_bytes_in_total", help: "Payload bytes received.", labels: label, value: engine.bytesIn)
+            text.counter("mediarelay_bytes_out_total", help: "Payload bytes sent.", labels: label, value: engine.bytesOut)
+            text.counter("mediarelay_syscalls_total", help: "I/O system calls (one io_uring_enter counts one).", labels: label, value: engine.syscalls)
+            text.counter("mediarelay_receive_batches_total", help: "Receive calls that returned datagrams.", labels: label, value: engine.receiveBatches)
+            let buckets = EngineCounters.batchSizeBounds.enumerated().map { (upperBound: Double($1), count: engine.batchSizes[$0]) }
+                + [(upperBound: Double.infinity, count: engine.batchSizes[8])]
+            text.histogram("mediarelay_batch_size", help: "Datagrams per receive call.", labels: label,
+                           buckets: buckets, sum: Double(engine.datagramsIn))
+            for codepoint in ECN.allCases {
+                let labels = label + [("codepoint", codepoint.name)]
+                text.counter("mediarelay_ecn_in_total", help: "Datagrams received by ECN codepoint.", labels: labels, value: engine.ecnIn(codepoint))
+                text.counter("mediarelay_ecn_out_total", help: "Datagrams sent by ECN codepoint.", labels: labels, value: engine.ecnOut(codepoint))
+            }
+            let drops = worker.allDrops
+            for reason in DropReason.allCases {
+                text.counter("mediarelay_drops_total", help: "Datagrams not forwarded, by reason.",
+                             labels: label + [("reason", reason.name)], value: drops[reason])
+            }
+            for (name, count) in engine.sendErrors.byName {
+                text.counter("mediarelay_send_errors_total", help: "Sends the kernel refused, by errno.",
+                             labels: label + [("errno", name)], value: count)
+            }
+            text.counter("mediarelay_gso_segments_total", help: "Datagrams sent as UDP GSO segments.", labels: label, value: engine.gsoSegments)
+        }
+        text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "user")], value: cpuUser)
+        text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "system")], value: cpuSystem)
+        text.gauge("mediarelay_cpu_ns_per_packet", help: "Process CPU nanoseconds per datagram received, since start.", value: cpuNanosecondsPerPacket)
+        text.gauge("mediarelay_syscalls_per_packet", help: "I/O system calls per datagram received, since start.", value: syscallsPerPacket)
+        text.gauge("mediarelay_sessions", help: "Sessions open.", value: sessions)
+        text.gauge("mediarelay_sessions_max", help: "The session cap.", value: maxSessions)
+        text.gauge("mediarelay_forward_clients", help: "Forward-rule clients with an upstream socket.", value: total.forwardClients)
+        return text
+    }
+}
