@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build release test demo bench clean
+.PHONY: deps test-deps build release test demo bench clean
 
 # liburing-dev is the only system package the build needs; install it when its header is absent.
 deps:
@@ -17,7 +17,16 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-test: deps
+# Test-only tools: iperf3 (an unmodified UDP application through a forward rule) and socat
+# (its TCP control channel beside the relay). Installed when missing; tests say so if absent.
+test-deps:
+	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null; then \
+		echo "make: installing iperf3 and socat for the end-to-end tests"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iperf3 socat) || \
+			echo "make: could not install iperf3/socat; the iperf3 test will say it was skipped"; \
+	fi
+
+test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

@@ -45,7 +45,7 @@ extension DatagramEngine {
         }
     }
 
-    private func handleReceive(_ completion: URingDriver.Completion, ring: URingDriver) {
+    func handleReceive(_ completion: URingDriver.Completion, ring: URingDriver) {
         let slot = Int(completion.tag & 0xFF_FFFF)
         let generation = UInt32(truncatingIfNeeded: completion.tag >> 24)
         let entries = table.entries
@@ -99,6 +99,29 @@ extension DatagramEngine {
             noteSent(sendVectors.messages[index])
         } else {
             noteFailed(index, errno: -completion.result)
+        }
+    }
+
+    /// Waits until the cancelled receive of `slot` has delivered its last completion, so the
+    /// socket is closed (and its port free) when `unregister` returns. Other completions met
+    /// meanwhile are kept for the next receive.
+    func finishCancellation(slot: Int, generation: UInt32, ring: URingDriver) {
+        ring.submitAndGetEvents()
+        let target = URingDriver.tag(.receive, generation: generation, slot: slot)
+        while table[slot].generation == generation && !table.isReleased(slot) {
+            let ready = ring.peek()
+            for position in 0..<ready {
+                let entry = ring.completions[position]!.pointee
+                let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
+                if entry.user_data == target {
+                    handleReceive(completion, ring: ring)
+                } else {
+                    ring.pushStash(completion)
+                }
+            }
+            ring.advance(ready)
+            ring.commitRecycled()
+            if ready == 0 && !table.isReleased(slot) { ring.submitAndWaitOne() }
         }
     }
 

@@ -114,7 +114,11 @@ public final class DatagramEngine {
         guard let slot = table.lookup(id) else { return }
         if let ring {
             table.deactivate(slot)
-            ring.cancel(slot: slot, generation: id.generation)
+            if ring.cancel(slot: slot, generation: id.generation) {
+                finishCancellation(slot: slot, generation: id.generation, ring: ring)
+            } else {
+                table.release(slot)
+            }
         } else {
             poller?.remove(table[slot].descriptor)
             table.release(slot)

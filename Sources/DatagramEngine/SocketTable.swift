@@ -56,6 +56,8 @@ final class SocketTable {
         entries[slot].active = false
     }
 
+    func isReleased(_ slot: Int) -> Bool { owners[slot] == nil }
+
     /// Closes the socket (by dropping it) and frees the slot for reuse.
     func release(_ slot: Int) {
         deactivate(slot)

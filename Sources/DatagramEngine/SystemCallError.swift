@@ -105,6 +105,13 @@ public struct SendErrorCounts: Sendable {
         return sum
     }
 
+    /// Every count by errno name, zeros included: a fixed, bounded set of labels for metrics.
+    public var all: [(name: String, count: UInt64)] {
+        counts.indices.map { index in
+            (index < SendErrorCounts.tracked.count ? ErrnoName.of(SendErrorCounts.tracked[index]) : "other", counts[index])
+        }
+    }
+
     /// Non-zero counts by errno name ("other" for the untracked rest).
     public var byName: [(name: String, count: UInt64)] {
         var result: [(String, UInt64)] = []

@@ -211,11 +211,16 @@ final class URingDriver {
         toArm.removeAll(keepingCapacity: true)
     }
 
-    func cancel(slot: Int, generation: UInt32) {
+    /// Queues the cancellation of a socket's receive. Returns false when no receive was in
+    /// flight (it was still waiting to be armed), so there is nothing to wait for.
+    func cancel(slot: Int, generation: UInt32) -> Bool {
+        let waiting = toArm.count
         toArm.removeAll { $0.slot == slot && $0.generation == generation }
+        if toArm.count < waiting { return false }
         let entry = nextSubmission()
         io_uring_prep_cancel64(entry, URingDriver.tag(.receive, generation: generation, slot: slot), 0)
         io_uring_sqe_set_data64(entry, URingDriver.tag(.cancel, slot: slot))
+        return true
     }
 
     func armWake() {

@@ -123,7 +123,7 @@ struct StatsReport {
                 text.counter("mediarelay_drops_total", help: "Datagrams not forwarded, by reason.",
                              labels: label + [("reason", reason.name)], value: drops[reason])
             }
-            for (name, count) in engine.sendErrors.byName {
+            for (name, count) in engine.sendErrors.all {
                 text.counter("mediarelay_send_errors_total", help: "Sends the kernel refused, by errno.",
                              labels: label + [("errno", name)], value: count)
             }

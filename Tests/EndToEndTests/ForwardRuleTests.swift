@@ -1,0 +1,94 @@
+import DatagramEngine
+import Foundation
+import XCTest
+
+/// Forward rules through the real server: a UDP proxy in front of an upstream.
+final class ForwardRuleTests: XCTestCase {
+    func testSeveralClientsBothWaysEachSeenAsItsOwnPeer() throws {
+        let upstream = try Peers(count: 1)
+        let listen = try freeUDPPort()
+        let relay = try RelayProcess(["--ports", "41200-41299", "--workers", "2",
+                                      "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let rule = Endpoint(host: "127.0.0.1", port: listen)!
+        let clients = try Peers(count: 3)
+        for client in 0..<3 { clients.send(from: client, to: rule, [UInt8(client)], trafficClass: TrafficClass(dscp: 46, ecn: .ect1)) }
+        let atUpstream = upstream.collect(expected: 3)
+        XCTAssertEqual(atUpstream.count, 3)
+        XCTAssertEqual(Set(atUpstream.map(\.source)).count, 3, "each client has its own upstream socket")
+        XCTAssertTrue(atUpstream.allSatisfy { (41200...41299).contains($0.source.port) })
+        XCTAssertTrue(atUpstream.allSatisfy { $0.trafficClass == TrafficClass(dscp: 46, ecn: .ect1) })
+        for arrival in atUpstream { upstream.send(from: 0, to: arrival.source, arrival.bytes + [9]) }
+        let replies = clients.collect(expected: 3)
+        XCTAssertEqual(replies.count, 3)
+        for reply in replies {
+            XCTAssertEqual(reply.bytes, [UInt8(reply.peer), 9], "each reply reaches its own client")
+            XCTAssertEqual(reply.source, rule, "replies come from the listen address")
+        }
+        // A stranger writing to a client's upstream socket is not forwarded to the client.
+        let stranger = try Peers(count: 1)
+        stranger.send(from: 0, to: atUpstream[0].source, [66])
+        XCTAssertTrue(clients.collect(seconds: 0.3).isEmpty)
+        usleep(250_000)
+        let stats = try relay.stats()
+        XCTAssertEqual(stats["forward_clients"] as? Int, 3)
+        XCTAssertEqual((stats["drops"] as? [String: Any])?["unknown_source"] as? Int, 1)
+    }
+
+    func testClientCapRefusesNewClientsAndCountsThem() throws {
+        let upstream = try Peers(count: 1)
+        let listen = try freeUDPPort()
+        let relay = try RelayProcess(["--ports", "41300-41399", "--max-clients", "2",
+                                      "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let clients = try Peers(count: 3)
+        for client in 0..<3 { clients.send(from: client, to: Endpoint(host: "127.0.0.1", port: listen)!, [1]) }
+        XCTAssertEqual(upstream.collect(seconds: 0.5).count, 2)
+        usleep(250_000)
+        XCTAssertEqual((try relay.stats()["drops"] as? [String: Any])?["client_cap"] as? Int, 1)
+    }
+
+    /// An unmodified UDP application: iperf3's UDP test, its TCP control channel carried by
+    /// socat beside the relay (a UDP relay does not carry TCP), its datagrams by mediarelay.
+    func testIperf3UDPTestRunsThroughAForwardRule() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/iperf3"),
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/socat") else {
+            throw XCTSkip("iperf3 and socat are not installed (make test installs them with apt-get)")
+        }
+        let port = try freeUDPPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
+        server.arguments = ["-s", "-1", "-B", "127.0.0.2", "-p", "\(port)"]
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        let control = Process()
+        control.executableURL = URL(fileURLWithPath: "/usr/bin/socat")
+        control.arguments = ["TCP-LISTEN:\(port),bind=127.0.0.3,reuseaddr,fork", "TCP:127.0.0.2:\(port)"]
+        try control.run()
+        defer { control.terminate() }
+        let relay = try RelayProcess(["--ports", "41400-41499", "--forward", "127.0.0.3:\(port)=127.0.0.2:\(port)"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        usleep(300_000)
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
+        client.arguments = ["-c", "127.0.0.3", "-p", "\(port)", "-u", "-b", "20M", "-t", "2", "-l", "1200", "-J"]
+        let output = Pipe()
+        client.standardOutput = output
+        try client.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        client.waitUntilExit()
+        XCTAssertEqual(client.terminationStatus, 0, String(decoding: data, as: UTF8.self))
+        let report = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let sum = try XCTUnwrap((report["end"] as? [String: Any])?["sum"] as? [String: Any])
+        let packets = try XCTUnwrap(sum["packets"] as? Int)
+        let lost = try XCTUnwrap(sum["lost_packets"] as? Int)
+        XCTAssertGreaterThan(packets, 1000)
+        XCTAssertLessThan(Double(lost) / Double(packets), 0.05, "iperf3 saw \(lost) of \(packets) lost")
+    }
+}
+
+/// A UDP port free on 127.0.0.1 right now (bound and released).
+func freeUDPPort() throws -> UInt16 {
+    try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
+}

@@ -1,0 +1,51 @@
+import DatagramEngine
+import Foundation
+import XCTest
+
+/// Test peers: real UDP sockets on loopback driven by one engine, so each datagram's TOS byte
+/// can be set on send and read on receipt.
+final class Peers {
+    let engine: DatagramEngine
+    private var sockets: [UDPSocket] = []
+    private var ids: [SocketID] = []
+
+    struct Arrival {
+        let peer: Int
+        let source: Endpoint
+        let trafficClass: TrafficClass
+        let bytes: [UInt8]
+    }
+
+    init(count: Int, family: Endpoint = Endpoint(host: "127.0.0.1", port: 0)!) throws {
+        engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+        for _ in 0..<count {
+            let socket = try UDPSocket(binding: family)
+            sockets.append(socket)
+            ids.append(try engine.register(socket))
+        }
+    }
+
+    func address(_ peer: Int) -> Endpoint { sockets[peer].localEndpoint }
+
+    func send(from peer: Int, to destination: Endpoint, _ bytes: [UInt8], trafficClass: TrafficClass = TrafficClass(rawValue: 0)) {
+        bytes.withUnsafeBytes { raw in
+            engine.enqueue(socket: ids[peer], to: destination, trafficClass: trafficClass, bytes: raw)
+            engine.flush()
+        }
+    }
+
+    /// What arrives within `seconds` (stopping early once `expected` have come).
+    func collect(expected: Int = .max, seconds: Double = 2) -> [Arrival] {
+        var arrivals: [Arrival] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while arrivals.count < expected && Date() < deadline {
+            let count = engine.receive(timeoutMilliseconds: 20)
+            for index in 0..<count {
+                let datagram = engine.received(index)
+                arrivals.append(Arrival(peer: ids.firstIndex(of: datagram.socket)!, source: datagram.source,
+                                        trafficClass: datagram.trafficClass, bytes: Array(datagram.bytes)))
+            }
+        }
+        return arrivals
+    }
+}

@@ -1,0 +1,150 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import XCTest
+
+/// The real mediarelay executable, started for a test and stopped at its end.
+final class RelayProcess {
+    let process = Process()
+    let httpPort: UInt16
+    private let errors = Pipe()
+    private let lines = LineCollector()
+
+    /// The directory with the built products (next to the test bundle).
+    static var productsDirectory: URL {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("mediarelay").path) && url.path != "/" {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }
+
+    /// Starts `mediarelay ARGS --http 127.0.0.1:0` and waits for its `http listening on` line.
+    init(_ arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws {
+        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
+        process.arguments = ["--http", "127.0.0.1:0", "--log-level", "info"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["MEDIARELAY_CONTROL_TOKEN"] = nil
+        env["NOTIFY_SOCKET"] = nil
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        let collector = lines
+        errors.fileHandleForReading.readabilityHandler = { handle in collector.append(handle.availableData) }
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        var port: UInt16?
+        while port == nil && Date() < deadline && process.isRunning {
+            port = collector.find(after: "http listening on 127.0.0.1:").flatMap { UInt16($0) }
+            if port == nil { usleep(20_000) }
+        }
+        guard let port else {
+            process.terminate()
+            throw RelayError.didNotStart(collector.text)
+        }
+        httpPort = port
+    }
+
+    enum RelayError: Error { case didNotStart(String) }
+
+    var log: String { lines.text }
+
+    /// SIGTERM, then the exit status (waits at most 20 s).
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        errors.fileHandleForReading.readabilityHandler = nil
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { stop() } }
+
+    func request(_ method: String, _ path: String, body: String? = nil, token: String? = nil) throws -> HTTPReply {
+        try HTTPReply.send(port: httpPort, method: method, path: path, body: body, token: token)
+    }
+
+    /// POST /v1/sessions; returns the session id and its legs' endpoints.
+    func createSession(_ json: String = "{}", token: String? = nil) throws -> (id: String, legs: [Endpoint]) {
+        let reply = try request("POST", "/v1/sessions", body: json, token: token)
+        guard reply.status == 201, let object = reply.json, let id = object["id"] as? String,
+              let legs = object["legs"] as? [[String: Any]] else {
+            throw HTTPReply.Failure.unexpected("\(reply.status) \(reply.text)")
+        }
+        return (id, legs.map { Endpoint(host: $0["address"] as! String, port: UInt16($0["port"] as! Int))! })
+    }
+
+    func stats() throws -> [String: Any] {
+        let reply = try request("GET", "/v1/stats")
+        guard let object = reply.json else { throw HTTPReply.Failure.unexpected(reply.text) }
+        return object
+    }
+}
+
+/// Collects a child's stderr as it arrives.
+final class LineCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
+    /// The token right after `marker` in the text so far, if it has appeared.
+    func find(after marker: String) -> String? {
+        guard let range = text.range(of: marker) else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isNumber })
+    }
+}
+
+/// A raw HTTP/1.1 exchange over a fresh TCP connection (Connection: close).
+struct HTTPReply {
+    let status: Int
+    let text: String
+
+    enum Failure: Error { case connect, unexpected(String) }
+
+    var json: [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+    }
+
+    static func send(port: UInt16, method: String, path: String, body: String?, token: String?) throws -> HTTPReply {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
+        let raw = try exchange(port: port, bytes: Array((head + "\r\n" + (body ?? "")).utf8))
+        let text = String(decoding: raw, as: UTF8.self)
+        guard let statusText = text.split(separator: " ", maxSplits: 2).dropFirst().first, let status = Int(statusText),
+              let split = text.range(of: "\r\n\r\n") else { throw Failure.unexpected(text) }
+        return HTTPReply(status: status, text: String(text[split.upperBound...]))
+    }
+
+    /// Sends `bytes` and reads until the server closes (or 5 s pass).
+    static func exchange(port: UInt16, bytes: [UInt8]) throws -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.connect }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure.connect }
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            reply += buffer[0..<count]
+        }
+        return reply
+    }
+}

@@ -1,0 +1,51 @@
+import DatagramEngine
+import Foundation
+import XCTest
+
+/// /v1/stats and /metrics count exactly what was sent.
+final class StatsTests: XCTestCase {
+    func testStatsCountExactlyWhatWasSent() throws {
+        let relay = try RelayProcess(["--ports", "41700-41799", "--workers", "2"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let session = try relay.createSession()
+        let peers = try Peers(count: 2)
+        peers.send(from: 1, to: session.legs[1], [0])                     // 1 in, dropped: no destination
+        var markings: [ECN: Int] = [:]
+        for index in 0..<200 {
+            let ecn = ECN.allCases[index % 4]
+            markings[ecn, default: 0] += 1
+            peers.send(from: 0, to: session.legs[0], [UInt8](repeating: 1, count: 100), trafficClass: TrafficClass(dscp: 0, ecn: ecn))
+        }
+        XCTAssertEqual(peers.collect(expected: 200).count, 200)
+        usleep(300_000)  // snapshots are published every 100 ms
+        let stats = try relay.stats()
+        XCTAssertEqual(stats["packets_in"] as? Int, 201)
+        XCTAssertEqual(stats["packets_out"] as? Int, 200)
+        XCTAssertEqual(stats["bytes_out"] as? Int, 20_000)
+        XCTAssertEqual(stats["bytes_in"] as? Int, 20_001)
+        let ecnIn = try XCTUnwrap(stats["ecn_in"] as? [String: Int])
+        let ecnOut = try XCTUnwrap(stats["ecn_out"] as? [String: Int])
+        for ecn in ECN.allCases {
+            XCTAssertEqual(ecnOut[ecn.name], markings[ecn], ecn.name)
+            XCTAssertEqual(ecnIn[ecn.name], markings[ecn]! + (ecn == .notECT ? 1 : 0), ecn.name)
+        }
+        XCTAssertEqual((stats["drops"] as? [String: Int])?["no_destination"], 1)
+        XCTAssertEqual(stats["sessions"] as? Int, 1)
+        XCTAssertEqual(stats["workers"] as? Int, 2)
+        XCTAssertEqual((stats["per_worker"] as? [[String: Any]])?.count, 2)
+        for key in ["engine", "uptime_seconds", "cpu_user_seconds", "cpu_system_seconds", "cpu_ns_per_packet",
+                    "syscalls", "syscalls_per_packet", "batch_size_histogram", "forward_clients"] {
+            XCTAssertNotNil(stats[key], key)
+        }
+        let histogram = try XCTUnwrap(stats["batch_size_histogram"] as? [String: Int])
+        XCTAssertGreaterThan(histogram.values.reduce(0, +), 0)
+
+        let metrics = try relay.request("GET", "/metrics").text
+        let packetsIn = metrics.split(separator: "\n").filter { $0.hasPrefix("mediarelay_packets_in_total{") }
+            .compactMap { Int($0.split(separator: " ").last!) }.reduce(0, +)
+        XCTAssertEqual(packetsIn, 201)
+        XCTAssertTrue(metrics.contains("mediarelay_ecn_out_total{worker=\"0\",codepoint=\"ce\"}") ||
+                      metrics.contains("mediarelay_ecn_out_total{worker=\"1\",codepoint=\"ce\"}"))
+        XCTAssertFalse(metrics.contains(session.id), "no per-session labels")
+    }
+}
