@@ -48,9 +48,8 @@ extension DatagramEngine {
     func handleReceive(_ completion: URingDriver.Completion, ring: URingDriver) {
         let slot = Int(completion.tag & 0xFF_FFFF)
         let generation = UInt32(truncatingIfNeeded: completion.tag >> 24)
-        let entries = table.entries
-        let current = slot < entries.count && entries[slot].generation == generation
-        let active = current && entries[slot].active
+        let current = table.holds(slot: slot, generation: generation)
+        let active = current && table[slot].active
         if completion.flags & UInt32(IORING_CQE_F_BUFFER) != 0 {
             let id = UInt16(truncatingIfNeeded: completion.flags >> UInt32(IORING_CQE_BUFFER_SHIFT))
             if active && completion.result >= 0 && take(id, length: completion.result, slot: slot, generation: generation, ring: ring) {
@@ -62,7 +61,7 @@ extension DatagramEngine {
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
             if active {
                 // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
-                ring.arm(slot: slot, generation: generation, descriptor: entries[slot].descriptor)
+                ring.arm(slot: slot, generation: generation, descriptor: table[slot].descriptor)
             } else if current {
                 table.release(slot)
             }

@@ -50,6 +50,12 @@ final class SocketTable {
         return entry.active && entry.generation == id.generation ? slot : nil
     }
 
+    /// Whether `slot` exists and is at `generation` (active or being released).
+    @inline(__always)
+    func holds(slot: Int, generation: UInt32) -> Bool {
+        slot < entries.count && entries[slot].generation == generation
+    }
+
     /// Stops using the socket; the slot stays reserved until `release`.
     func deactivate(_ slot: Int) {
         if entries[slot].active { activeCount -= 1 }
