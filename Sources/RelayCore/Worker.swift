@@ -96,18 +96,22 @@ final class Worker {
 
     /// The worker's loop: runs until the control plane stops it.
     func run() {
-        while shared.running.load(ordering: .relaxed) {
-            let count = engine.receive(timeoutMilliseconds: 100)
-            now = MonotonicClock.now()
-            for index in 0..<count { route(engine.received(index)) }
-            engine.flush()
-            if shared.pendingCommands.load(ordering: .relaxed) > 0 {
-                for command in shared.takeCommands() { execute(command) }
-            }
-            if now &- lastHousekeeping > 500_000_000 { housekeeping() }
-            if now &- lastPublish > 100_000_000 { publish() }
-        }
+        while shared.running.load(ordering: .relaxed) { turn(timeoutMilliseconds: 100) }
         shutDown()
+    }
+
+    /// One turn: forward what is ready (waiting only when nothing is), then the control work
+    /// that is due. Timers are checked against one clock read per turn.
+    func turn(timeoutMilliseconds: Int32) {
+        let count = engine.receive(timeoutMilliseconds: timeoutMilliseconds)
+        now = MonotonicClock.now()
+        for index in 0..<count { route(engine.received(index)) }
+        engine.flush()
+        if shared.pendingCommands.load(ordering: .relaxed) > 0 {
+            for command in shared.takeCommands() { execute(command) }
+        }
+        if now &- lastHousekeeping > 500_000_000 { housekeeping() }
+        if now &- lastPublish > 100_000_000 { publish() }
     }
 
     @inline(__always)
