@@ -33,8 +33,9 @@ test: deps test-deps
 demo: release
 	bench/demo.sh
 
+# The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
 bench: release
-	bench/engine.sh
+	.build/release/engine-bench --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
 
 clean:
 	rm -rf .build
