@@ -81,13 +81,18 @@ public final class Relay: Sendable {
     public func createSession(_ request: SessionRequest) -> Result<SessionInfo, RelayError> {
         guard !isDraining else { return .failure(.draining) }
         let id = Relay.newSessionID()
-        let index: Int? = directory.withLock { directory in
-            guard directory.count < settings.maxSessions else { return nil }
-            let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
-            directory[id] = index
-            return index
+        func reserve() -> Int? {
+            directory.withLock { directory in
+                guard directory.count < settings.maxSessions else { return nil }
+                let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
+                directory[id] = index
+                return index
+            }
         }
-        guard let index else { return .failure(.sessionCapReached(settings.maxSessions)) }
+        // At the cap, forget sessions the workers expired since, then try once more.
+        guard let index = reserve() ?? { _ = sessions(); return reserve() }() else {
+            return .failure(.sessionCapReached(settings.maxSessions))
+        }
         let result = ask(index) { reply in .create(request, id: id, reply: reply) } ?? .failure(.workerUnresponsive)
         if case .failure = result { _ = directory.withLock { $0.removeValue(forKey: id) } }
         return result

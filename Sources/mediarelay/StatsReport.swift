@@ -36,7 +36,8 @@ struct StatsReport {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        sessions = relay.sessionCount
+        // The workers' own counts: sessions they expired are gone from these at once.
+        sessions = total.sessions
         maxSessions = relay.settings.maxSessions
         draining = relay.isDraining
     }

@@ -51,6 +51,17 @@ final class ControlAPITests: XCTestCase {
         XCTAssertTrue((third.json?["error"] as? String ?? "").contains("maximum"))
     }
 
+    func testExpiredSessionsFreeTheirPlaceUnderTheCap() throws {
+        let relay = try RelayProcess(["--ports", "42010-42019", "--max-sessions", "1"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        _ = try relay.createSession(#"{"idle_timeout_seconds": 1}"#)
+        XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}").status, 503)
+        usleep(2_000_000)  // idle 1 s, housekeeping twice a second
+        XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}").status, 201)
+        usleep(250_000)
+        XCTAssertEqual(try relay.stats()["sessions"] as? Int, 1)
+    }
+
     func testPortRangeExhaustionAnswers503() throws {
         let relay = try RelayProcess(["--ports", "42000-42002"])
         defer { XCTAssertEqual(relay.stop(), 0) }

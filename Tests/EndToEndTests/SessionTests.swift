@@ -17,8 +17,11 @@ final class SessionTests: XCTestCase {
     func testPairForwardsBothWaysFromTheLegAddresses() throws {
         let session = try relay.createSession()
         let peers = try Peers(count: 2)
+        // Datagrams to different sockets may be handled in any order: let each latch land first.
         peers.send(from: 0, to: session.legs[0], [1])  // latches leg 0; nowhere to go yet
+        usleep(100_000)
         peers.send(from: 1, to: session.legs[1], [2])  // latches leg 1; goes to peer 0
+        usleep(100_000)
         peers.send(from: 0, to: session.legs[0], [3])  // goes to peer 1
         let arrivals = peers.collect(expected: 2)
         XCTAssertEqual(arrivals.count, 2)
@@ -70,6 +73,7 @@ final class SessionTests: XCTestCase {
         let session = try relay.createSession(#"{"relatch_after_seconds": 1}"#)
         let peers = try Peers(count: 3)
         peers.send(from: 0, to: session.legs[0], [1])
+        usleep(100_000)
         peers.send(from: 1, to: session.legs[1], [2])
         _ = peers.collect(expected: 1)
         usleep(1_300_000)
@@ -84,6 +88,7 @@ final class SessionTests: XCTestCase {
         let limited = try relay.createSession(#"{"max_packets_per_second": 10}"#)
         let peers = try Peers(count: 2)
         peers.send(from: 1, to: limited.legs[1], [0])
+        usleep(100_000)  // leg B latched before A's burst
         for _ in 0..<100 { peers.send(from: 0, to: limited.legs[0], [1]) }
         let forwarded = peers.collect(seconds: 0.5).filter { $0.peer == 1 }.count
         XCTAssertGreaterThanOrEqual(forwarded, 9)

@@ -10,6 +10,7 @@ final class StatsTests: XCTestCase {
         let session = try relay.createSession()
         let peers = try Peers(count: 2)
         peers.send(from: 1, to: session.legs[1], [0])                     // 1 in, dropped: no destination
+        usleep(100_000)  // latched before the others arrive on the other leg's socket
         var markings: [ECN: Int] = [:]
         for index in 0..<200 {
             let ecn = ECN.allCases[index % 4]
