@@ -44,6 +44,15 @@ public struct LatencyHistogram: Sendable {
         if value < min { min = value }
     }
 
+    /// Empties the histogram without reallocating its buckets.
+    public mutating func reset() {
+        for i in counts.indices { counts[i] = 0 }
+        count = 0
+        sum = 0
+        max = 0
+        min = .max
+    }
+
     /// Adds another histogram's counts (to combine per-thread or per-stream histograms).
     public mutating func merge(_ other: LatencyHistogram) {
         for i in counts.indices { counts[i] += other.counts[i] }

@@ -14,6 +14,8 @@ public struct ReceiverStatistics: Sendable {
     public private(set) var dscpKept: UInt64 = 0
     /// Datagrams that were not ours (bad magic, unknown stream).
     public private(set) var foreign: UInt64 = 0
+    /// Late latching datagrams: expected, never measured.
+    public private(set) var latching: UInt64 = 0
     /// Datagrams sent before this CLOCK_MONOTONIC time do not enter the latency histogram
     /// (the warm-up); they still count for loss, order, ECN and DSCP.
     public var latencyFrom: UInt64
@@ -25,11 +27,18 @@ public struct ReceiverStatistics: Sendable {
         self.latencyFrom = latencyFrom
     }
 
+    /// Counts a datagram that carried no header of ours.
+    public mutating func recordForeign() { foreign += 1 }
+
     /// Records one datagram carrying `header`, received at `now` with TOS byte `tos`.
     @inline(__always)
     public mutating func record(_ header: PayloadHeader, length: Int, tos: UInt8, now: UInt64) {
         let s = Int(header.stream)
-        guard s < windows.count, header.sequence != PayloadHeader.latchSequence else {
+        guard header.sequence != PayloadHeader.latchSequence else {
+            latching += 1
+            return
+        }
+        guard s < windows.count else {
             foreign += 1
             return
         }

@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// One load run from start to finish: set up (sessions or forward-rule clients), latch the
+/// legs, read the relay's stats, run the sending and receiving threads, read the stats again,
+/// and clean up. Used by `mediarelay-load` and, in-process, by `compare`.
+public struct LoadRun: Sendable {
+    public let options: LoadOptions
+    /// Whether to DELETE the sessions at the end (compare skips it: it stops the relay anyway).
+    public let deleteSessions: Bool
+    /// Where one-line progress and warnings go (stderr in the executable).
+    public let log: @Sendable (String) -> Void
+
+    /// The relay's settling time after the legs latched, before measuring.
+    static let settleNs: UInt64 = 100_000_000
+    /// How long the receiver keeps listening after the last send for datagrams in flight.
+    static let drainNs: UInt64 = 300_000_000
+
+    public init(options: LoadOptions, deleteSessions: Bool = true, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.deleteSessions = deleteSessions
+        self.log = log
+    }
+
+    /// Runs and returns the result. Errors are `LoadError`s whose message is ready for a user.
+    public func run() throws(LoadError) -> LoadResult {
+        let shape = options.shape
+        let control: RelayControl? = try options.relay.map { url throws(LoadError) in
+            RelayControl(client: try HTTPClient(url: url), token: options.token)
+        }
+        var sessions: [RelaySession] = []
+        defer {
+            if deleteSessions, let control {
+                for s in sessions { try? control.deleteSession(s.id) }
+            }
+        }
+        var setup: RunSetup
+        if let target = options.target, let upstream = options.upstreamListen {
+            setup = try RunSetup.forwardRule(target: SocketAddress(hostPort: target), upstream: SocketAddress(hostPort: upstream),
+                                             streams: options.streams, tos: shape.tos, bidirectional: options.bidirectional)
+        } else if let control {
+            for _ in 0..<options.streams {
+                if interruptRequested.load(ordering: .relaxed) { throw LoadError("interrupted while creating sessions") }
+                sessions.append(try control.createSession(legs: 2))
+            }
+            setup = try RunSetup.sessions(sessions, tos: shape.tos, bidirectional: options.bidirectional)
+        } else {
+            throw LoadError("--relay: required (or --target with --upstream-listen)")
+        }
+        let latched = try setup.latch(log: log)
+        MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
+
+        var result = LoadResult()
+        result.profile = options.profile
+        result.streams = options.streams
+        result.bidirectional = options.bidirectional
+        result.offeredRate = shape.datagramsPerSecond * (options.bidirectional ? 2 : 1)
+        result.warmupSeconds = options.warmup
+        result.tos = shape.tos
+        result.latchedStreams = latched
+
+        let statsBefore = try control?.stats()
+        let procBefore = options.relayPID.flatMap { ProcessCPU.read(pid: $0) }
+        let cpuBefore = ownCPUSeconds()
+        let signals = RunSignals()
+        let start = MonotonicClock.now() + 2_000_000
+        let end = start + UInt64(options.seconds * 1e9)
+        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end)
+        let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
+                                       latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize)
+        let senderOutcome = ThreadOutcome<UInt64>()
+        let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
+        senderOutcome.start(name: "load-send") { sender.run(signals) }
+        receiverOutcome.start(name: "load-receive") { receiver.run(signals) }
+
+        var lastLine = start
+        var lastSent: UInt64 = 0, lastReceived: UInt64 = 0
+        while !senderOutcome.isDone {
+            MonotonicClock.sleep(until: MonotonicClock.now() + 50_000_000)
+            if interruptRequested.load(ordering: .relaxed) { signals.stop.store(true, ordering: .relaxed) }
+            let now = MonotonicClock.now()
+            if options.progress, now >= lastLine + 1_000_000_000 {
+                let sent = signals.sent.load(ordering: .relaxed), received = signals.received.load(ordering: .relaxed)
+                let dt = Double(now - lastLine) / 1e9
+                let loss = sent == 0 ? 0 : max(0, Double(Int64(sent) - Int64(received))) / Double(sent) * 100
+                log(String(format: "%5.1fs  sent %8.0f/s  received %8.0f/s  loss %5.2f%%  p99 %8.1f us",
+                           Double(now - start) / 1e9, Double(sent - lastSent) / dt, Double(received - lastReceived) / dt,
+                           loss, Double(signals.intervalP99.load(ordering: .relaxed)) / 1000))
+                lastLine = now
+                lastSent = sent
+                lastReceived = received
+            }
+        }
+        let sendEnded = MonotonicClock.now()
+        signals.receiveUntil.store(sendEnded + Self.drainNs, ordering: .relaxed)
+        result.pacerSkipped = senderOutcome.wait()
+        let statistics = receiverOutcome.wait()
+        result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
+        if let control, let before = statsBefore {
+            let after = try control.stats()
+            result.relay = RelayDelta(before: before, after: after)
+        }
+        if let pid = options.relayPID, let before = procBefore, let after = ProcessCPU.read(pid: pid) {
+            result.relayProcCPUSeconds = after.seconds - before.seconds
+        }
+        result.seconds = Double(min(sendEnded, end) - start) / 1e9
+        result.sent = signals.sent.load(ordering: .relaxed)
+        result.take(statistics)
+        if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
+        return result
+    }
+}
+
+/// Runs a closure on its own thread and hands its value back to the thread that waits.
+/// The value crosses threads once, under the lock; nothing else is shared.
+final class ThreadOutcome<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    func start(name: String, _ body: @escaping @Sendable () -> Value) {
+        let thread = Thread { [self] in
+            let v = body()
+            value.withLock { $0 = v }
+            done.signal()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    var isDone: Bool { value.withLock { $0 != nil } }
+
+    func wait() -> Value {
+        done.wait()
+        return value.withLock { $0! }
+    }
+}
