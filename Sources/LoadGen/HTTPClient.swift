@@ -44,12 +44,12 @@ public struct HTTPClient: Sendable {
         defer { close(fd) }
         let rc = server.withSockaddr { connect(fd, $0, $1) }
         if rc != 0 {
-            guard errno == EINPROGRESS else { throw LoadError("\(what): connect: \(errnoText())") }
+            guard errno == EINPROGRESS else { throw LoadError("\(what): connect: \(errnoText()); is the relay running there?") }
             try wait(fd, for: Int16(POLLOUT), until: deadline, what)
             var soError: Int32 = 0
             var len = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
-            guard soError == 0 else { throw LoadError("\(what): connect: \(String(cString: strerror(soError)))") }
+            guard soError == 0 else { throw LoadError("\(what): connect: \(errnoText(soError)); is the relay running there?") }
         }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(server)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
         if !body.isEmpty { head += "Content-Type: application/json\r\n" }

@@ -48,8 +48,8 @@ public enum OptionParser {
             i += 1
         }
         if let relay = o.relay {
-            guard (try? HTTPClient(url: relay)) != nil else {
-                throw LoadError("--relay \(relay): expected http://HOST:PORT")
+            do { _ = try HTTPClient(url: relay) } catch {
+                throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
             }
         }
         if o.target == nil {

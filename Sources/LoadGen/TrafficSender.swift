@@ -36,8 +36,11 @@ public struct TrafficSender: Sendable {
         let perTick = shape.datagramsPerTick
         let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize)
         // Allow catching up on a 20 ms stall at most, in bursts of at most 64 ticks.
-        let maxDebt = UInt64(max(64, shape.ticksPerSecond * 0.02))
-        var pacer = Pacer(ticksPerSecond: shape.ticksPerSecond, start: start, maxBurst: 64, maxDebt: maxDebt)
+        let maxDebt = UInt64(max(64, shape.ticksPerSecond * Double(count) / Double(max(1, shape.streams)) * 0.02))
+        // The shape's rate is per direction for `shape.streams` flows; a reverse direction adds
+        // flows at the same per-flow rate.
+        let ticksPerSecond = shape.ticksPerSecond * Double(count) / Double(max(1, shape.streams))
+        var pacer = Pacer(ticksPerSecond: ticksPerSecond, start: start, maxBurst: 64, maxDebt: maxDebt)
         var cursor = 0
         let tos = shape.tos
         while !signals.stop.load(ordering: .relaxed) {
