@@ -16,20 +16,26 @@ public struct Comparison: Sendable {
     public var loads: [LoadPoint] { options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard }
 
     public func run() throws(LoadError) {
+        guard access(options.server, X_OK) == 0 else {
+            throw LoadError("--server \(options.server): not an executable file (build it first: swift build -c release)")
+        }
         let engines = EngineSetting.all
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
-        // About 0.6 s per run on top of the load: start, latch, settle, drain, stop.
-        let estimate = Double(plan.count) * (options.seconds + 0.6)
+        // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
+        // drain, stop), plus about 1 ms per session created.
+        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.profile == .constant ? 0 : $1.load.streams) }
         log("compare: \(plan.count) runs of \(String(format: "%g", options.seconds)) s, about \(Int(estimate)) s in all")
         var records: [RunRecord] = []
         for (i, planned) in plan.enumerated() {
             if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(i) runs") }
+            let began = MonotonicClock.now()
             let record = runOne(planned)
+            let wall = Double(MonotonicClock.now() - began) / 1e9
             records.append(record)
             if let r = record.result {
-                log(String(format: "[%d/%d] %@ %@: delivered %.2f %%, relay %.3f us/datagram, %.3f syscalls/datagram, p99 %.0f us",
+                log(String(format: "[%d/%d] %@ %@: delivered %.2f %%, relay %.3f us/datagram, %.3f syscalls/datagram, p99 %.0f us (%.1f s)",
                            i + 1, plan.count, planned.engine.name, planned.load.label, r.deliveredFraction * 100,
-                           record.relayCPUUsPerDatagram ?? .nan, record.syscallsPerDatagram ?? .nan, r.latencyUs[2]))
+                           record.relayCPUUsPerDatagram ?? .nan, record.syscallsPerDatagram ?? .nan, r.latencyUs[2], wall))
             } else {
                 log("[\(i + 1)/\(plan.count)] \(planned.engine.name) \(planned.load.label): FAILED: \(record.error ?? "?")")
                 // A relay that cannot start at all would fail every run: stop early and say why.
@@ -46,7 +52,9 @@ public struct Comparison: Sendable {
         let server: ServerProcess
         do {
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
-                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "warning",
+                // Info, not warning: the `http listening on` line is logged at info level, and at
+                // info the relay logs only lifecycle events, which the stderr drain absorbs.
+                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "info",
             ])
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
@@ -61,7 +69,7 @@ public struct Comparison: Sendable {
             o.size = planned.load.size
         }
         o.seconds = options.seconds
-        o.warmup = min(0.3, options.seconds / 4)
+        o.warmup = Self.warmup(seconds: options.seconds)
         o.relayPID = server.pid
         o.progress = false
         do {
@@ -72,6 +80,9 @@ public struct Comparison: Sendable {
             return RunRecord(run: planned, result: nil, error: error.message + (said.isEmpty ? "" : " (relay said: \(said))"))
         }
     }
+
+    /// Seconds at the start of each run left out of latency: 0.3 s, less for very short runs.
+    public static func warmup(seconds: Double) -> Double { min(0.3, seconds / 4) }
 
     func write(records: [RunRecord], cells: [CellSummary]) throws(LoadError) {
         let out = options.out

@@ -12,7 +12,7 @@ public enum ComparisonReport {
         s += "syscalls per datagram = Δsyscalls / Δpackets_in. \(options.repeats) repeat(s), interleaved (every repeat "
         s += "runs every load on every engine, engine order rotating) so drift falls on all engines. "
         s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s)" }.joined(separator: ", ")
-        s += ". Latency excludes the first 0.3 s of each run (warm-up); loss and order do not.\n\n"
+        s += ". Latency excludes the first \(String(format: "%g", Comparison.warmup(seconds: options.seconds))) s of each run (warm-up); loss and order do not. Sender and receiver share the machine with the relay, and on loopback the kernel work of delivering each datagram is charged to whoever sends it.\n\n"
         s += ComparisonTable.markdown(cells) + "\n\n"
         s += "CPU saved = 1 - median(engine) / median(perpacket) at the same load. Charts: OUT.svg; every run: OUT.csv.\n\n"
         s += cpuCheck(records)

@@ -31,19 +31,19 @@ public struct LoadRun: Sendable {
         }
         var sessions: [RelaySession] = []
         defer {
-            if deleteSessions, let control {
-                for s in sessions { try? control.deleteSession(s.id) }
-            }
+            if deleteSessions, let control { control.deleteSessions(sessions.map(\.id)) }
         }
         var setup: RunSetup
         if let target = options.target, let upstream = options.upstreamListen {
             setup = try RunSetup.forwardRule(target: SocketAddress(hostPort: target), upstream: SocketAddress(hostPort: upstream),
                                              streams: options.streams, tos: shape.tos, bidirectional: options.bidirectional)
         } else if let control {
-            for _ in 0..<options.streams {
-                if interruptRequested.load(ordering: .relaxed) { throw LoadError("interrupted while creating sessions") }
-                sessions.append(try control.createSession(legs: 2))
-            }
+            let creating = MonotonicClock.now()
+            let outcome = control.createSessions(options.streams)
+            sessions = outcome.created
+            if let error = outcome.error { throw error }
+            let took = Double(MonotonicClock.now() - creating) / 1e9
+            if took > 1 { log(String(format: "created %d sessions in %.1f s", sessions.count, took)) }
             setup = try RunSetup.sessions(sessions, tos: shape.tos, bidirectional: options.bidirectional)
         } else {
             throw LoadError("--relay: required (or --target with --upstream-listen)")
@@ -97,18 +97,40 @@ public struct LoadRun: Sendable {
         result.pacerSkipped = senderOutcome.wait()
         let statistics = receiverOutcome.wait()
         result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
+        result.seconds = Double(min(sendEnded, end) - start) / 1e9
+        result.sent = signals.sent.load(ordering: .relaxed)
         if let control, let before = statsBefore {
-            let after = try control.stats()
-            result.relay = RelayDelta(before: before, after: after)
+            result.relay = try Self.settledDelta(control, before: before, atLeast: Double(result.sent))
         }
         if let pid = options.relayPID, let before = procBefore, let after = ProcessCPU.read(pid: pid) {
             result.relayProcCPUSeconds = after.seconds - before.seconds
         }
-        result.seconds = Double(min(sendEnded, end) - start) / 1e9
-        result.sent = signals.sent.load(ordering: .relaxed)
         result.take(statistics)
         if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
         return result
+    }
+}
+
+extension LoadRun {
+    /// The relay publishes its counters to the HTTP thread as snapshots, which may trail the
+    /// packets by a moment. Read until the relay has counted at least what we sent (everything
+    /// we sent reached it, or it could not have been received), or its count stops moving, for
+    /// at most a second.
+    static func settledDelta(_ control: RelayControl, before: RelayStats, atLeast sent: Double) throws(LoadError) -> RelayDelta {
+        let deadline = MonotonicClock.now() + 1_000_000_000
+        var delta = RelayDelta(before: before, after: try control.stats())
+        var lastMove = MonotonicClock.now()
+        while delta.packetsIn < sent {
+            let now = MonotonicClock.now()
+            // Datagrams the kernel dropped before the relay saw them never show up: give up
+            // once the count has stood still for 250 ms.
+            if now >= deadline || now - lastMove > 250_000_000 { break }
+            MonotonicClock.sleep(until: now + 25_000_000)
+            let next = RelayDelta(before: before, after: try control.stats())
+            if next.packetsIn != delta.packetsIn { lastMove = MonotonicClock.now() }
+            delta = next
+        }
+        return delta
     }
 }
 

@@ -39,6 +39,8 @@ case .run(let options):
     } else {
         print(ResultTable.render(result))
     }
+    // The partial result is printed; the status still tells a script the run was cut short.
+    if interruptRequested.load(ordering: .relaxed) { exit(130) }
 case .compare(let options):
     do {
         try Comparison(options: options, log: log).run()
