@@ -46,6 +46,20 @@ public struct Comparison: Sendable {
         let table = ComparisonTable.text(cells)
         print(table)
         try write(records: records, cells: cells)
+        if options.check {
+            // One JSON line last on stdout, so a test can assert the agreement without parsing Markdown.
+            let pairs = records.compactMap { r -> (Double, Double)? in
+                guard let stats = r.result?.relay?.cpuSeconds, let proc = r.result?.relayProcCPUSeconds else { return nil }
+                return (stats, proc)
+            }
+            let stats = pairs.reduce(0) { $0 + $1.0 }, proc = pairs.reduce(0) { $0 + $1.1 }
+            print(JSONValue.object([
+                ("runs", .integer(Int64(pairs.count))),
+                ("stats_cpu_seconds", .number(stats)),
+                ("proc_cpu_seconds", .number(proc)),
+                ("proc_over_stats", .number(stats > 0 ? proc / stats : .nan)),
+            ]).rendered)
+        }
     }
 
     func runOne(_ planned: PlannedRun) -> RunRecord {

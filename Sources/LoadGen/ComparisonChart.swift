@@ -32,18 +32,26 @@ public enum ComparisonChart {
 
         """
         s += chart(id: "cpu-chart", title: "Relay CPU per datagram", yLabel: "CPU us per datagram", series: cpu, offsetY: 0, markerLabel: markerLabel)
-        s += chart(id: "latency-chart", title: "p99 latency", yLabel: "p99 latency (us)", series: latency, offsetY: chartHeight, markerLabel: markerLabel)
+        // Latency spans decades (tens of us unloaded, up to a second when a queue builds up under
+        // overload), so its axis is logarithmic; CPU per datagram stays within one decade: linear.
+        s += chart(id: "latency-chart", title: "p99 latency (log scale)", yLabel: "p99 latency (us)", series: latency, offsetY: chartHeight,
+                   markerLabel: markerLabel, logScale: true)
         return s + "</svg>\n"
     }
 
-    static func chart(id: String, title: String, yLabel: String, series: [ChartSeries], offsetY: Double, markerLabel: String) -> String {
+    static func chart(id: String, title: String, yLabel: String, series: [ChartSeries], offsetY: Double, markerLabel: String,
+                      logScale: Bool = false) -> String {
         let xs = series.flatMap { $0.points.map(\.x) + ($0.marker.map { [$0.x] } ?? []) }
         let ys = series.flatMap { $0.points.map(\.y.max) + ($0.marker.map { [$0.y.max] } ?? []) }.filter(\.isFinite)
         let xTicks = niceTicks(max: xs.max() ?? 1)
-        let yTicks = niceTicks(max: ys.max() ?? 1)
-        let xMax = xTicks.last ?? 1, yMax = yTicks.last ?? 1
+        let yTicks = logScale ? decadeTicks(ys) : niceTicks(max: ys.max() ?? 1)
+        let xMax = xTicks.last ?? 1, yMax = yTicks.last ?? 1, yMin = yTicks.first ?? 0
         func px(_ x: Double) -> Double { left + (right - left) * x / xMax }
-        func py(_ y: Double) -> Double { bottom - (bottom - top) * y / yMax }
+        func py(_ y: Double) -> Double {
+            guard logScale else { return bottom - (bottom - top) * y / yMax }
+            let clamped = Swift.max(y, yMin)
+            return bottom - (bottom - top) * (log10(clamped) - log10(yMin)) / Swift.max(1e-9, log10(yMax) - log10(yMin))
+        }
         var s = "<g id=\"\(id)\" transform=\"translate(0,\(f(offsetY)))\">\n"
         s += "<text x=\"\(f((left + right) / 2))\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\(escape(title))</text>\n"
         // Grid and ticks.
@@ -95,7 +103,15 @@ public enum ComparisonChart {
         return ticks
     }
 
+    /// Powers of ten from just below the smallest positive value to just above the largest.
+    static func decadeTicks(_ values: [Double]) -> [Double] {
+        let positive = values.filter { $0 > 0 }
+        let low = floor(log10(positive.min() ?? 1)), high = Swift.max(low + 1, ceil(log10(positive.max() ?? 10)))
+        return stride(from: low, through: high, by: 1).map { pow(10, $0) }
+    }
+
     static func label(_ v: Double) -> String {
+        if v >= 1_000_000, v.truncatingRemainder(dividingBy: 1_000_000) == 0 { return "\(Int(v / 1_000_000))M" }
         if v >= 1000, v.truncatingRemainder(dividingBy: 1000) == 0 { return "\(Int(v / 1000))k" }
         if v == v.rounded() { return String(Int(v)) }
         return String(format: "%g", v)

@@ -49,5 +49,8 @@ uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B o
 2000 voice streams), --repeats times [3] interleaved so drift falls on every engine, each for
 --seconds [2]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
-  --check                only the CPU cross-check: relay CPU from /proc/PID/stat next to /v1/stats
+  --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
+                         /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is
+                         {"runs":N,"stats_cpu_seconds":S,"proc_cpu_seconds":P,"proc_over_stats":R}
+Every compare run records both CPU figures (OUT.csv, OUT.md).
 """

@@ -77,6 +77,8 @@ final class ReportTests: XCTestCase {
             XCTAssertTrue(texts.contains("uring+gso"), "legend")
         }
         XCTAssertEqual(ComparisonChart.niceTicks(max: 200_000), [0, 50_000, 100_000, 150_000, 200_000])
+        XCTAssertEqual(ComparisonChart.decadeTicks([35, 0, 120_000]), [10, 100, 1000, 10_000, 100_000, 1_000_000])
+        XCTAssertEqual(ComparisonChart.label(1_000_000), "1M")
         XCTAssertEqual(ComparisonChart.niceTicks(max: 0.37), [0, 0.1, 0.2, 0.30000000000000004, 0.4])
     }
 
