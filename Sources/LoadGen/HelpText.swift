@@ -42,7 +42,8 @@ Options (default in brackets):
 Latency uses CLOCK_MONOTONIC send timestamps carried in each datagram, so it is only meaningful when
 the generator's sender and receiver run on the same host (they always do: one process).
 The generator's own CPU (getrusage) is reported so a reader can see it was not the bottleneck.
-Exit status: 0 done, 1 the run failed, 2 bad arguments, unreachable relay or refused token.
+Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or a run that could not be set up;
+130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
 uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, and
