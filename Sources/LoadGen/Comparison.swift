@@ -73,7 +73,11 @@ public struct Comparison: Sendable {
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
-        defer { server.stop() }
+        defer {
+            if server.stop() == nil {
+                log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
+            }
+        }
         var o = LoadOptions()
         o.relay = "http://\(server.http)"
         o.streams = planned.load.streams

@@ -108,12 +108,14 @@ public final class ServerProcess: Sendable {
     /// The relay's last stderr lines.
     public var lastLines: [String] { tail.withLock { $0 } }
 
-    /// SIGTERM, then wait up to 10 s (SIGKILL after that). Returns the exit status as waitpid
-    /// reports it, or nil if the relay had to be killed.
+    /// SIGTERM, then wait up to `timeoutMs` (SIGKILL after that). Returns the exit status as
+    /// waitpid reports it, or nil if the relay had to be killed. The relay is started with
+    /// --drain-seconds 0, so a healthy one exits at once; the bound keeps a stuck relay from
+    /// eating the comparison's time budget.
     @discardableResult
-    public func stop() -> Int32? {
+    public func stop(timeoutMs: Int = 3000) -> Int32? {
         kill(pid, SIGTERM)
-        let deadline = MonotonicClock.now() + 10_000_000_000
+        let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         var status: Int32 = 0
         while MonotonicClock.now() < deadline {
             let r = waitpid(pid, &status, WNOHANG)
