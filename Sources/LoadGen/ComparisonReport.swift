@@ -14,7 +14,10 @@ public enum ComparisonReport {
         s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s)" }.joined(separator: ", ")
         s += ". Latency excludes the first \(String(format: "%g", Comparison.warmup(seconds: options.seconds))) s of each run (warm-up); loss and order do not. Sender and receiver share the machine with the relay, and on loopback the kernel work of delivering each datagram is charged to whoever sends it.\n\n"
         s += ComparisonTable.markdown(cells) + "\n\n"
-        s += "CPU saved = 1 - median(engine) / median(perpacket) at the same load. Charts: OUT.svg; every run: OUT.csv.\n\n"
+        s += "Medians over repeats. sent/s below offered/s means the machine (generator and relay share its cores) could not "
+        s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
+        let base = (options.out as NSString).lastPathComponent
+        s += "Charts: [\(base).svg](\(base).svg); every run: [\(base).csv](\(base).csv).\n\n"
         s += cpuCheck(records)
         let failures = records.filter { $0.error != nil }
         if !failures.isEmpty {

@@ -2,7 +2,7 @@ import Foundation
 
 /// The comparison's summary table, as aligned text (for the terminal) or Markdown.
 public enum ComparisonTable {
-    public static let columns = ["engine", "load", "offered/s", "delivered %", "relay CPU us/datagram (median, min-max)",
+    public static let columns = ["engine", "load", "offered/s", "sent/s", "delivered %", "relay CPU us/datagram (median, min-max)",
                                  "syscalls/datagram", "p50 us", "p99 us", "CPU saved vs perpacket"]
 
     public static func rows(_ cells: [CellSummary]) -> [[String]] {
@@ -14,7 +14,7 @@ public enum ComparisonTable {
             }
             let engine = c.reportedEngines.isEmpty || c.reportedEngines == [c.engine.replacingOccurrences(of: "+gso", with: "")]
                 ? c.engine : "\(c.engine) (ran \(c.reportedEngines.joined(separator: ",")))"
-            return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate),
+            return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate), format(c.sentRate?.median, "%.0f"),
                     format(c.delivered?.median, "%.2f"),
                     c.cpuUs.map { String(format: "%.3f (%.3f-%.3f)", $0.median, $0.min, $0.max) } ?? "-",
                     format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"), saved]

@@ -13,6 +13,9 @@ public struct RunRecord: Sendable {
     public var relayCPUUsPerDatagram: Double? { result?.relay.map { $0.cpuNsPerPacket / 1000 } }
     public var syscallsPerDatagram: Double? { result?.relay?.syscallsPerPacket }
     public var deliveredPercent: Double? { result.map { $0.deliveredFraction * 100 } }
+    /// Datagrams/s the generator managed to send; below the offered rate when the machine
+    /// (generator and relay share it) could not keep up.
+    public var sentRate: Double? { result.flatMap { $0.seconds > 0 ? Double($0.sent) / $0.seconds : nil } }
     public var p50Us: Double? { result?.latencyUs[0] }
     public var p99Us: Double? { result?.latencyUs[2] }
 }
@@ -23,6 +26,7 @@ public struct CellSummary: Sendable {
     public let load: LoadPoint
     public let runs: Int
     public let delivered: Summary?
+    public let sentRate: Summary?
     public let cpuUs: Summary?
     public let syscalls: Summary?
     public let p50: Summary?
@@ -36,6 +40,7 @@ public struct CellSummary: Sendable {
         runs = records.count
         func summary(_ f: (RunRecord) -> Double?) -> Summary? { Summary(records.compactMap(f)) }
         delivered = summary(\.deliveredPercent)
+        sentRate = summary(\.sentRate)
         cpuUs = summary(\.relayCPUUsPerDatagram)
         syscalls = summary(\.syscallsPerDatagram)
         p50 = summary(\.p50Us)

@@ -89,9 +89,10 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(rows.count, 20)
         // perpacket 5 us, mmsg 4.5 us: 10 % saved.
         let mmsg20k = rows.first { $0[0] == "mmsg" && $0[1] == "20k" }!
-        XCTAssertEqual(mmsg20k[4], "4.500 (4.500-4.500)")
-        XCTAssertEqual(mmsg20k[8], "+10 %")
-        XCTAssertEqual(rows.first { $0[0] == "perpacket" }![8], "-")
+        XCTAssertEqual(mmsg20k[3], "500", "1000 sent in 2 s")
+        XCTAssertEqual(mmsg20k[5], "4.500 (4.500-4.500)")
+        XCTAssertEqual(mmsg20k[9], "+10 %")
+        XCTAssertEqual(rows.first { $0[0] == "perpacket" }![9], "-")
         let md = ComparisonReport.markdown(records: recs, cells: cells,
                                            machine: MachineInfo(kernel: "6.1.0", cpuModel: "Test CPU", cores: 2, date: "2026-01-01"),
                                            options: CompareOptions(), loads: LoadPoint.standard)
