@@ -48,7 +48,7 @@ Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
 uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, and
 2000 voice streams), --repeats times [3] interleaved so drift falls on every engine, each for
---seconds [2]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
+--seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -60,7 +60,9 @@ final class OptionParserTests: XCTestCase {
     func testCompareDefaultsAndQuick() throws {
         guard case .compare(let o) = try OptionParser.parse(["compare", "--server", "/x/mediarelay"]) else { return XCTFail() }
         XCTAssertEqual(o.repeats, 3)
+        XCTAssertEqual(o.seconds, 1.5)
         XCTAssertEqual(o.out, "bench/results/latest")
+        XCTAssertTrue(helpText.contains("--seconds [1.5]"))
         guard case .compare(let q) = try OptionParser.parse(["compare", "--server", "s", "--quick", "--out", "o"]) else { return XCTFail() }
         XCTAssertEqual(q.repeats, 1)
         XCTAssertEqual(q.seconds, 1)
