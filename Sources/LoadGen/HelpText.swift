@@ -41,6 +41,9 @@ Options (default in brackets):
 
 Latency uses CLOCK_MONOTONIC send timestamps carried in each datagram, so it is only meaningful when
 the generator's sender and receiver run on the same host (they always do: one process).
+Pacing: absolute deadlines on CLOCK_MONOTONIC; the sender wakes at most every 200 us and sends what is
+due in one sendmmsg per socket (bursts of at most rate x 200 us, spread over the streams); the
+receiver uses recvmmsg and reads each datagram's TOS byte from IP_RECVTOS / IPV6_RECVTCLASS.
 The generator's own CPU (getrusage) is reported so a reader can see it was not the bottleneck.
 Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or a run that could not be set up;
 130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
