@@ -1,0 +1,131 @@
+import Foundation
+import Glibc
+
+/// `mediarelay-load compare`: runs the relay per engine and load, interleaved over repeats,
+/// and writes OUT.md, OUT.csv and OUT.svg.
+public struct Comparison: Sendable {
+    public let options: CompareOptions
+    public let log: @Sendable (String) -> Void
+
+    public init(options: CompareOptions, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.log = log
+    }
+
+    /// The loads to run: the standard five, or only 100k for the CPU cross-check (--check).
+    public var loads: [LoadPoint] { options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard }
+
+    public func run() throws(LoadError) {
+        guard access(options.server, X_OK) == 0 else {
+            throw LoadError("--server \(options.server): not an executable file (build it first: swift build -c release)")
+        }
+        let engines = EngineSetting.all
+        let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
+        // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
+        // drain, stop), plus about 1 ms per session created.
+        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.profile == .constant ? 0 : $1.load.streams) }
+        log("compare: \(plan.count) runs of \(String(format: "%g", options.seconds)) s, about \(Int(estimate)) s in all")
+        var records: [RunRecord] = []
+        for (i, planned) in plan.enumerated() {
+            if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(i) runs") }
+            let began = MonotonicClock.now()
+            let record = runOne(planned)
+            let wall = Double(MonotonicClock.now() - began) / 1e9
+            records.append(record)
+            if let r = record.result {
+                log(String(format: "[%d/%d] %@ %@: delivered %.2f %%, relay %.3f us/datagram, %.3f syscalls/datagram, p99 %.0f us (%.1f s)",
+                           i + 1, plan.count, planned.engine.name, planned.load.label, r.deliveredFraction * 100,
+                           record.relayCPUUsPerDatagram ?? .nan, record.syscallsPerDatagram ?? .nan, r.latencyUs[2], wall))
+            } else {
+                log("[\(i + 1)/\(plan.count)] \(planned.engine.name) \(planned.load.label): FAILED: \(record.error ?? "?")")
+                // A relay that cannot start at all would fail every run: stop early and say why.
+                if i == 0 { throw LoadError("compare: first run failed: \(record.error ?? "?")") }
+            }
+        }
+        let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))
+        let table = ComparisonTable.text(cells)
+        print(table)
+        try write(records: records, cells: cells)
+        if options.check {
+            // One JSON line last on stdout, so a test can assert the agreement without parsing Markdown.
+            let pairs = records.compactMap { r -> (Double, Double)? in
+                guard let stats = r.result?.relay?.cpuSeconds, let proc = r.result?.relayProcCPUSeconds else { return nil }
+                return (stats, proc)
+            }
+            let stats = pairs.reduce(0) { $0 + $1.0 }, proc = pairs.reduce(0) { $0 + $1.1 }
+            print(JSONValue.object([
+                ("runs", .integer(Int64(pairs.count))),
+                ("stats_cpu_seconds", .number(stats)),
+                ("proc_cpu_seconds", .number(proc)),
+                ("proc_over_stats", .number(stats > 0 ? proc / stats : .nan)),
+            ]).rendered)
+        }
+    }
+
+    func runOne(_ planned: PlannedRun) -> RunRecord {
+        let server: ServerProcess
+        do {
+            server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
+                // Info, not warning: the `http listening on` line is logged at info level, and at
+                // info the relay logs only lifecycle events, which the stderr drain absorbs.
+                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "info",
+            ])
+        } catch {
+            return RunRecord(run: planned, result: nil, error: error.message)
+        }
+        defer {
+            if server.stop() == nil {
+                log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
+            }
+        }
+        var o = LoadOptions()
+        o.relay = "http://\(server.http)"
+        o.streams = planned.load.streams
+        o.profile = planned.load.profile
+        if planned.load.profile == .constant {
+            o.rate = planned.load.rate
+            o.size = planned.load.size
+        }
+        o.seconds = options.seconds
+        o.warmup = Self.warmup(seconds: options.seconds)
+        o.relayPID = server.pid
+        o.progress = false
+        do {
+            let result = try LoadRun(options: o, deleteSessions: false, log: log).run()
+            return RunRecord(run: planned, result: result, error: nil)
+        } catch {
+            let said = server.lastLines.suffix(2).joined(separator: " | ")
+            return RunRecord(run: planned, result: nil, error: error.message + (said.isEmpty ? "" : " (relay said: \(said))"))
+        }
+    }
+
+    /// Seconds at the start of each run left out of latency: 0.3 s, less for very short runs.
+    public static func warmup(seconds: Double) -> Double { min(0.3, seconds / 4) }
+
+    func write(records: [RunRecord], cells: [CellSummary]) throws(LoadError) {
+        let out = options.out
+        let directory = (out as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        let md = ComparisonReport.markdown(records: records, cells: cells, machine: .current(), options: options, loads: loads)
+        let csv = ComparisonCSV.render(records)
+        let svg = ComparisonChart.render(cpu: series(cells, \.cpuUs), latency: series(cells, \.p99),
+                                         markerLabel: loads.first { $0.profile == .voice }.map { "\($0.streams) voice streams" } ?? "other profile")
+        for (path, text) in [(out + ".md", md), (out + ".csv", csv), (out + ".svg", svg)] {
+            do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+                throw LoadError("writing \(path): \(error)")
+            }
+        }
+        log("compare: wrote \(out).md, \(out).csv, \(out).svg")
+    }
+
+    func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
+        EngineSetting.all.map { engine in
+            let mine = cells.filter { $0.engine == engine.name }
+            let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
+            let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
+            return ChartSeries(name: engine.name, points: line, marker: marker)
+        }
+    }
+}

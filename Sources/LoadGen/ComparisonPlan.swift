@@ -1,0 +1,55 @@
+/// A relay configuration under comparison: its label and the server flags that select it.
+public struct EngineSetting: Sendable, Equatable {
+    public let name: String
+    public let arguments: [String]
+
+    /// perpacket, mmsg and uring with GSO off, so batching alone is measured; then uring with GSO.
+    public static let all: [EngineSetting] = [
+        EngineSetting(name: "perpacket", arguments: ["--engine", "perpacket", "--gso", "off"]),
+        EngineSetting(name: "mmsg", arguments: ["--engine", "mmsg", "--gso", "off"]),
+        EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off"]),
+        EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on"]),
+    ]
+}
+
+/// An offered load: a profile, stream count and (constant profile) rate and size.
+public struct LoadPoint: Sendable, Equatable {
+    public let label: String
+    public let profile: TrafficProfile
+    public let streams: Int
+    public let rate: Double
+    public let size: Int
+
+    public static func constant(_ rate: Double) -> LoadPoint {
+        LoadPoint(label: "\(Int(rate / 1000))k", profile: .constant, streams: 20, rate: rate, size: 200)
+    }
+
+    /// 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, then 2,000 voice streams.
+    public static let standard: [LoadPoint] = [constant(20_000), constant(50_000), constant(100_000), constant(200_000),
+                                               LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0)]
+
+    public var offeredRate: Double { profile == .constant ? rate : TrafficShape(profile: profile, streams: streams, rate: 0, size: 0, bitrate: TrafficProfile.defaultVideoBitrate, tos: nil).datagramsPerSecond }
+}
+
+/// One run of the comparison.
+public struct PlannedRun: Sendable, Equatable {
+    public let repeatIndex: Int
+    public let load: LoadPoint
+    public let engine: EngineSetting
+}
+
+/// The order of runs: repeat-major, then load, then engine, so slow drift of the machine
+/// (thermal, background work) falls on every engine alike instead of on whichever ran last.
+/// Within a repeat the engine order rotates, so no engine always runs first after a load change.
+public func comparisonPlan(repeats: Int, loads: [LoadPoint], engines: [EngineSetting]) -> [PlannedRun] {
+    var plan: [PlannedRun] = []
+    for r in 0..<repeats {
+        for (l, load) in loads.enumerated() {
+            for e in 0..<engines.count {
+                let engine = engines[(e + r + l) % engines.count]
+                plan.append(PlannedRun(repeatIndex: r, load: load, engine: engine))
+            }
+        }
+    }
+    return plan
+}

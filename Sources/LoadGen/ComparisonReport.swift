@@ -1,0 +1,55 @@
+import Foundation
+
+/// OUT.md: what was run, on what, the summary table, and the CPU cross-check.
+public enum ComparisonReport {
+    public static func markdown(records: [RunRecord], cells: [CellSummary], machine: MachineInfo,
+                                options: CompareOptions, loads: [LoadPoint]) -> String {
+        var s = "# mediarelay engines: CPU per datagram, batched against per-packet\n\n"
+        s += "Machine: kernel `\(machine.kernel)`, CPU \(machine.cpuModel), \(machine.cores) cores, \(machine.date).\n\n"
+        s += "Each run starts `\(options.server) --engine E --gso on|off --workers 1`, offers the load for "
+        s += "\(String(format: "%g", options.seconds)) s from `mediarelay-load` in the same machine, and reads GET /v1/stats "
+        s += "before and after: CPU per datagram = Δ(cpu_user_seconds + cpu_system_seconds) / Δpackets_in, "
+        s += "syscalls per datagram = Δsyscalls / Δpackets_in. \(options.repeats) repeat(s), interleaved (every repeat "
+        s += "runs every load on every engine, engine order rotating) so drift falls on all engines. "
+        s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s)" }.joined(separator: ", ")
+        s += ". Latency excludes the first \(String(format: "%g", Comparison.warmup(seconds: options.seconds))) s of each run (warm-up); loss and order do not. Sender and receiver share the machine with the relay, and on loopback the kernel work of delivering each datagram is charged to whoever sends it.\n\n"
+        s += ComparisonTable.markdown(cells) + "\n\n"
+        s += "Medians over repeats. sent/s below offered/s means the machine (generator and relay share its cores) could not "
+        s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
+        let base = (options.out as NSString).lastPathComponent
+        s += "Charts: [\(base).svg](\(base).svg); every run: [\(base).csv](\(base).csv).\n\n"
+        s += cpuCheck(records)
+        let failures = records.filter { $0.error != nil }
+        if !failures.isEmpty {
+            s += "\n## Failed runs\n\n"
+            for f in failures { s += "- repeat \(f.run.repeatIndex + 1), \(f.run.engine.name), \(f.run.load.label): \(f.error!)\n" }
+        }
+        return s
+    }
+
+    /// The relay's CPU from /proc/PID/stat against its own /v1/stats, per engine and in total.
+    public static func cpuCheck(_ records: [RunRecord]) -> String {
+        var s = "## CPU cross-check: /proc/PID/stat against /v1/stats\n\n"
+        s += "Same interval, same process. /proc counts clock ticks of 1/\(ProcessCPU.ticksPerSecond) s, so short runs differ by up to a tick or two.\n\n"
+        s += "| engine | runs | /v1/stats CPU s | /proc CPU s | /proc ÷ stats |\n|---|---|---|---|---|\n"
+        var engines: [String] = []
+        for r in records where !engines.contains(r.run.engine.name) { engines.append(r.run.engine.name) }
+        var totalStats = 0.0, totalProc = 0.0
+        for engine in engines + ["all"] {
+            let mine = records.filter { ($0.run.engine.name == engine || engine == "all") }
+                .compactMap { r -> (Double, Double)? in
+                    guard let stats = r.result?.relay?.cpuSeconds, let proc = r.result?.relayProcCPUSeconds else { return nil }
+                    return (stats, proc)
+                }
+            let stats = mine.reduce(0) { $0 + $1.0 }, proc = mine.reduce(0) { $0 + $1.1 }
+            if engine == "all" { totalStats = stats; totalProc = proc }
+            s += "| \(engine) | \(mine.count) | \(String(format: "%.3f", stats)) | \(String(format: "%.3f", proc)) | "
+            s += (stats > 0 ? String(format: "%.3f", proc / stats) : "-") + " |\n"
+        }
+        if totalStats > 0 {
+            let off = abs(totalProc / totalStats - 1) * 100
+            s += "\nOverall the two agree within \(String(format: "%.1f", off)) % (\(off <= 10 ? "within" : "OUTSIDE") the 10 % bound).\n"
+        }
+        return s
+    }
+}

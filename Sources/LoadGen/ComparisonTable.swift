@@ -1,0 +1,44 @@
+import Foundation
+
+/// The comparison's summary table, as aligned text (for the terminal) or Markdown.
+public enum ComparisonTable {
+    public static let columns = ["engine", "load", "offered/s", "sent/s", "delivered %", "relay CPU us/datagram (median, min-max)",
+                                 "syscalls/datagram", "p50 us", "p99 us", "CPU saved vs perpacket"]
+
+    public static func rows(_ cells: [CellSummary]) -> [[String]] {
+        cells.map { c in
+            let base = cells.first { $0.load == c.load && $0.engine == "perpacket" }
+            var saved = "-"
+            if c.engine != "perpacket", let mine = c.cpuUs?.median, let theirs = base?.cpuUs?.median, theirs > 0 {
+                saved = String(format: "%+.0f %%", (1 - mine / theirs) * 100)
+            }
+            let engine = c.reportedEngines.isEmpty || c.reportedEngines == [c.engine.replacingOccurrences(of: "+gso", with: "")]
+                ? c.engine : "\(c.engine) (ran \(c.reportedEngines.joined(separator: ",")))"
+            return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate), format(c.sentRate?.median, "%.0f"),
+                    format(c.delivered?.median, "%.2f"),
+                    c.cpuUs.map { String(format: "%.3f (%.3f-%.3f)", $0.median, $0.min, $0.max) } ?? "-",
+                    format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"), saved]
+        }
+    }
+
+    static func format(_ v: Double?, _ f: String) -> String {
+        guard let v, v.isFinite else { return "-" }
+        return String(format: f, v)
+    }
+
+    /// Columns padded to their widest cell.
+    public static func text(_ cells: [CellSummary]) -> String {
+        let all = [columns] + rows(cells)
+        let widths = columns.indices.map { i in all.map { $0[i].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmed(of: " ")
+        }.joined(separator: "\n")
+    }
+
+    public static func markdown(_ cells: [CellSummary]) -> String {
+        var lines = ["| " + columns.joined(separator: " | ") + " |", "|" + columns.map { _ in "---" }.joined(separator: "|") + "|"]
+        for row in rows(cells) { lines.append("| " + row.joined(separator: " | ") + " |") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,60 @@
+/// `mediarelay-load --help`. Profile numbers come from `TrafficProfile`, so the text cannot
+/// drift from the code.
+public let helpText = """
+usage: mediarelay-load --relay http://HOST:PORT [options]
+       mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
+       mediarelay-load compare --server PATH [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
+
+Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
+preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
+
+Session mode (--relay): creates --streams sessions (POST /v1/sessions, 2 legs). Each stream sends to
+leg A and receives on the socket that latched leg B; all sessions are deleted at the end and on Ctrl-C.
+Forward-rule mode (--target): streams are clients sending to the rule's listen address; the generator
+plays the upstream on --upstream-listen, which must be the UPSTREAM of the server's --forward rule.
+
+Options (default in brackets):
+  --relay URL            control API, http://HOST:PORT [required unless --target]
+  --token T              control token, sent as Authorization: Bearer T [none]
+  --streams N            streams (sessions or clients), 1...10000 [10]
+  --rate PPS             TOTAL offered datagrams/s over ALL streams, per direction; constant profile only [1000]
+  --size BYTES           datagram size, \(PayloadHeader.size)...9000; constant profile only [200]
+  --seconds S            measured duration, 0.1...3600 [5]
+  --profile P            constant | voice | game | video [constant]
+                           constant: --rate datagrams/s of --size bytes, TOS from --tos
+                           voice: \(Int(TrafficProfile.voiceRate)) datagrams/s per stream of \(TrafficProfile.voiceSize) B, DSCP EF (46)
+                           game:  \(Int(TrafficProfile.gameRate)) datagrams/s per stream, \(TrafficProfile.gameSizes.lowerBound)...\(TrafficProfile.gameSizes.upperBound) B (deterministic pseudo-random), DSCP AF21 (18)
+                           video: \(Int(TrafficProfile.videoFrameRate)) frames/s per stream, each a burst of \(TrafficProfile.videoDatagramSize) B datagrams
+                                  carrying --bitrate, DSCP AF41 (34)
+                         voice, game and video send ECN ECT(0), so TOS = (DSCP << 2) | 2.
+  --tos BYTE             TOS / Traffic Class byte, 0...255, overrides the profile's [constant: 0]
+  --bitrate BPS          video bits/s per stream, 8000...1000000000 [\(TrafficProfile.defaultVideoBitrate)]
+  --bidirectional        the receiving side also sends the same profile back (doubles the offered load)
+  --target HOST:PORT     drive a forward rule: its listen address [none]
+  --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
+  --warmup S             datagrams sent in the first S seconds are left out of latency figures
+                         (not of loss, order or ECN/DSCP), 0...60 [0.5]
+  --relay-pid PID        also read the relay's CPU from /proc/PID/stat, to cross-check /v1/stats [none]
+  --json                 print one JSON object as the last line of stdout instead of a table
+  --no-progress          no per-second progress line on stderr
+  --help                 this text
+
+Latency uses CLOCK_MONOTONIC send timestamps carried in each datagram, so it is only meaningful when
+the generator's sender and receiver run on the same host (they always do: one process).
+Pacing: absolute deadlines on CLOCK_MONOTONIC; the sender wakes at most every 200 us and sends what is
+due in one sendmmsg per socket (bursts of at most rate x 200 us, spread over the streams); the
+receiver uses recvmmsg and reads each datagram's TOS byte from IP_RECVTOS / IPV6_RECVTCLASS.
+The generator's own CPU (getrusage) is reported so a reader can see it was not the bottleneck.
+Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or a run that could not be set up;
+130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
+
+compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
+uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, and
+2000 voice streams), --repeats times [3] interleaved so drift falls on every engine, each for
+--seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
+  --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
+  --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
+                         /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is
+                         {"runs":N,"stats_cpu_seconds":S,"proc_cpu_seconds":P,"proc_over_stats":R}
+Every compare run records both CPU figures (OUT.csv, OUT.md).
+"""

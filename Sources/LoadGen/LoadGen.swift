@@ -1,1 +1,0 @@
-// LoadGen: see README and DESIGN.

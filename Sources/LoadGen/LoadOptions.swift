@@ -1,0 +1,54 @@
+/// The settings of one load run (`mediarelay-load --relay ...` or `--target ...`).
+public struct LoadOptions: Sendable, Equatable {
+    /// Control API, `http://HOST:PORT`; required unless `target` is given (then optional, for stats).
+    public var relay: String?
+    public var token: String?
+    public var streams = 10
+    /// Total offered datagrams/s over all streams (constant profile).
+    public var rate = 1000.0
+    public var size = 200
+    public var seconds = 5.0
+    public var profile = TrafficProfile.constant
+    public var tos: UInt8?
+    public var bitrate = TrafficProfile.defaultVideoBitrate
+    public var bidirectional = false
+    public var json = false
+    /// Forward-rule mode: the rule's listen address the streams send to.
+    public var target: String?
+    /// Forward-rule mode: where the generator's receiver listens as the rule's upstream.
+    public var upstreamListen: String?
+    /// Seconds at the start whose datagrams are left out of the latency figures.
+    public var warmup = 0.5
+    /// The relay's process id, to read its CPU from /proc next to /v1/stats.
+    public var relayPID: Int32?
+    /// Print a progress line per second on stderr.
+    public var progress = true
+
+    public init() {}
+
+    /// The traffic this run offers.
+    public var shape: TrafficShape {
+        TrafficShape(profile: profile, streams: streams, rate: rate, size: size, bitrate: bitrate, tos: tos)
+    }
+}
+
+/// The settings of `mediarelay-load compare`.
+public struct CompareOptions: Sendable, Equatable {
+    public var server = ""
+    public var out = "bench/results/latest"
+    public var repeats = 3
+    /// 1.5 s: 60 runs plus a release build must fit `make demo` into 5 minutes on 2 cores
+    /// (measured: about 0.7 s per run besides the load, 2 s more for 2,000 sessions).
+    public var seconds = 1.5
+    public var quick = false
+    /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
+    public var check = false
+    public init() {}
+}
+
+/// What the command line asks for.
+public enum LoadCommand: Sendable, Equatable {
+    case help
+    case run(LoadOptions)
+    case compare(CompareOptions)
+}

@@ -1,0 +1,84 @@
+/// The outcome of one load run: what the generator saw, and what the relay said it spent.
+public struct LoadResult: Sendable {
+    public var profile = TrafficProfile.constant
+    public var streams = 0
+    public var bidirectional = false
+    /// Offered datagrams/s over all streams and directions.
+    public var offeredRate = 0.0
+    /// Measured seconds (sending time).
+    public var seconds = 0.0
+    public var warmupSeconds = 0.0
+    public var tos: UInt8 = 0
+    public var latchedStreams = 0
+    public var sent: UInt64 = 0
+    /// Distinct datagrams received (duplicates excluded).
+    public var received: UInt64 = 0
+    public var reordered: UInt64 = 0
+    public var duplicated: UInt64 = 0
+    public var foreign: UInt64 = 0
+    public var pacerSkipped: UInt64 = 0
+    /// Latency quantiles in microseconds: p50, p90, p99, p99.9, max.
+    public var latencyUs: [Double] = [0, 0, 0, 0, 0]
+    public var jitterUs = 0.0
+    /// Fractions of received datagrams whose ECN / DSCP arrived as sent.
+    public var ecnKept = 0.0
+    public var dscpKept = 0.0
+    public var generatorCPUSeconds = 0.0
+    public var relay: RelayDelta?
+    /// The relay's CPU over the same interval from /proc/PID/stat, when its pid is known.
+    public var relayProcCPUSeconds: Double?
+
+    public init() {}
+
+    public var lost: UInt64 { sent > received ? sent - received : 0 }
+    public var deliveredFraction: Double { sent == 0 ? 0 : Double(received) / Double(sent) }
+
+    /// Fills the receiver-side figures from the statistics of a finished run.
+    public mutating func take(_ s: ReceiverStatistics) {
+        received = s.unique
+        reordered = s.reordered
+        duplicated = s.duplicated
+        foreign = s.foreign
+        let h = s.latency
+        latencyUs = [0.5, 0.9, 0.99, 0.999, 1.0].map { Double(h.quantile($0)) / 1000 }
+        jitterUs = s.meanJitterNs / 1000
+        ecnKept = s.received == 0 ? 0 : Double(s.ecnKept) / Double(s.received)
+        dscpKept = s.received == 0 ? 0 : Double(s.dscpKept) / Double(s.received)
+    }
+
+    /// The result as one JSON object (the last stdout line with --json).
+    public var json: JSONValue {
+        func n(_ d: Double?) -> JSONValue { d.map { .number($0) } ?? .null }
+        func i(_ v: UInt64) -> JSONValue { .integer(Int64(clamping: v)) }
+        return .object([
+            ("profile", .string(profile.rawValue)),
+            ("streams", .integer(Int64(streams))),
+            ("bidirectional", .bool(bidirectional)),
+            ("offered_rate", .number(offeredRate)),
+            ("seconds", .number(seconds)),
+            ("warmup_seconds", .number(warmupSeconds)),
+            ("tos", .integer(Int64(tos))),
+            ("latched_streams", .integer(Int64(latchedStreams))),
+            ("sent", i(sent)),
+            ("received", i(received)),
+            ("lost", i(lost)),
+            ("delivered", .number(deliveredFraction)),
+            ("reordered", i(reordered)),
+            ("duplicated", i(duplicated)),
+            ("foreign", i(foreign)),
+            ("pacer_skipped", i(pacerSkipped)),
+            ("latency_us", .object(zip(["p50", "p90", "p99", "p999", "max"], latencyUs).map { ($0.0, .number($0.1)) })),
+            ("jitter_us", .number(jitterUs)),
+            ("ecn_kept", .number(ecnKept)),
+            ("dscp_kept", .number(dscpKept)),
+            ("generator_cpu_seconds", .number(generatorCPUSeconds)),
+            ("relay_engine", relay.map { .string($0.engine) } ?? .null),
+            ("relay_packets_in", n(relay?.packetsIn)),
+            ("relay_packets_out", n(relay?.packetsOut)),
+            ("relay_cpu_seconds", n(relay?.cpuSeconds)),
+            ("relay_proc_cpu_seconds", n(relayProcCPUSeconds)),
+            ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
+            ("relay_syscalls_per_packet", n(relay?.syscallsPerPacket)),
+        ])
+    }
+}

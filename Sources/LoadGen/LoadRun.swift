@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// One load run from start to finish: set up (sessions or forward-rule clients), latch the
+/// legs, read the relay's stats, run the sending and receiving threads, read the stats again,
+/// and clean up. Used by `mediarelay-load` and, in-process, by `compare`.
+public struct LoadRun: Sendable {
+    public let options: LoadOptions
+    /// Whether to DELETE the sessions at the end (compare skips it: it stops the relay anyway).
+    public let deleteSessions: Bool
+    /// Where one-line progress and warnings go (stderr in the executable).
+    public let log: @Sendable (String) -> Void
+
+    /// The relay's settling time after the legs latched, before measuring.
+    static let settleNs: UInt64 = 100_000_000
+    /// How long the receiver keeps listening after the last send for datagrams in flight.
+    static let drainNs: UInt64 = 300_000_000
+
+    public init(options: LoadOptions, deleteSessions: Bool = true, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.deleteSessions = deleteSessions
+        self.log = log
+    }
+
+    /// Runs and returns the result. Errors are `LoadError`s whose message is ready for a user.
+    public func run() throws(LoadError) -> LoadResult {
+        let shape = options.shape
+        let control: RelayControl? = try options.relay.map { url throws(LoadError) in
+            RelayControl(client: try HTTPClient(url: url), token: options.token)
+        }
+        var sessions: [RelaySession] = []
+        defer {
+            if deleteSessions, let control { control.deleteSessions(sessions.map(\.id)) }
+        }
+        var setup: RunSetup
+        if let target = options.target, let upstream = options.upstreamListen {
+            setup = try RunSetup.forwardRule(target: SocketAddress(hostPort: target), upstream: SocketAddress(hostPort: upstream),
+                                             streams: options.streams, tos: shape.tos, bidirectional: options.bidirectional)
+        } else if let control {
+            let creating = MonotonicClock.now()
+            let outcome = control.createSessions(options.streams)
+            sessions = outcome.created
+            if let error = outcome.error { throw error }
+            let took = Double(MonotonicClock.now() - creating) / 1e9
+            if took > 1 { log(String(format: "created %d sessions in %.1f s", sessions.count, took)) }
+            setup = try RunSetup.sessions(sessions, tos: shape.tos, bidirectional: options.bidirectional)
+        } else {
+            throw LoadError("--relay: required (or --target with --upstream-listen)")
+        }
+        let latched = try setup.latch(log: log)
+        MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
+
+        var result = LoadResult()
+        result.profile = options.profile
+        result.streams = options.streams
+        result.bidirectional = options.bidirectional
+        result.offeredRate = shape.datagramsPerSecond * (options.bidirectional ? 2 : 1)
+        result.warmupSeconds = options.warmup
+        result.tos = shape.tos
+        result.latchedStreams = latched
+
+        let statsBefore = try control?.stats()
+        let procBefore = options.relayPID.flatMap { ProcessCPU.read(pid: $0) }
+        let cpuBefore = ownCPUSeconds()
+        let signals = RunSignals()
+        let start = MonotonicClock.now() + 2_000_000
+        let end = start + UInt64(options.seconds * 1e9)
+        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end)
+        let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
+                                       latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize)
+        let senderOutcome = ThreadOutcome<UInt64>()
+        let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
+        senderOutcome.start(name: "load-send") { sender.run(signals) }
+        receiverOutcome.start(name: "load-receive") { receiver.run(signals) }
+
+        var lastLine = start
+        var lastSent: UInt64 = 0, lastReceived: UInt64 = 0
+        while !senderOutcome.isDone {
+            MonotonicClock.sleep(until: MonotonicClock.now() + 50_000_000)
+            if interruptRequested.load(ordering: .relaxed) { signals.stop.store(true, ordering: .relaxed) }
+            let now = MonotonicClock.now()
+            if options.progress, now >= lastLine + 1_000_000_000 {
+                let sent = signals.sent.load(ordering: .relaxed), received = signals.received.load(ordering: .relaxed)
+                let dt = Double(now - lastLine) / 1e9
+                let loss = sent == 0 ? 0 : max(0, Double(Int64(sent) - Int64(received))) / Double(sent) * 100
+                log(String(format: "%5.1fs  sent %8.0f/s  received %8.0f/s  loss %5.2f%%  p99 %8.1f us",
+                           Double(now - start) / 1e9, Double(sent - lastSent) / dt, Double(received - lastReceived) / dt,
+                           loss, Double(signals.intervalP99.load(ordering: .relaxed)) / 1000))
+                lastLine = now
+                lastSent = sent
+                lastReceived = received
+            }
+        }
+        let sendEnded = MonotonicClock.now()
+        signals.receiveUntil.store(sendEnded + Self.drainNs, ordering: .relaxed)
+        result.pacerSkipped = senderOutcome.wait()
+        let statistics = receiverOutcome.wait()
+        result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
+        result.seconds = Double(min(sendEnded, end) - start) / 1e9
+        result.sent = signals.sent.load(ordering: .relaxed)
+        if let control, let before = statsBefore {
+            result.relay = try Self.settledDelta(control, before: before, atLeast: Double(result.sent))
+        }
+        if let pid = options.relayPID, let before = procBefore, let after = ProcessCPU.read(pid: pid) {
+            result.relayProcCPUSeconds = after.seconds - before.seconds
+        }
+        result.take(statistics)
+        if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
+        return result
+    }
+}
+
+extension LoadRun {
+    /// The relay publishes its counters to the HTTP thread as snapshots, which may trail the
+    /// packets by a moment. Read until the relay has counted at least what we sent (everything
+    /// we sent reached it, or it could not have been received), or its count stops moving, for
+    /// at most a second.
+    static func settledDelta(_ control: RelayControl, before: RelayStats, atLeast sent: Double) throws(LoadError) -> RelayDelta {
+        let deadline = MonotonicClock.now() + 1_000_000_000
+        var delta = RelayDelta(before: before, after: try control.stats())
+        var lastMove = MonotonicClock.now()
+        while delta.packetsIn < sent {
+            let now = MonotonicClock.now()
+            // Datagrams the kernel dropped before the relay saw them never show up: give up
+            // once the count has stood still for 250 ms.
+            if now >= deadline || now - lastMove > 250_000_000 { break }
+            MonotonicClock.sleep(until: now + 25_000_000)
+            let next = RelayDelta(before: before, after: try control.stats())
+            if next.packetsIn != delta.packetsIn { lastMove = MonotonicClock.now() }
+            delta = next
+        }
+        return delta
+    }
+}

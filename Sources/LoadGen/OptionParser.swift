@@ -1,0 +1,125 @@
+/// Parses mediarelay-load's command line. Every error is one line naming the option and the
+/// accepted values, in the same form as the relay's own: `--OPTION VALUE: what is accepted`.
+public enum OptionParser {
+    public static func parse(_ arguments: [String]) throws(LoadError) -> LoadCommand {
+        if arguments.first == "compare" {
+            let rest = Array(arguments.dropFirst())
+            if rest.contains("--help") || rest.contains("-h") { return .help }
+            return .compare(try parseCompare(rest))
+        }
+        var o = LoadOptions()
+        var rateGiven = false, sizeGiven = false
+        var i = 0
+        func value(_ name: String) throws(LoadError) -> String {
+            guard i + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
+            i += 1
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let name = arguments[i]
+            switch name {
+            case "--help", "-h": return .help
+            case "--relay": o.relay = try value(name)
+            case "--token":
+                let t = try value(name)
+                guard !t.isEmpty else { throw LoadError("--token: must not be empty") }
+                o.token = t
+            case "--streams": o.streams = try integer(name, try value(name), 1...10000)
+            case "--rate": o.rate = try number(name, try value(name), 1...10_000_000); rateGiven = true
+            case "--size": o.size = try integer(name, try value(name), PayloadHeader.size...9000); sizeGiven = true
+            case "--seconds": o.seconds = try number(name, try value(name), 0.1...3600)
+            case "--profile":
+                let v = try value(name)
+                guard let p = TrafficProfile(rawValue: v) else {
+                    throw LoadError("--profile \(v): accepted: constant, voice, game, video")
+                }
+                o.profile = p
+            case "--tos": o.tos = UInt8(try integer(name, try value(name), 0...255))
+            case "--bitrate": o.bitrate = try integer(name, try value(name), 8000...1_000_000_000)
+            case "--bidirectional": o.bidirectional = true
+            case "--json": o.json = true
+            case "--target": o.target = try address(name, try value(name))
+            case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
+            case "--warmup": o.warmup = try number(name, try value(name), 0...60)
+            case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
+            case "--no-progress": o.progress = false
+            default: throw LoadError("\(name): unknown option (see --help)")
+            }
+            i += 1
+        }
+        if let relay = o.relay {
+            do { _ = try HTTPClient(url: relay) } catch {
+                throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
+            }
+        }
+        if o.target == nil {
+            guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen)") }
+            guard o.upstreamListen == nil else { throw LoadError("--upstream-listen: only with --target") }
+        } else {
+            guard o.upstreamListen != nil else { throw LoadError("--target: needs --upstream-listen HOST:PORT (the rule's upstream)") }
+        }
+        if o.profile != .constant {
+            if rateGiven { throw LoadError("--rate: only with --profile constant (\(o.profile.rawValue) fixes its own rate)") }
+            if sizeGiven { throw LoadError("--size: only with --profile constant (\(o.profile.rawValue) fixes its own sizes)") }
+        }
+        guard o.warmup < o.seconds else { throw LoadError("--warmup \(o.warmup): must be shorter than --seconds \(o.seconds)") }
+        return .run(o)
+    }
+
+    static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
+        var o = CompareOptions()
+        var serverGiven = false, repeatsGiven = false, secondsGiven = false
+        var i = 0
+        func value(_ name: String) throws(LoadError) -> String {
+            guard i + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
+            i += 1
+            return arguments[i]
+        }
+        while i < arguments.count {
+            let name = arguments[i]
+            switch name {
+            case "--server": o.server = try value(name); serverGiven = true
+            case "--out":
+                o.out = try value(name)
+                guard !o.out.isEmpty else { throw LoadError("--out: must not be empty") }
+            case "--repeats": o.repeats = try integer(name, try value(name), 1...20); repeatsGiven = true
+            case "--seconds": o.seconds = try number(name, try value(name), 0.5...60); secondsGiven = true
+            case "--quick": o.quick = true
+            case "--check": o.check = true
+            default: throw LoadError("compare \(name): unknown option (see --help)")
+            }
+            i += 1
+        }
+        guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
+        if o.quick {
+            if !repeatsGiven { o.repeats = 1 }
+            if !secondsGiven { o.seconds = 1 }
+        }
+        return o
+    }
+
+    static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {
+        guard let v = Int(text), range.contains(v) else {
+            throw LoadError("\(name) \(text): accepted: an integer \(range.lowerBound)...\(range.upperBound)")
+        }
+        return v
+    }
+
+    static func number(_ name: String, _ text: String, _ range: ClosedRange<Double>) throws(LoadError) -> Double {
+        guard let v = Double(text), v.isFinite, range.contains(v) else {
+            throw LoadError("\(name) \(text): accepted: a number \(format(range.lowerBound))...\(format(range.upperBound))")
+        }
+        return v
+    }
+
+    static func address(_ name: String, _ text: String) throws(LoadError) -> String {
+        do { _ = try SocketAddress(hostPort: text) } catch {
+            throw LoadError("\(name) \(text): accepted: HOST:PORT or [IPv6]:PORT")
+        }
+        return text
+    }
+
+    private static func format(_ v: Double) -> String {
+        v == v.rounded() ? String(Int(v)) : String(v)
+    }
+}

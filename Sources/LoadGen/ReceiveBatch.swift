@@ -1,0 +1,78 @@
+import Glibc
+
+/// Preallocated vectors for one recvmmsg call: buffers, iovecs, mmsghdrs, source addresses
+/// and control space for the TOS cmsg, allocated once in `init`.
+///
+/// After `receive(from:)` returns n, messages 0..<n are valid until the next call; the
+/// accessors read them in place without copying.
+final class ReceiveBatch {
+    static let controlSize = 64
+    let capacity: Int
+    let bufferSize: Int
+    private let buffers: UnsafeMutableRawPointer
+    private let controls: UnsafeMutableRawPointer
+    private let iovecs: UnsafeMutablePointer<iovec>
+    private let messages: UnsafeMutableRawPointer
+    private let names: UnsafeMutablePointer<sockaddr_storage>
+
+    init(capacity: Int, bufferSize: Int) {
+        self.capacity = capacity
+        self.bufferSize = bufferSize
+        buffers = .allocate(byteCount: capacity * bufferSize, alignment: 16)
+        controls = .allocate(byteCount: capacity * Self.controlSize, alignment: 8)
+        iovecs = .allocate(capacity: capacity)
+        messages = .allocate(byteCount: capacity * MultiMessage.stride, alignment: 8)
+        messages.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * MultiMessage.stride)
+        names = .allocate(capacity: capacity)
+        for i in 0..<capacity {
+            iovecs[i] = iovec(iov_base: buffers + i * bufferSize, iov_len: bufferSize)
+            names[i] = sockaddr_storage()
+            var header = msghdr()
+            header.msg_iov = iovecs + i
+            header.msg_iovlen = 1
+            header.msg_name = UnsafeMutableRawPointer(names + i)
+            header.msg_control = controls + i * Self.controlSize
+            MultiMessage.header(messages, i).pointee = header
+        }
+    }
+
+    deinit {
+        buffers.deallocate()
+        controls.deallocate()
+        iovecs.deallocate()
+        messages.deallocate()
+        names.deallocate()
+    }
+
+    /// Takes what is queued on `fd` without waiting: the number of datagrams (0 when none).
+    func receive(from fd: Int32) -> Int {
+        for i in 0..<capacity {
+            // The kernel overwrites these with what it filled in; give the full room back.
+            MultiMessage.header(messages, i).pointee.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            MultiMessage.header(messages, i).pointee.msg_controllen = Self.controlSize
+            MultiMessage.header(messages, i).pointee.msg_flags = 0
+        }
+        while true {
+            let n = MultiMessage.receive(fd, messages, UInt32(capacity), Int32(MSG_DONTWAIT), nil)
+            if n >= 0 { return Int(n) }
+            if errno == EINTR { continue }
+            return 0
+        }
+    }
+
+    @inline(__always) func payload(_ i: Int) -> UnsafeRawPointer { UnsafeRawPointer(buffers + i * bufferSize) }
+    @inline(__always) func length(_ i: Int) -> Int { MultiMessage.length(messages, i) }
+    @inline(__always) func truncated(_ i: Int) -> Bool { MultiMessage.header(messages, i).pointee.msg_flags & Int32(MSG_TRUNC) != 0 }
+
+    /// The datagram's TOS byte, 0 when the kernel attached none.
+    @inline(__always) func tos(_ i: Int) -> UInt8 {
+        ControlMessages.tos(in: controls + i * Self.controlSize, length: Int(MultiMessage.header(messages, i).pointee.msg_controllen)) ?? 0
+    }
+
+    func source(_ i: Int) -> SocketAddress {
+        var address = SocketAddress()
+        address.storage = names[i]
+        address.length = MultiMessage.header(messages, i).pointee.msg_namelen
+        return address
+    }
+}

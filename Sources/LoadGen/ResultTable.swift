@@ -1,0 +1,37 @@
+import Foundation
+
+/// The human-readable end-of-run table of `mediarelay-load` (without --json).
+public enum ResultTable {
+    public static func render(_ r: LoadResult) -> String {
+        func f(_ d: Double?, _ digits: Int = 1) -> String {
+            guard let d, d.isFinite else { return "-" }
+            return String(format: "%.\(digits)f", d)
+        }
+        var rows: [(String, String)] = [
+            ("profile", "\(r.profile.rawValue), \(r.streams) streams\(r.bidirectional ? ", bidirectional" : ""), TOS \(r.tos)"),
+            ("offered", "\(f(r.offeredRate, 0)) datagrams/s for \(f(r.seconds, 2)) s"),
+            ("latched", "\(r.latchedStreams) of \(r.streams) streams"),
+            ("sent", "\(r.sent)"),
+            ("received", "\(r.received) (\(f(r.deliveredFraction * 100, 2)) %)"),
+            ("lost", "\(r.lost)"),
+            ("reordered", "\(r.reordered)"),
+            ("duplicated", "\(r.duplicated)"),
+            ("latency us", "p50 \(f(r.latencyUs[0]))  p90 \(f(r.latencyUs[1]))  p99 \(f(r.latencyUs[2]))  p99.9 \(f(r.latencyUs[3]))  max \(f(r.latencyUs[4]))  (after \(f(r.warmupSeconds, 2)) s warm-up)"),
+            ("jitter us", f(r.jitterUs)),
+            ("ECN kept", "\(f(r.ecnKept * 100, 2)) %"),
+            ("DSCP kept", "\(f(r.dscpKept * 100, 2)) %"),
+            ("generator CPU", "\(f(r.generatorCPUSeconds, 3)) s (\(f(r.seconds > 0 ? r.generatorCPUSeconds / r.seconds * 100 : nil, 0)) % of one core)"),
+        ]
+        if let relay = r.relay {
+            rows += [
+                ("relay engine", relay.engine),
+                ("relay CPU", "\(f(relay.cpuSeconds, 3)) s, \(f(relay.cpuNsPerPacket / 1000, 3)) us per datagram"),
+                ("relay syscalls", "\(f(relay.syscallsPerPacket, 3)) per datagram"),
+            ]
+        }
+        if let proc = r.relayProcCPUSeconds { rows.append(("relay CPU /proc", "\(f(proc, 3)) s")) }
+        if r.pacerSkipped > 0 { rows.append(("pacer behind", "\(r.pacerSkipped) ticks skipped: the generator fell behind")) }
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+    }
+}

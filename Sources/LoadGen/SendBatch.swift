@@ -1,0 +1,86 @@
+import Glibc
+
+/// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
+/// destination addresses, allocated once in `init` and re-filled per batch, so sending
+/// allocates nothing per datagram.
+///
+/// All messages of one batch leave through one socket (sendmmsg takes one descriptor); the
+/// caller flushes before switching sockets. Each message has its own destination, so one
+/// unconnected socket can feed many relay sessions in one call.
+final class SendBatch {
+    let capacity: Int
+    let bufferSize: Int
+    private let buffers: UnsafeMutableRawPointer
+    private let iovecs: UnsafeMutablePointer<iovec>
+    private let messages: UnsafeMutableRawPointer
+    private let names: UnsafeMutablePointer<sockaddr_storage>
+    private(set) var count = 0
+    private(set) var fd: Int32 = -1
+
+    init(capacity: Int, bufferSize: Int) {
+        self.capacity = capacity
+        self.bufferSize = max(bufferSize, PayloadHeader.size)
+        buffers = .allocate(byteCount: capacity * self.bufferSize, alignment: 16)
+        buffers.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * self.bufferSize)
+        iovecs = .allocate(capacity: capacity)
+        messages = .allocate(byteCount: capacity * MultiMessage.stride, alignment: 8)
+        messages.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * MultiMessage.stride)
+        names = .allocate(capacity: capacity)
+        for i in 0..<capacity {
+            iovecs[i] = iovec(iov_base: buffers + i * self.bufferSize, iov_len: 0)
+            names[i] = sockaddr_storage()
+            var header = msghdr()
+            header.msg_iov = iovecs + i
+            header.msg_iovlen = 1
+            header.msg_name = UnsafeMutableRawPointer(names + i)
+            MultiMessage.header(messages, i).pointee = header
+        }
+    }
+
+    deinit {
+        buffers.deallocate()
+        iovecs.deallocate()
+        messages.deallocate()
+        names.deallocate()
+    }
+
+    var isFull: Bool { count == capacity }
+
+    /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`.
+    /// The caller flushes first when the batch is full or bound for another socket.
+    @inline(__always)
+    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int) {
+        precondition(count < capacity && (count == 0 || fd == self.fd), "flush before switching sockets")
+        self.fd = fd
+        header.encode(into: buffers + count * bufferSize)
+        iovecs[count].iov_len = min(max(size, PayloadHeader.size), bufferSize)
+        names[count] = destination.storage
+        MultiMessage.header(messages, count).pointee.msg_namelen = destination.length
+        count += 1
+    }
+
+    /// Sends the batch. Returns how many datagrams the kernel took; the rest are dropped (a
+    /// full socket buffer for more than a few ms means the host, not the pacer, is the limit).
+    @discardableResult
+    func flush() -> Int {
+        defer { count = 0 }
+        var sent = 0
+        var next = 0
+        var stalls = 0
+        while next < count {
+            let n = MultiMessage.send(fd, messages + next * MultiMessage.stride, UInt32(count - next), 0)
+            if n > 0 { sent += Int(n); next += Int(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EAGAIN {
+                guard stalls < 5 else { break }
+                stalls += 1
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&p, 1, 1)
+                continue
+            }
+            // Skip the datagram that failed (e.g. ECONNREFUSED left by an ICMP error) and go on.
+            next += 1
+        }
+        return sent
+    }
+}

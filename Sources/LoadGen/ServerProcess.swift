@@ -1,0 +1,130 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A relay started by `compare`: spawned with its stderr on a pipe, considered up once it has
+/// printed `http listening on HOST:PORT` and GET /healthz answers 200, stopped with SIGTERM.
+///
+/// After start-up a thread keeps reading the pipe (a full pipe would block the relay's logging)
+/// and keeps the last lines for error messages.
+public final class ServerProcess: Sendable {
+    public let pid: pid_t
+    /// `HOST:PORT` the relay's HTTP listener bound.
+    public let http: String
+    private let tail = Mutex<[String]>([])
+
+    public init(path: String, arguments: [String], startTimeoutMs: Int = 10_000) throws(LoadError) {
+        guard access(path, X_OK) == 0 else { throw LoadError("--server \(path): not an executable file (build it first: swift build -c release)") }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw LoadError("pipe: \(errnoText())") }
+        // Neither end may leak into the relay beyond its stderr (dup2 clears the flag there).
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        let readEnd = fds[0], writeEnd = fds[1]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, nil, argv, environ)
+        close(writeEnd)
+        guard rc == 0 else {
+            close(readEnd)
+            throw LoadError("starting \(path): \(errnoText(rc))")
+        }
+        pid = child
+        // Read stderr lines until the listening line, the relay's exit, or the timeout.
+        let deadline = MonotonicClock.now() + UInt64(startTimeoutMs) * 1_000_000
+        var pending: [UInt8] = []
+        var seen: [String] = []
+        var found: String?
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        reading: while found == nil {
+            let now = MonotonicClock.now()
+            guard now < deadline else { break }
+            var p = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32((deadline - now) / 1_000_000 + 1)) > 0 else { continue }
+            let n = read(readEnd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            pending += chunk[0..<n]
+            while let newline = pending.firstIndex(of: 10) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                seen.append(line)
+                if let address = Self.listeningAddress(in: line) { found = address; break reading }
+            }
+        }
+        guard let found else {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+            close(readEnd)
+            let last = seen.suffix(3).joined(separator: " | ")
+            throw LoadError("\(path) \(arguments.joined(separator: " ")): no 'http listening on' line within \(startTimeoutMs) ms\(last.isEmpty ? "" : "; it said: \(last)")")
+        }
+        http = found
+        tail.withLock { $0 = Array(seen.suffix(20)) }
+        let drainer = Thread { [self] in drain(readEnd) }
+        drainer.name = "relay-stderr"
+        drainer.start()
+        let control = RelayControl(client: try HTTPClient(url: "http://\(found)", timeoutMs: 1000), token: nil)
+        let healthDeadline = MonotonicClock.now() + 5_000_000_000
+        while !control.healthy() {
+            guard MonotonicClock.now() < healthDeadline else {
+                stop()
+                throw LoadError("\(path): GET http://\(found)/healthz did not answer 200 within 5 s")
+            }
+            MonotonicClock.sleep(until: MonotonicClock.now() + 20_000_000)
+        }
+    }
+
+    /// The `HOST:PORT` after `http listening on `, if the line has it.
+    public static func listeningAddress(in line: String) -> String? {
+        guard let range = line.range(of: "http listening on ") else { return nil }
+        let rest = line[range.upperBound...].prefix { !$0.isWhitespace }
+        return rest.isEmpty ? nil : String(rest)
+    }
+
+    private func drain(_ fd: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var pending: [UInt8] = []
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            pending += chunk[0..<n]
+            while let newline = pending.firstIndex(of: 10) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                tail.withLock { $0.append(line); if $0.count > 20 { $0.removeFirst() } }
+            }
+        }
+        close(fd)
+    }
+
+    /// The relay's last stderr lines.
+    public var lastLines: [String] { tail.withLock { $0 } }
+
+    /// SIGTERM, then wait up to `timeoutMs` (SIGKILL after that). Returns the exit status as
+    /// waitpid reports it, or nil if the relay had to be killed. The relay is started with
+    /// --drain-seconds 0, so a healthy one exits at once; the bound keeps a stuck relay from
+    /// eating the comparison's time budget.
+    @discardableResult
+    public func stop(timeoutMs: Int = 3000) -> Int32? {
+        kill(pid, SIGTERM)
+        let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
+        var status: Int32 = 0
+        while MonotonicClock.now() < deadline {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { return status }
+            if r < 0 && errno != EINTR { return nil }
+            MonotonicClock.sleep(until: MonotonicClock.now() + 10_000_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+        return nil
+    }
+}

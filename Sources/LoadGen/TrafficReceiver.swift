@@ -1,0 +1,70 @@
+import Glibc
+
+/// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
+/// recvmmsg until each is empty, recording every datagram into `ReceiverStatistics`.
+public struct TrafficReceiver: Sendable {
+    public let sockets: [UDPSocket]
+    public let streams: Int
+    public let latencyFrom: UInt64
+    public let bufferSize: Int
+
+    public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int) {
+        self.sockets = sockets
+        self.streams = streams
+        self.latencyFrom = latencyFrom
+        // Room for more than the largest datagram sent, so a relay that pads is seen (MSG_TRUNC).
+        bufferSize = max(2048, maxDatagram + 64)
+    }
+
+    /// Runs until `signals.receiveUntil` has passed (or `stop` plus a short drain).
+    public func run(_ signals: RunSignals) -> ReceiverStatistics {
+        var statistics = ReceiverStatistics(streams: streams, latencyFrom: latencyFrom)
+        var interval = LatencyHistogram()
+        var nextSecond = MonotonicClock.now() + 1_000_000_000
+        let batch = ReceiveBatch(capacity: 64, bufferSize: bufferSize)
+        var polls = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        var stopSeenAt: UInt64 = 0
+        while true {
+            let ready = poll(&polls, nfds_t(polls.count), 5)
+            let afterPoll = MonotonicClock.now()
+            if ready > 0 {
+                for p in polls.indices where polls[p].revents != 0 {
+                    let fd = polls[p].fd
+                    while true {
+                        let n = batch.receive(from: fd)
+                        if n == 0 { break }
+                        // One clock read per batch: the datagrams of one recvmmsg arrived together.
+                        let now = MonotonicClock.now()
+                        for i in 0..<n {
+                            guard let header = PayloadHeader.decode(batch.payload(i), length: batch.length(i)) else {
+                                statistics.recordForeign()
+                                continue
+                            }
+                            statistics.record(header, length: batch.length(i), tos: batch.tos(i), now: now)
+                            if header.sequence != PayloadHeader.latchSequence, now > header.sendTime {
+                                interval.record(now - header.sendTime)
+                            }
+                        }
+                        signals.received.add(UInt64(n), ordering: .relaxed)
+                        if n < batch.capacity { break }
+                    }
+                }
+            }
+            if afterPoll >= nextSecond {
+                signals.intervalP99.store(interval.quantile(0.99), ordering: .relaxed)
+                interval.reset()
+                nextSecond += 1_000_000_000
+            }
+            let until = signals.receiveUntil.load(ordering: .relaxed)
+            if until != 0 {
+                // Everything sent has arrived: no need to wait out the drain.
+                if afterPoll >= until || statistics.unique >= signals.sent.load(ordering: .relaxed) { break }
+            }
+            if signals.stop.load(ordering: .relaxed) {
+                if stopSeenAt == 0 { stopSeenAt = afterPoll }
+                if afterPoll - stopSeenAt > 300_000_000 { break }
+            }
+        }
+        return statistics
+    }
+}

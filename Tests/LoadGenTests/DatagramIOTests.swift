@@ -1,0 +1,79 @@
+import Glibc
+import XCTest
+@testable import LoadGen
+
+final class DatagramIOTests: XCTestCase {
+    func testControlMessageWalkFindsTOSAfterOtherMessages() {
+        // [SOL_SOCKET/SO_TIMESTAMP 16+16] [IPPROTO_IP/IP_TOS 16+1 padded to 24]
+        var bytes = [UInt8](repeating: 0, count: 64)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt(32), toByteOffset: 0, as: UInt.self)
+            raw.storeBytes(of: SOL_SOCKET, toByteOffset: 8, as: Int32.self)
+            raw.storeBytes(of: Int32(SO_TIMESTAMP), toByteOffset: 12, as: Int32.self)
+            raw.storeBytes(of: UInt(17), toByteOffset: 32, as: UInt.self)
+            raw.storeBytes(of: Int32(IPPROTO_IP), toByteOffset: 40, as: Int32.self)
+            raw.storeBytes(of: Int32(IP_TOS), toByteOffset: 44, as: Int32.self)
+            raw.storeBytes(of: UInt8(0xBA), toByteOffset: 48, as: UInt8.self)
+        }
+        XCTAssertEqual(bytes.withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 56) }, 0xBA)
+        XCTAssertNil(bytes.withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 40) }, "TOS message cut off")
+        XCTAssertNil(bytes.withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 0) })
+        // IPv6 traffic class is an int.
+        var v6 = [UInt8](repeating: 0, count: 24)
+        v6.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt(20), toByteOffset: 0, as: UInt.self)
+            raw.storeBytes(of: Int32(IPPROTO_IPV6), toByteOffset: 8, as: Int32.self)
+            raw.storeBytes(of: Int32(IPV6_TCLASS), toByteOffset: 12, as: Int32.self)
+            raw.storeBytes(of: Int32(0x8A), toByteOffset: 16, as: Int32.self)
+        }
+        XCTAssertEqual(v6.withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 24) }, 0x8A)
+        // A zero cmsg_len must not loop forever.
+        XCTAssertNil([UInt8](repeating: 0, count: 32).withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 32) })
+    }
+
+    /// sendmmsg and recvmmsg over loopback, with the TOS byte read back from the cmsg.
+    func roundTrip(host: String) throws {
+        let tos: UInt8 = 46 << 2 | 2
+        let receiver = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        let sender = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: tos)
+        let batch = SendBatch(capacity: 8, bufferSize: 300)
+        for seq in 0..<5 as Range<UInt64> {
+            batch.append(fd: sender.fd, to: receiver.localAddress,
+                         header: PayloadHeader(stream: 3, sequence: seq, sendTime: MonotonicClock.now(), tos: tos), size: 100 + Int(seq))
+        }
+        XCTAssertEqual(batch.flush(), 5)
+        let incoming = ReceiveBatch(capacity: 16, bufferSize: 2048)
+        var got: [(PayloadHeader, Int, UInt8)] = []
+        for _ in 0..<100 where got.count < 5 {
+            var p = pollfd(fd: receiver.fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&p, 1, 20)
+            let n = incoming.receive(from: receiver.fd)
+            for i in 0..<n {
+                got.append((try XCTUnwrap(PayloadHeader.decode(incoming.payload(i), length: incoming.length(i))), incoming.length(i), incoming.tos(i)))
+                XCTAssertEqual(incoming.source(i).port, sender.localAddress.port)
+            }
+        }
+        XCTAssertEqual(got.map(\.0.sequence), [0, 1, 2, 3, 4])
+        XCTAssertEqual(got.map(\.1), [100, 101, 102, 103, 104])
+        XCTAssertEqual(got.map(\.2), [UInt8](repeating: tos, count: 5), "TOS set by IP_TOS/IPV6_TCLASS, read from the cmsg")
+    }
+
+    func testIPv4RoundTripKeepsTOS() throws { try roundTrip(host: "127.0.0.1") }
+
+    func testIPv6RoundTripKeepsTrafficClass() throws {
+        let probe = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = try SocketAddress(host: "::1", port: 0)
+        let usable = probe >= 0 && address.withSockaddr { bind(probe, $0, $1) } == 0
+        if probe >= 0 { close(probe) }
+        address.length = 0
+        try XCTSkipUnless(usable, "this host has no IPv6 loopback")
+        try roundTrip(host: "::1")
+    }
+
+    func testMultiMessageLayoutMatchesC() {
+        // struct mmsghdr on 64-bit Linux: 56-byte msghdr + unsigned int, padded to 64.
+        XCTAssertEqual(MemoryLayout<msghdr>.size, 56)
+        XCTAssertEqual(MultiMessage.stride, 64)
+        XCTAssertEqual(MultiMessage.lengthOffset, 56)
+    }
+}

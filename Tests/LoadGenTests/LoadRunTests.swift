@@ -1,0 +1,49 @@
+import XCTest
+@testable import LoadGen
+
+/// A whole run without a relay: forward-rule mode with the "rule" short-circuited, i.e. the
+/// clients send straight to the generator's own upstream socket. Exercises setup, latching,
+/// the sending and receiving threads and the result, over real loopback sockets.
+final class LoadRunTests: XCTestCase {
+    func freeUDPPort() throws -> UInt16 {
+        try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
+    }
+
+    func run(_ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
+        let address = "127.0.0.1:\(try freeUDPPort())"
+        var o = LoadOptions()
+        o.target = address
+        o.upstreamListen = address
+        o.seconds = 0.4
+        o.warmup = 0.1
+        o.progress = false
+        configure(&o)
+        return try LoadRun(options: o, log: { _ in }).run()
+    }
+
+    func testVoiceRoundTripIsCompleteAndKeepsMarking() throws {
+        let r = try run { $0.profile = .voice; $0.streams = 8 }
+        XCTAssertEqual(r.latchedStreams, 8)
+        XCTAssertGreaterThan(r.sent, 0)
+        XCTAssertEqual(r.received, r.sent, "loopback without a relay loses nothing")
+        XCTAssertEqual(r.lost, 0)
+        XCTAssertEqual(r.duplicated, 0)
+        XCTAssertEqual(r.reordered, 0, "one socket per stream, FIFO")
+        XCTAssertEqual(r.ecnKept, 1)
+        XCTAssertEqual(r.dscpKept, 1)
+        XCTAssertEqual(r.tos, 46 << 2 | 2)
+        XCTAssertEqual(r.offeredRate, 400)
+        XCTAssertGreaterThan(r.latencyUs[2], 0)
+        XCTAssertNil(r.relay, "no --relay, no relay figures")
+        XCTAssertGreaterThan(r.generatorCPUSeconds, 0)
+    }
+
+    func testBidirectionalSendsBothWays() throws {
+        let r = try run { $0.streams = 3; $0.rate = 3000; $0.bidirectional = true; $0.tos = 0x2E }
+        XCTAssertEqual(r.offeredRate, 6000)
+        XCTAssertEqual(r.received, r.sent)
+        XCTAssertEqual(r.ecnKept, 1)
+        XCTAssertEqual(r.dscpKept, 1)
+        XCTAssertEqual(r.foreign, 0)
+    }
+}

@@ -1,0 +1,83 @@
+import XCTest
+@testable import LoadGen
+
+final class OptionParserTests: XCTestCase {
+    func error(_ args: [String]) -> String? {
+        do { _ = try OptionParser.parse(args); return nil } catch { return error.message }
+    }
+
+    func testFullCommandLine() throws {
+        let c = try OptionParser.parse(["--relay", "http://127.0.0.1:9480", "--token", "t", "--streams", "20", "--rate", "50000",
+                                        "--size", "200", "--seconds", "3", "--tos", "184", "--bidirectional", "--json", "--warmup", "0.2"])
+        guard case .run(let o) = c else { return XCTFail("not a run: \(c)") }
+        XCTAssertEqual(o.relay, "http://127.0.0.1:9480")
+        XCTAssertEqual(o.token, "t")
+        XCTAssertEqual(o.streams, 20)
+        XCTAssertEqual(o.rate, 50_000)
+        XCTAssertEqual(o.tos, 184)
+        XCTAssertTrue(o.bidirectional && o.json)
+        XCTAssertEqual(o.shape.datagramsPerSecond, 50_000)
+    }
+
+    func testForwardRuleAndProfiles() throws {
+        guard case .run(let o) = try OptionParser.parse(["--target", "127.0.0.1:7777", "--upstream-listen", "127.0.0.1:9000",
+                                                        "--profile", "video", "--bitrate", "4000000"]) else { return XCTFail() }
+        XCTAssertEqual(o.target, "127.0.0.1:7777")
+        XCTAssertEqual(o.profile, .video)
+        XCTAssertNil(o.relay)
+        XCTAssertEqual(try OptionParser.parse(["--help"]), .help)
+        XCTAssertEqual(try OptionParser.parse(["compare", "--help"]), .help)
+    }
+
+    func testErrorsNameTheOption() {
+        let cases: [([String], String)] = [
+            (["--relay", "http://127.0.0.1:1", "--streams", "0"], "--streams 0: accepted: an integer 1...10000"),
+            (["--relay", "http://127.0.0.1:1", "--streams", "ten"], "--streams ten:"),
+            (["--relay", "http://127.0.0.1:1", "--rate", "-5"], "--rate -5:"),
+            (["--relay", "http://127.0.0.1:1", "--size", "10"], "--size 10: accepted: an integer 32...9000"),
+            (["--relay", "http://127.0.0.1:1", "--profile", "opera"], "--profile opera: accepted: constant, voice, game, video"),
+            (["--relay", "http://127.0.0.1:1", "--tos", "256"], "--tos 256:"),
+            (["--relay", "http://127.0.0.1:1", "--seconds"], "--seconds: needs a value"),
+            (["--relay", "ftp://127.0.0.1:1"], "--relay ftp://127.0.0.1:1: expected http://HOST:PORT"),
+            (["--streams", "2"], "--relay: required"),
+            (["--relay", "http://127.0.0.1:1", "--bogus"], "--bogus: unknown option"),
+            (["--target", "127.0.0.1:7777"], "--target: needs --upstream-listen"),
+            (["--target", "nope", "--upstream-listen", "127.0.0.1:9"], "--target nope: accepted: HOST:PORT"),
+            (["--relay", "http://127.0.0.1:1", "--profile", "voice", "--rate", "10"], "--rate: only with --profile constant"),
+            (["--relay", "http://127.0.0.1:1", "--seconds", "1", "--warmup", "2"], "--warmup 2.0: must be shorter"),
+            (["--relay", "http://127.0.0.1:1", "--token", ""], "--token: must not be empty"),
+            (["compare"], "compare --server: required"),
+            (["--relay", "http://no.such.host.invalid:1"], "--relay http://no.such.host.invalid:1: no.such.host.invalid: cannot resolve"),
+            (["compare", "--server", "x", "--repeats", "0"], "--repeats 0:"),
+        ]
+        for (args, expected) in cases {
+            guard let message = error(args) else { XCTFail("\(args) accepted"); continue }
+            XCTAssertTrue(message.hasPrefix(expected), "\(args): got '\(message)', want prefix '\(expected)'")
+            XCTAssertFalse(message.contains("\n"), "one line")
+        }
+    }
+
+    func testCompareDefaultsAndQuick() throws {
+        guard case .compare(let o) = try OptionParser.parse(["compare", "--server", "/x/mediarelay"]) else { return XCTFail() }
+        XCTAssertEqual(o.repeats, 3)
+        XCTAssertEqual(o.seconds, 1.5)
+        XCTAssertEqual(o.out, "bench/results/latest")
+        XCTAssertTrue(helpText.contains("--seconds [1.5]"))
+        guard case .compare(let q) = try OptionParser.parse(["compare", "--server", "s", "--quick", "--out", "o"]) else { return XCTFail() }
+        XCTAssertEqual(q.repeats, 1)
+        XCTAssertEqual(q.seconds, 1)
+        guard case .compare(let q2) = try OptionParser.parse(["compare", "--server", "s", "--quick", "--repeats", "2"]) else { return XCTFail() }
+        XCTAssertEqual(q2.repeats, 2)
+    }
+
+    func testHelpDocumentsEveryOptionWithDefault() {
+        for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
+                       "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
+                       "--repeats", "--out", "--quick", "--check"] {
+            XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
+        }
+        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]"] {
+            XCTAssertTrue(helpText.contains(defaultValue), "help lacks default \(defaultValue)")
+        }
+    }
+}

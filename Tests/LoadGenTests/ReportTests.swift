@@ -1,0 +1,134 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import XCTest
+@testable import LoadGen
+
+final class ReportTests: XCTestCase {
+    /// Records for every engine at every standard load, with made-up but distinct figures.
+    func records(repeats: Int = 2) -> [RunRecord] {
+        comparisonPlan(repeats: repeats, loads: LoadPoint.standard, engines: EngineSetting.all).enumerated().map { i, run in
+            var r = LoadResult()
+            r.sent = 1000
+            r.received = 990
+            r.seconds = 2
+            r.latencyUs = [50, 80, 120 + Double(i), 300, 900]
+            let index = Double(EngineSetting.all.firstIndex(of: run.engine)!)
+            r.relay = RelayDelta(before: RelayStats(engine: run.engine.name, packetsIn: 0, packetsOut: 0, cpuUserSeconds: 0, cpuSystemSeconds: 0, syscalls: 0),
+                                 after: RelayStats(engine: run.engine.name, packetsIn: 1000, packetsOut: 990, cpuUserSeconds: 0.004 - index * 0.0005,
+                                                   cpuSystemSeconds: 0.001, syscalls: 2000 / (index + 1)))
+            r.relayProcCPUSeconds = 0.005
+            return RunRecord(run: run, result: r, error: i == 3 ? "relay said, \"no\"" : nil)
+        }
+    }
+
+    func testPlanIsInterleavedAndComplete() {
+        let plan = comparisonPlan(repeats: 3, loads: LoadPoint.standard, engines: EngineSetting.all)
+        XCTAssertEqual(plan.count, 60)
+        // Every block of 4 consecutive runs is one load on all four engines.
+        for block in stride(from: 0, to: 60, by: 4) {
+            let slice = plan[block..<block + 4]
+            XCTAssertEqual(Set(slice.map(\.engine.name)).count, 4)
+            XCTAssertEqual(Set(slice.map(\.load.label)).count, 1)
+        }
+        XCTAssertEqual(plan.map(\.repeatIndex), plan.map(\.repeatIndex).sorted(), "repeat-major")
+        XCTAssertEqual(EngineSetting.all.map(\.arguments.last), ["off", "off", "off", "on"])
+        XCTAssertEqual(LoadPoint.standard.last?.offeredRate, 100_000, "2000 voice streams x 50/s")
+    }
+
+    func testCSVHasOneRowPerRunAndTheDocumentedColumns() throws {
+        let recs = records()
+        let csv = ComparisonCSV.render(recs)
+        let lines = csv.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        XCTAssertEqual(lines.count, recs.count + 1)
+        XCTAssertEqual(lines.first.map(String.init), ComparisonCSV.columns.joined(separator: ","))
+        for required in ["engine", "offered_rate", "delivered_pct", "relay_cpu_us_per_datagram", "relay_syscalls_per_datagram",
+                         "p50_us", "p99_us", "relay_stats_cpu_seconds", "relay_proc_cpu_seconds"] {
+            XCTAssertTrue(ComparisonCSV.columns.contains(required), required)
+        }
+        // The quoted error field keeps the column count.
+        let quoted = lines[4]
+        XCTAssertTrue(quoted.hasSuffix("\"relay said, \"\"no\"\"\""), String(quoted))
+        let plain = lines[1].split(separator: ",", omittingEmptySubsequences: false)
+        XCTAssertEqual(plain.count, ComparisonCSV.columns.count)
+        XCTAssertEqual(plain[ComparisonCSV.columns.firstIndex(of: "relay_cpu_us_per_datagram")!], "5")
+    }
+
+    func testSVGIsWellFormedWithOnePolylinePerEnginePerChart() throws {
+        let recs = records()
+        let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: EngineSetting.all.map(\.name))
+        let comparison = Comparison(options: CompareOptions(), log: { _ in })
+        let svg = ComparisonChart.render(cpu: comparison.series(cells, \.cpuUs), latency: comparison.series(cells, \.p99),
+                                         markerLabel: "2000 voice streams")
+        let document = try XMLDocument(xmlString: svg)
+        for chart in ["cpu-chart", "latency-chart"] {
+            let lines = try document.nodes(forXPath: "//*[local-name()='g'][@id='\(chart)']/*[local-name()='polyline']")
+            XCTAssertEqual(lines.count, EngineSetting.all.count, chart)
+            let polylines = "//*[local-name()='g'][@id='\(chart)']/*[local-name()='polyline']"
+            let engines = try document.nodes(forXPath: polylines + "/@data-engine").compactMap(\.stringValue)
+            XCTAssertEqual(engines, EngineSetting.all.map(\.name))
+            let points = try document.nodes(forXPath: polylines + "/@points").compactMap(\.stringValue)
+            XCTAssertEqual(points.count, EngineSetting.all.count)
+            for p in points { XCTAssertEqual(p.split(separator: " ").count, 4, "one point per constant load") }
+            let texts = try document.nodes(forXPath: "//*[local-name()='g'][@id='\(chart)']/*[local-name()='text']").compactMap(\.stringValue)
+            XCTAssertTrue(texts.contains("offered load (datagrams/s)"))
+            XCTAssertTrue(texts.contains("200k"), "x ticks reach the top load")
+            XCTAssertTrue(texts.contains("uring+gso"), "legend")
+        }
+        XCTAssertEqual(ComparisonChart.niceTicks(max: 200_000), [0, 50_000, 100_000, 150_000, 200_000])
+        XCTAssertEqual(ComparisonChart.decadeTicks([35, 0, 120_000]), [10, 100, 1000, 10_000, 100_000, 1_000_000])
+        XCTAssertEqual(ComparisonChart.label(1_000_000), "1M")
+        XCTAssertEqual(ComparisonChart.niceTicks(max: 0.37), [0, 0.1, 0.2, 0.30000000000000004, 0.4])
+    }
+
+    func testTableMarkdownAndCPUSaved() {
+        let recs = records()
+        let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: EngineSetting.all.map(\.name))
+        let rows = ComparisonTable.rows(cells)
+        XCTAssertEqual(rows.count, 20)
+        // perpacket 5 us, mmsg 4.5 us: 10 % saved.
+        let mmsg20k = rows.first { $0[0] == "mmsg" && $0[1] == "20k" }!
+        XCTAssertEqual(mmsg20k[3], "500", "1000 sent in 2 s")
+        XCTAssertEqual(mmsg20k[5], "4.500 (4.500-4.500)")
+        XCTAssertEqual(mmsg20k[9], "+10 %")
+        XCTAssertEqual(rows.first { $0[0] == "perpacket" }![9], "-")
+        let md = ComparisonReport.markdown(records: recs, cells: cells,
+                                           machine: MachineInfo(kernel: "6.1.0", cpuModel: "Test CPU", cores: 2, date: "2026-01-01"),
+                                           options: CompareOptions(), loads: LoadPoint.standard)
+        XCTAssertTrue(md.contains("kernel `6.1.0`, CPU Test CPU, 2 cores, 2026-01-01"))
+        XCTAssertTrue(md.contains("| /v1/stats CPU s | /proc CPU s |"))
+        XCTAssertTrue(md.contains("## Failed runs"))
+    }
+
+    func testCPUModelFromCpuinfo() {
+        XCTAssertEqual(MachineInfo.cpuModel(cpuinfo: "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t: x\n"), "AMD EPYC 7B13")
+        XCTAssertEqual(MachineInfo.cpuModel(cpuinfo: "nothing"), "unknown")
+    }
+
+    func testResultJSONHasEveryField() throws {
+        var r = LoadResult()
+        r.sent = 100
+        r.received = 97
+        r.relay = RelayDelta(before: RelayStats(engine: "mmsg", packetsIn: 10, packetsOut: 10, cpuUserSeconds: 1, cpuSystemSeconds: 1, syscalls: 5),
+                             after: RelayStats(engine: "mmsg", packetsIn: 110, packetsOut: 107, cpuUserSeconds: 1.001, cpuSystemSeconds: 1.001, syscalls: 55))
+        let text = r.json.rendered
+        XCTAssertFalse(text.contains("\n"))
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        for key in ["sent", "received", "lost", "reordered", "duplicated", "latency_us", "jitter_us", "ecn_kept", "dscp_kept",
+                    "generator_cpu_seconds", "relay_cpu_ns_per_packet", "relay_syscalls_per_packet", "relay_engine",
+                    "offered_rate", "seconds"] {
+            XCTAssertNotNil(object[key], key)
+        }
+        let latency = try XCTUnwrap(object["latency_us"] as? [String: Any])
+        XCTAssertEqual(Set(latency.keys), ["p50", "p90", "p99", "p999", "max"])
+        XCTAssertEqual(object["lost"] as? Int, 3)
+        XCTAssertEqual((object["relay_cpu_ns_per_packet"] as? Double) ?? 0, 20_000, accuracy: 1e-6)
+        XCTAssertEqual(object["relay_syscalls_per_packet"] as? Double, 0.5)
+        XCTAssertEqual(object["relay_engine"] as? String, "mmsg")
+        // Without a relay the relay figures are null, not missing.
+        let bare = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(LoadResult().json.rendered.utf8)) as? [String: Any])
+        XCTAssertTrue(bare["relay_cpu_ns_per_packet"] is NSNull)
+        XCTAssertEqual(JSONValue.string("a\"b\\\n\u{1}").rendered, "\"a\\\"b\\\\\\n\\u0001\"")
+    }
+}
