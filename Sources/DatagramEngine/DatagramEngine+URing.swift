@@ -102,25 +102,39 @@ extension DatagramEngine {
     }
 
     /// Waits until the cancelled receive of `slot` has delivered its last completion, so the
-    /// socket is closed (and its port free) when `unregister` returns. Other completions met
-    /// meanwhile are kept for the next receive.
+    /// socket is closed (and its port free) when `unregister` returns. That completion may
+    /// already sit in the stash (kept while reaping sends) or the CQ ring; when the kernel says
+    /// there was nothing left to cancel and neither holds it, the receive had already ended.
     func finishCancellation(slot: Int, generation: UInt32, ring: URingDriver) {
-        ring.submitAndGetEvents()
         let target = URingDriver.tag(.receive, generation: generation, slot: slot)
-        while table[slot].generation == generation && !table.isReleased(slot) {
+        let cancelTag = URingDriver.tag(.cancel, slot: slot)
+        for _ in 0..<ring.stashCount {
+            let completion = ring.popStash()
+            if completion.tag == target { handleReceive(completion, ring: ring) } else { ring.pushStash(completion) }
+        }
+        ring.submitAndGetEvents()
+        var nothingToCancel = false
+        while !table.isReleased(slot) {
             let ready = ring.peek()
             for position in 0..<ready {
                 let entry = ring.completions[position]!.pointee
                 let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
                 if entry.user_data == target {
                     handleReceive(completion, ring: ring)
+                } else if entry.user_data == cancelTag && (entry.res == -ENOENT || entry.res == -EALREADY) {
+                    nothingToCancel = true
                 } else {
                     ring.pushStash(completion)
                 }
             }
             ring.advance(ready)
             ring.commitRecycled()
-            if ready == 0 && !table.isReleased(slot) { ring.submitAndWaitOne() }
+            if table.isReleased(slot) { break }
+            if nothingToCancel && ready == 0 {
+                table.release(slot)
+            } else if ready == 0 {
+                ring.submitAndWaitOne()
+            }
         }
     }
 

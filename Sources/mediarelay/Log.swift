@@ -22,6 +22,13 @@ struct Log: Sendable {
     }
 
     func info(_ message: String) { write(.info, message) }
+
+    /// Written at every level: the line that says where the server listens, which tools
+    /// (and people) wait for.
+    func always(_ message: String) {
+        var bytes = Array("mediarelay[info] \(message)\n".utf8)
+        _ = Glibc.write(2, &bytes, bytes.count)
+    }
     func warning(_ message: String) { write(.warning, message) }
     func error(_ message: String) { write(.error, message) }
 }

@@ -73,7 +73,7 @@ struct Server {
         }
         http.start()
         let shownHost = options.http.isIPv6 ? "[\(options.http.host)]" : options.http.host
-        log.info("http listening on \(shownHost):\(http.boundPort)")
+        log.always("http listening on \(shownHost):\(http.boundPort)")
         notifyQuietly("READY=1\nSTATUS=forwarding with \(engine.backend.rawValue)")
 
         var taken: Int32 = 0

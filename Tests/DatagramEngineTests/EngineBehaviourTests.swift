@@ -142,3 +142,44 @@ final class EngineBehaviourTests: XCTestCase {
         XCTAssertEqual(engine.counters.sendErrors.byName.first?.name, "EAFNOSUPPORT")
     }
 }
+
+/// A receive that ended (out of provided buffers) while the engine was reaping sends leaves its
+/// last completion in the stash; unregister must find it there instead of waiting forever.
+final class URingCancellationTests: XCTestCase {
+    func testUnregisterAfterTheReceiveEndedWhileSending() throws {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = NSLock()
+        nonisolated(unsafe) var failure: String?
+        let thread = Thread {
+            defer { done.signal() }
+            do {
+                var configuration = EngineConfiguration(backend: .uring)
+                configuration.uringBuffers = 128
+                let engine = try DatagramEngine(configuration: configuration)
+                var flooded: UDPSocket? = try UDPSocket(binding: Loopback.v4)
+                let address = flooded!.localEndpoint
+                let floodedID = try engine.register(flooded!)
+                flooded = nil
+                let sender = try engine.register(UDPSocket(binding: Loopback.v4))
+                engine.receive(timeoutMilliseconds: 1)  // arms the receives
+                let peer = try UDPSocket(binding: Loopback.v4)
+                for _ in 0..<400 { Loopback.send(from: peer, to: address, bytes: [1, 2, 3]) }
+                [UInt8(9)].withUnsafeBytes { raw in
+                    // Each flush reaps its send; the flood's completions (the kernel takes a
+                    // few dozen per pass) are stashed meanwhile, until the buffers run out.
+                    for _ in 0..<40 {
+                        engine.enqueue(socket: sender, to: peer.localEndpoint, trafficClass: TrafficClass(rawValue: 0), bytes: raw)
+                        engine.flush()
+                    }
+                }
+                engine.unregister(floodedID)
+                _ = try UDPSocket(binding: address)  // closed: the port binds again
+            } catch {
+                outcome.withLock { failure = "\(error)" }
+            }
+        }
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 20), .success, "unregister hung")
+        XCTAssertNil(outcome.withLock { failure })
+    }
+}
