@@ -24,8 +24,9 @@ public struct LoadPoint: Sendable, Equatable {
         LoadPoint(label: "\(Int(rate / 1000))k", profile: .constant, streams: 20, rate: rate, size: 200)
     }
 
-    /// 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, then 2,000 voice streams.
-    public static let standard: [LoadPoint] = [constant(20_000), constant(50_000), constant(100_000), constant(200_000),
+    /// 10k (the latency check), 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
+    /// then 2,000 voice streams.
+    public static let standard: [LoadPoint] = [constant(10_000), constant(20_000), constant(50_000), constant(100_000), constant(200_000),
                                                LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0)]
 
     public var offeredRate: Double { profile == .constant ? rate : TrafficShape(profile: profile, streams: streams, rate: 0, size: 0, bitrate: TrafficProfile.defaultVideoBitrate, tos: nil).datagramsPerSecond }

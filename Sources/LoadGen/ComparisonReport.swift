@@ -18,11 +18,43 @@ public enum ComparisonReport {
         s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
         let base = (options.out as NSString).lastPathComponent
         s += "Charts: [\(base).svg](\(base).svg); every run: [\(base).csv](\(base).csv).\n\n"
+        s += aims(cells) + "\n"
         s += cpuCheck(records)
         let failures = records.filter { $0.error != nil }
         if !failures.isEmpty {
             s += "\n## Failed runs\n\n"
             for f in failures { s += "- repeat \(f.run.repeatIndex + 1), \(f.run.engine.name), \(f.run.load.label): \(f.error!)\n" }
+        }
+        return s
+    }
+
+    /// The issue's honesty checks against the medians: batching must not cost latency (p99 at
+    /// 10k/s within 50 us of perpacket's), and the CPU aims at 50k/s and above (batched at
+    /// least 25 % saved, GSO at least 40 %). Reported as measured, met or not.
+    public static func aims(_ cells: [CellSummary]) -> String {
+        var s = "## Checks\n\n"
+        func cell(_ engine: String, _ label: String) -> CellSummary? { cells.first { $0.engine == engine && $0.load.label == label } }
+        if let base = cell("perpacket", "10k")?.p99?.median {
+            s += "Latency at 10k datagrams/s, p99 against perpacket's \(Int(base)) us (must be within 50 us):"
+            for engine in ["mmsg", "uring", "uring+gso"] {
+                guard let p99 = cell(engine, "10k")?.p99?.median else { continue }
+                let delta = p99 - base
+                s += " \(engine) \(Int(p99)) us (\(delta >= 0 ? "+" : "")\(Int(delta)), \(delta <= 50 ? "ok" : "NOT MET"));"
+            }
+            s += "\n\n"
+        }
+        s += "CPU saved per datagram at 50k/s and above (aim: batched at least 25 %, GSO at least 40 %):\n\n"
+        var labels: [String] = []
+        for c in cells where c.load.offeredRate >= 50_000 && !labels.contains(c.load.label) { labels.append(c.load.label) }
+        for engine in ["mmsg", "uring", "uring+gso"] {
+            let aim = engine.hasSuffix("gso") ? 40.0 : 25.0
+            var parts: [String] = []
+            for label in labels {
+                guard let base = cell("perpacket", label)?.cpuUs?.median, let mine = cell(engine, label)?.cpuUs?.median else { continue }
+                let saved = (1 - mine / base) * 100
+                parts.append("\(label) \(Int(saved.rounded())) % (\(saved >= aim ? "met" : "not met"))")
+            }
+            s += "- \(engine): " + parts.joined(separator: ", ") + "\n"
         }
         return s
     }

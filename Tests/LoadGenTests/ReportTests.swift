@@ -25,9 +25,9 @@ final class ReportTests: XCTestCase {
 
     func testPlanIsInterleavedAndComplete() {
         let plan = comparisonPlan(repeats: 3, loads: LoadPoint.standard, engines: EngineSetting.all)
-        XCTAssertEqual(plan.count, 60)
+        XCTAssertEqual(plan.count, 72)
         // Every block of 4 consecutive runs is one load on all four engines.
-        for block in stride(from: 0, to: 60, by: 4) {
+        for block in stride(from: 0, to: 72, by: 4) {
             let slice = plan[block..<block + 4]
             XCTAssertEqual(Set(slice.map(\.engine.name)).count, 4)
             XCTAssertEqual(Set(slice.map(\.load.label)).count, 1)
@@ -70,7 +70,7 @@ final class ReportTests: XCTestCase {
             XCTAssertEqual(engines, EngineSetting.all.map(\.name))
             let points = try document.nodes(forXPath: polylines + "/@points").compactMap(\.stringValue)
             XCTAssertEqual(points.count, EngineSetting.all.count)
-            for p in points { XCTAssertEqual(p.split(separator: " ").count, 4, "one point per constant load") }
+            for p in points { XCTAssertEqual(p.split(separator: " ").count, 5, "one point per constant load") }
             let texts = try document.nodes(forXPath: "//*[local-name()='g'][@id='\(chart)']/*[local-name()='text']").compactMap(\.stringValue)
             XCTAssertTrue(texts.contains("offered load (datagrams/s)"))
             XCTAssertTrue(texts.contains("200k"), "x ticks reach the top load")
@@ -86,7 +86,7 @@ final class ReportTests: XCTestCase {
         let recs = records()
         let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: EngineSetting.all.map(\.name))
         let rows = ComparisonTable.rows(cells)
-        XCTAssertEqual(rows.count, 20)
+        XCTAssertEqual(rows.count, 24)
         // perpacket 5 us, mmsg 4.5 us: 10 % saved.
         let mmsg20k = rows.first { $0[0] == "mmsg" && $0[1] == "20k" }!
         XCTAssertEqual(mmsg20k[3], "500", "1000 sent in 2 s")
@@ -99,6 +99,10 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(md.contains("kernel `6.1.0`, CPU Test CPU, 2 cores, 2026-01-01"))
         XCTAssertTrue(md.contains("| /v1/stats CPU s | /proc CPU s |"))
         XCTAssertTrue(md.contains("## Failed runs"))
+        // The checks: perpacket 5 us, mmsg 4.5, uring 4.0, uring+gso 3.5 per datagram.
+        XCTAssertTrue(md.contains("Latency at 10k datagrams/s, p99 against perpacket's"), md)
+        XCTAssertTrue(md.contains("- mmsg: 50k 10 % (not met), 100k 10 % (not met)"), md)
+        XCTAssertTrue(md.contains("- uring+gso: 50k 30 % (not met)"), md)
     }
 
     func testCPUModelFromCpuinfo() {

@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// mediarelay-load against the real server: a 2-second run fills every JSON field, and the
+/// relay's own CPU figure agrees with the kernel's accounting of the relay process.
+final class LoadGeneratorTests: XCTestCase {
+    func testTwoSecondRunFillsEveryFieldAndCPUAgreesWithProc() throws {
+        let relay = try RelayProcess(["--ports", "42300-42399", "--workers", "1"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let object = try runLoad(["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "8", "--rate", "30000",
+                                  "--seconds", "2", "--tos", "\((46 << 2) | 1)", "--relay-pid", "\(relay.process.processIdentifier)"])
+        for key in ["sent", "received", "lost", "reordered", "duplicated", "latency_us", "jitter_us", "ecn_kept", "dscp_kept",
+                    "generator_cpu_seconds", "relay_cpu_ns_per_packet", "relay_syscalls_per_packet", "relay_engine",
+                    "relay_cpu_seconds", "relay_proc_cpu_seconds"] {
+            XCTAssertNotNil(object[key], key)
+            XCTAssertFalse(object[key] is NSNull, "\(key) is null")
+        }
+        let latency = try XCTUnwrap(object["latency_us"] as? [String: Any])
+        for key in ["p50", "p90", "p99", "p999", "max"] { XCTAssertNotNil(latency[key] as? Double ?? (latency[key] as? Int).map(Double.init), key) }
+        let sent = try XCTUnwrap(object["sent"] as? Int)
+        let received = try XCTUnwrap(object["received"] as? Int)
+        XCTAssertGreaterThan(sent, 50_000)
+        XCTAssertGreaterThan(Double(received) / Double(sent), 0.95)
+        XCTAssertEqual(object["ecn_kept"] as? Double, 1, "ECT(1) crossed the relay intact")
+        XCTAssertEqual(object["dscp_kept"] as? Double, 1)
+        XCTAssertEqual(object["relay_engine"] as? String, "uring")
+
+        // Both figures cover the same interval of the same process; /proc counts 1/100 s ticks.
+        let stats = try XCTUnwrap(object["relay_cpu_seconds"] as? Double)
+        let proc = try XCTUnwrap(object["relay_proc_cpu_seconds"] as? Double)
+        XCTAssertGreaterThan(stats, 0.05, "enough CPU for the comparison to mean something")
+        XCTAssertLessThanOrEqual(abs(proc - stats), max(0.10 * stats, 0.02), "stats \(stats) s against /proc \(proc) s")
+    }
+
+    func testBadArgumentsAndARefusedTokenEndWithOneLineAndExitTwo() throws {
+        let relay = try RelayProcess(["--ports", "42400-42449"], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        for arguments in [["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "0"],
+                          ["--relay", "http://127.0.0.1:\(relay.httpPort)", "--token", "wrong", "--seconds", "1"],
+                          ["--relay", "http://127.0.0.1:1", "--seconds", "1"]] {
+            let (status, errors) = try run(arguments)
+            XCTAssertEqual(status, 2, "\(arguments): \(errors)")
+            XCTAssertEqual(errors.split(separator: "\n").count, 1, "\(arguments): \(errors)")
+        }
+    }
+
+    private func runLoad(_ arguments: [String]) throws -> [String: Any] {
+        let process = Process()
+        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
+        process.arguments = arguments + ["--json", "--no-progress"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let last = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], last)
+    }
+
+    private func run(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
+        process.arguments = arguments + ["--no-progress"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+}
