@@ -66,9 +66,8 @@ public struct Comparison: Sendable {
         let server: ServerProcess
         do {
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
-                // Info, not warning: the `http listening on` line is logged at info level, and at
-                // info the relay logs only lifecycle events, which the stderr drain absorbs.
-                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "info",
+                // The `http listening on` line is written at every log level.
+                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "warning",
             ])
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
