@@ -61,6 +61,7 @@ extension DatagramEngine {
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
             if active {
                 // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
+                counters.receiveRestarts &+= 1
                 ring.arm(slot: slot, generation: generation, descriptor: table[slot].descriptor)
             } else if current {
                 table.release(slot)

@@ -25,6 +25,9 @@ public struct EngineCounters: Sendable {
     public var gsoSends: UInt64 = 0
     /// Sockets on which GSO was turned off after the kernel refused it (EIO/EINVAL).
     public var gsoFallbacks: UInt64 = 0
+    /// io_uring multishot receives that ended and were armed again; many of them mean the
+    /// provided buffers ran out (the worker is behind).
+    public var receiveRestarts: UInt64 = 0
 
     public init() {}
 
@@ -58,5 +61,6 @@ public struct EngineCounters: Sendable {
         gsoSegments &+= other.gsoSegments
         gsoSends &+= other.gsoSends
         gsoFallbacks &+= other.gsoFallbacks
+        receiveRestarts &+= other.receiveRestarts
     }
 }

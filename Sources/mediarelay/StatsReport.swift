@@ -70,6 +70,7 @@ struct StatsReport {
             "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
             "drops": drops, "send_errors": sendErrors,
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
+            "receive_restarts": engine.receiveRestarts,
             "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
         ]
     }
@@ -129,6 +130,8 @@ struct StatsReport {
                              labels: label + [("errno", name)], value: count)
             }
             text.counter("mediarelay_gso_segments_total", help: "Datagrams sent as UDP GSO segments.", labels: label, value: engine.gsoSegments)
+            text.counter("mediarelay_receive_restarts_total", help: "io_uring multishot receives re-armed (many: buffers ran out, the worker is behind).",
+                         labels: label, value: engine.receiveRestarts)
         }
         text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "user")], value: cpuUser)
         text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "system")], value: cpuSystem)

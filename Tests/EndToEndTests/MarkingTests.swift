@@ -45,3 +45,29 @@ final class MarkingTests: XCTestCase {
         return arrivals.map(\.trafficClass)
     }
 }
+
+/// A dual-stack relay address: an IPv4 peer and an IPv6 peer share one session; each keeps
+/// its marking across the family change (IP_TOS to the IPv4-mapped peer, IPV6_TCLASS to the other).
+final class DualStackTests: XCTestCase {
+    func testIPv4AndIPv6PeersInOneSessionKeepTheirMarking() throws {
+        guard (try? UDPSocket(binding: Endpoint(host: "::1", port: 0)!)) != nil else {
+            throw XCTSkip("this host has no ::1")
+        }
+        for engine in ["mmsg", "uring"] {
+            let relay = try RelayProcess(["--ports", "42500-42599", "--engine", engine,
+                                          "--relay-address", "::", "--advertise-address", "::1"])
+            defer { XCTAssertEqual(relay.stop(), 0) }
+            let session = try relay.createSession()
+            let v4 = try Peers(count: 1)
+            let v6 = try Peers(count: 1, family: Endpoint(host: "::1", port: 0)!)
+            var legA = session.legs[0]
+            legA = Endpoint(host: "127.0.0.1", port: legA.port)!  // the same dual-stack socket, reached over IPv4
+            v4.send(from: 0, to: legA, [0])
+            usleep(100_000)
+            v6.send(from: 0, to: session.legs[1], [1], trafficClass: TrafficClass(dscp: 34, ecn: .ect1))
+            XCTAssertEqual(v4.collect(expected: 1).map(\.trafficClass), [TrafficClass(dscp: 34, ecn: .ect1)], engine)
+            v4.send(from: 0, to: legA, [2], trafficClass: TrafficClass(dscp: 46, ecn: .ce))
+            XCTAssertEqual(v6.collect(expected: 1).map(\.trafficClass), [TrafficClass(dscp: 46, ecn: .ce)], engine)
+        }
+    }
+}
