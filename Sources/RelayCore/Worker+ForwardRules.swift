@@ -50,6 +50,7 @@ extension Worker {
         clientsByRule[rule][source] = Int32(index)
         setRole(socket, .upstream(client: Int32(index)))
         clientCount += 1
+        lifecycle.clientsCreated &+= 1
         return index
     }
 
@@ -69,7 +70,10 @@ extension Worker {
         for index in clients.indices {
             guard let state = clients[index] else { continue }
             let timeout = UInt64(rules[Int(state.rule)].rule.idleTimeoutSeconds) * 1_000_000_000
-            if now &- state.lastHeard > timeout { removeClient(Int32(index)) }
+            if now &- state.lastHeard > timeout {
+                removeClient(Int32(index))
+                lifecycle.clientsExpired &+= 1
+            }
         }
     }
 }

@@ -81,6 +81,7 @@ extension Worker {
         case .delete(let id, let reply):
             guard let index = sessionsByID[id], let session = sessions[Int(index)] else { return reply(false) }
             removeSession(index, session)
+            lifecycle.sessionsDeleted &+= 1
             reply(true)
         case .describe(let id, let reply):
             reply(sessionsByID[id].flatMap { describe($0) })
@@ -132,6 +133,7 @@ extension Worker {
                                    idleTimeout: UInt64(request.idleTimeoutSeconds) * second)
         if Int(sessionIndex) < sessions.count { sessions[Int(sessionIndex)] = session } else { sessions.append(session) }
         sessionsByID[id] = sessionIndex
+        lifecycle.sessionsCreated &+= 1
         return .success(describe(sessionIndex)!)
     }
 
@@ -187,7 +189,10 @@ extension Worker {
             let first = Int(session.firstLeg)
             var last = session.created
             for leg in first..<(first + session.request.legs) { last = max(last, legs[leg].lastHeard) }
-            if now &- last > session.idleTimeout { removeSession(Int32(index), session) }
+            if now &- last > session.idleTimeout {
+                removeSession(Int32(index), session)
+                lifecycle.sessionsExpired &+= 1
+            }
         }
     }
 }

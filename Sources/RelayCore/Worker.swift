@@ -69,6 +69,7 @@ final class Worker {
     var clientsByRule: [[Endpoint: Int32]] = []
     var clientCount = 0
     var drops = DropCounts()
+    var lifecycle = LifecycleCounts()
     var now: UInt64 = MonotonicClock.now()
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
@@ -132,8 +133,17 @@ final class Worker {
 
     func publish() {
         lastPublish = now
-        let stats = WorkerStats(worker: shared.index, engine: engine.counters, drops: drops,
-                                sessions: sessionsByID.count, forwardClients: clientCount, sockets: engine.socketCount)
+        var stats = WorkerStats(worker: shared.index)
+        stats.engine = engine.counters
+        stats.drops = drops
+        stats.sessions = sessionsByID.count
+        stats.forwardClients = clientCount
+        stats.sockets = engine.socketCount
+        stats.lifecycle = lifecycle
+        var usage = rusage()
+        getrusage(1 /* RUSAGE_THREAD: this worker's thread only */, &usage)
+        stats.cpuUserSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        stats.cpuSystemSeconds = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         shared.published.withLock { $0 = stats }
     }
 

@@ -20,17 +20,12 @@ public struct WorkerStats: Sendable {
     public var sessions = 0
     public var forwardClients = 0
     public var sockets = 0
+    public var lifecycle = LifecycleCounts()
+    /// CPU the worker's own thread has used (getrusage RUSAGE_THREAD), user and system.
+    public var cpuUserSeconds = 0.0
+    public var cpuSystemSeconds = 0.0
 
     public init(worker: Int) { self.worker = worker }
-
-    init(worker: Int, engine: EngineCounters, drops: DropCounts, sessions: Int, forwardClients: Int, sockets: Int) {
-        self.worker = worker
-        self.engine = engine
-        self.drops = drops
-        self.sessions = sessions
-        self.forwardClients = forwardClients
-        self.sockets = sockets
-    }
 
     public var allDrops: DropCounts {
         var all = drops
@@ -38,6 +33,25 @@ public struct WorkerStats: Sendable {
         all[.kernelOverflow] &+= engine.kernelDrops
         all[.sendError] &+= engine.sendErrors.total
         return all
+    }
+}
+
+/// How many sessions and forward clients a worker opened and closed, and why they closed.
+public struct LifecycleCounts: Sendable {
+    public var sessionsCreated: UInt64 = 0
+    public var sessionsDeleted: UInt64 = 0
+    public var sessionsExpired: UInt64 = 0
+    public var clientsCreated: UInt64 = 0
+    public var clientsExpired: UInt64 = 0
+
+    public init() {}
+
+    public mutating func merge(_ other: LifecycleCounts) {
+        sessionsCreated &+= other.sessionsCreated
+        sessionsDeleted &+= other.sessionsDeleted
+        sessionsExpired &+= other.sessionsExpired
+        clientsCreated &+= other.clientsCreated
+        clientsExpired &+= other.clientsExpired
     }
 }
 

@@ -27,6 +27,7 @@ struct StatsReport {
             total.sessions += worker.sessions
             total.forwardClients += worker.forwardClients
             total.sockets += worker.sockets
+            total.lifecycle.merge(worker.lifecycle)
         }
         self.total = total
         self.engine = engine
@@ -72,6 +73,9 @@ struct StatsReport {
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
             "receive_restarts": engine.receiveRestarts,
             "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
+            "sessions_created": stats.lifecycle.sessionsCreated, "sessions_deleted": stats.lifecycle.sessionsDeleted,
+            "sessions_expired": stats.lifecycle.sessionsExpired, "forward_clients_created": stats.lifecycle.clientsCreated,
+            "forward_clients_expired": stats.lifecycle.clientsExpired,
         ]
     }
 
@@ -90,6 +94,11 @@ struct StatsReport {
         object["per_worker"] = workers.map { worker -> [String: Any] in
             var counters = StatsReport.counters(worker)
             counters["worker"] = worker.worker
+            // The worker thread's own CPU; the process figures above also hold the HTTP thread.
+            counters["cpu_user_seconds"] = worker.cpuUserSeconds
+            counters["cpu_system_seconds"] = worker.cpuSystemSeconds
+            let cpu = worker.cpuUserSeconds + worker.cpuSystemSeconds
+            counters["cpu_ns_per_packet"] = worker.engine.datagramsIn == 0 ? 0 : cpu * 1e9 / Double(worker.engine.datagramsIn)
             return counters
         }
         return object
@@ -130,6 +139,13 @@ struct StatsReport {
                              labels: label + [("errno", name)], value: count)
             }
             text.counter("mediarelay_gso_segments_total", help: "Datagrams sent as UDP GSO segments.", labels: label, value: engine.gsoSegments)
+            text.counter("mediarelay_worker_cpu_seconds_total", help: "CPU time of the worker thread by mode.",
+                         labels: label + [("mode", "user")], value: worker.cpuUserSeconds)
+            text.counter("mediarelay_worker_cpu_seconds_total", help: "CPU time of the worker thread by mode.",
+                         labels: label + [("mode", "system")], value: worker.cpuSystemSeconds)
+            text.counter("mediarelay_sessions_created_total", help: "Sessions created.", labels: label, value: worker.lifecycle.sessionsCreated)
+            text.counter("mediarelay_sessions_expired_total", help: "Sessions closed after idle_timeout_seconds.", labels: label,
+                         value: worker.lifecycle.sessionsExpired)
             text.counter("mediarelay_receive_restarts_total", help: "io_uring multishot receives re-armed (many: buffers ran out, the worker is behind).",
                          labels: label, value: engine.receiveRestarts)
         }

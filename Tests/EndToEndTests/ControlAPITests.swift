@@ -59,7 +59,10 @@ final class ControlAPITests: XCTestCase {
         usleep(2_000_000)  // idle 1 s, housekeeping twice a second
         XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}").status, 201)
         usleep(250_000)
-        XCTAssertEqual(try relay.stats()["sessions"] as? Int, 1)
+        let stats = try relay.stats()
+        XCTAssertEqual(stats["sessions"] as? Int, 1)
+        XCTAssertEqual(stats["sessions_expired"] as? Int, 1)
+        XCTAssertEqual(stats["sessions_created"] as? Int, 2)
     }
 
     func testPortRangeExhaustionAnswers503() throws {

@@ -33,7 +33,11 @@ final class StatsTests: XCTestCase {
         XCTAssertEqual((stats["drops"] as? [String: Int])?["no_destination"], 1)
         XCTAssertEqual(stats["sessions"] as? Int, 1)
         XCTAssertEqual(stats["workers"] as? Int, 2)
-        XCTAssertEqual((stats["per_worker"] as? [[String: Any]])?.count, 2)
+        let perWorker = try XCTUnwrap(stats["per_worker"] as? [[String: Any]])
+        XCTAssertEqual(perWorker.count, 2)
+        XCTAssertEqual(perWorker.compactMap { $0["packets_in"] as? Int }.reduce(0, +), 201)
+        XCTAssertTrue(perWorker.allSatisfy { $0["cpu_user_seconds"] is Double && $0["cpu_ns_per_packet"] is Double })
+        XCTAssertEqual(stats["sessions_created"] as? Int, 1)
         for key in ["engine", "uptime_seconds", "cpu_user_seconds", "cpu_system_seconds", "cpu_ns_per_packet",
                     "syscalls", "syscalls_per_packet", "batch_size_histogram", "forward_clients"] {
             XCTAssertNotNil(stats[key], key)
