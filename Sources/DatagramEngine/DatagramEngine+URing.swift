@@ -147,7 +147,9 @@ extension DatagramEngine {
         for index in 0..<sendVectors.count {
             let entry = ring.nextSubmission()
             let descriptor = table[Int(sendVectors.messages[index].slot)].descriptor
-            io_uring_prep_sendmsg(entry, descriptor, &sendVectors.headers[index].msg_hdr, 0)
+            // MSG_DONTWAIT: a full socket buffer is an EAGAIN result (counted, as with sendmmsg),
+            // never a poll that would hold the worker until the socket drains.
+            io_uring_prep_sendmsg(entry, descriptor, &sendVectors.headers[index].msg_hdr, UInt32(MSG_DONTWAIT))
             io_uring_sqe_set_data64(entry, URingDriver.tag(.send, slot: index))
         }
         ring.outstandingSends += sendVectors.count
