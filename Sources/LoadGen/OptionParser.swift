@@ -9,14 +9,9 @@ public enum OptionParser {
         }
         var o = LoadOptions()
         var rateGiven = false, sizeGiven = false
-        var i = 0
-        func value(_ name: String) throws(LoadError) -> String {
-            guard i + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
-            i += 1
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let name = arguments[i]
+        var cursor = ArgumentCursor(arguments)
+        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
+        while let name = cursor.next() {
             switch name {
             case "--help", "-h": return .help
             case "--relay": o.relay = try value(name)
@@ -45,7 +40,6 @@ public enum OptionParser {
             case "--no-progress": o.progress = false
             default: throw LoadError("\(name): unknown option (see --help)")
             }
-            i += 1
         }
         if let relay = o.relay {
             do { _ = try HTTPClient(url: relay) } catch {
@@ -69,14 +63,9 @@ public enum OptionParser {
     static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
         var o = CompareOptions()
         var serverGiven = false, repeatsGiven = false, secondsGiven = false
-        var i = 0
-        func value(_ name: String) throws(LoadError) -> String {
-            guard i + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
-            i += 1
-            return arguments[i]
-        }
-        while i < arguments.count {
-            let name = arguments[i]
+        var cursor = ArgumentCursor(arguments)
+        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
+        while let name = cursor.next() {
             switch name {
             case "--server": o.server = try value(name); serverGiven = true
             case "--out":
@@ -88,7 +77,6 @@ public enum OptionParser {
             case "--check": o.check = true
             default: throw LoadError("compare \(name): unknown option (see --help)")
             }
-            i += 1
         }
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
         if o.quick {
@@ -121,5 +109,26 @@ public enum OptionParser {
 
     private static func format(_ v: Double) -> String {
         v == v.rounded() ? String(Int(v)) : String(v)
+    }
+}
+
+/// Walks a command line: each option, and the value that follows it when it takes one.
+struct ArgumentCursor {
+    private let arguments: [String]
+    private var index = -1
+
+    init(_ arguments: [String]) { self.arguments = arguments }
+
+    /// The next option, or nil at the end.
+    mutating func next() -> String? {
+        index += 1
+        return index < arguments.count ? arguments[index] : nil
+    }
+
+    /// The value after the current option.
+    mutating func value(for name: String) throws(LoadError) -> String {
+        guard index + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
+        index += 1
+        return arguments[index]
     }
 }

@@ -37,7 +37,7 @@ public final class ServerProcess: Sendable {
         pid = child
         // Read stderr lines until the listening line, the relay's exit, or the timeout.
         let deadline = MonotonicClock.now() + UInt64(startTimeoutMs) * 1_000_000
-        var pending: [UInt8] = []
+        var lines = LineSplitter()
         var seen: [String] = []
         var found: String?
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -49,12 +49,9 @@ public final class ServerProcess: Sendable {
             let n = read(readEnd, &chunk, chunk.count)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
-            pending += chunk[0..<n]
-            while let newline = pending.firstIndex(of: 10) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
+            for line in lines.append(chunk[0..<n]) {
                 seen.append(line)
-                if let address = Self.listeningAddress(in: line) { found = address; break reading }
+                if found == nil { found = Self.listeningAddress(in: line) }
             }
         }
         guard let found else {
@@ -67,7 +64,8 @@ public final class ServerProcess: Sendable {
         }
         http = found
         tail.withLock { $0 = Array(seen.suffix(20)) }
-        let drainer = Thread { [self] in drain(readEnd) }
+        let started = lines
+        let drainer = Thread { [self] in drain(readEnd, started) }
         drainer.name = "relay-stderr"
         drainer.start()
         let control = RelayControl(client: try HTTPClient(url: "http://\(found)", timeoutMs: 1000), token: nil)
@@ -88,17 +86,14 @@ public final class ServerProcess: Sendable {
         return rest.isEmpty ? nil : String(rest)
     }
 
-    private func drain(_ fd: Int32) {
+    private func drain(_ fd: Int32, _ started: LineSplitter) {
+        var lines = started
         var chunk = [UInt8](repeating: 0, count: 4096)
-        var pending: [UInt8] = []
         while true {
             let n = read(fd, &chunk, chunk.count)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
-            pending += chunk[0..<n]
-            while let newline = pending.firstIndex(of: 10) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
+            for line in lines.append(chunk[0..<n]) {
                 tail.withLock { $0.append(line); if $0.count > 20 { $0.removeFirst() } }
             }
         }
@@ -126,5 +121,20 @@ public final class ServerProcess: Sendable {
         kill(pid, SIGKILL)
         waitpid(pid, &status, 0)
         return nil
+    }
+}
+
+/// Splits a byte stream into lines, keeping a partial last line for the next chunk.
+struct LineSplitter: Sendable {
+    private var pending: [UInt8] = []
+
+    mutating func append(_ bytes: ArraySlice<UInt8>) -> [String] {
+        pending += bytes
+        var lines: [String] = []
+        while let newline = pending.firstIndex(of: 10) {
+            lines.append(String(decoding: pending[..<newline], as: UTF8.self))
+            pending.removeSubrange(...newline)
+        }
+        return lines
     }
 }
