@@ -89,6 +89,12 @@ extension DatagramEngine {
                 if sent > 0 {
                     for index in next..<(next + sent) { noteSent(sendVectors.messages[index]) }
                     next += sent
+                } else if errno == EAGAIN || errno == ENOBUFS {
+                    // The socket's buffer is full: the rest of the run would fail the same way,
+                    // one syscall each. Count them all and move on.
+                    let code = errno
+                    for index in next..<end { counters.sendErrors.add(code, UInt64(sendVectors.messages[index].segments)) }
+                    next = end
                 } else if errno != EINTR {
                     // sendmmsg reports the error of the first message it could not send.
                     noteFailed(next, errno: errno)

@@ -25,9 +25,10 @@ extension DatagramEngine {
                 consumed += 1
             }
             ring.advance(consumed)
-        } else if ring.pendingSubmissions > 0 {
-            ring.submit()
         }
+        // Re-arms and the wake-up read must reach the kernel even in turns that found
+        // completions waiting and so did not enter it.
+        if ring.pendingSubmissions > 0 { ring.submit() }
         ring.commitRecycled()
         counters.noteBatch(receivedCount)
         counters.syscalls &+= ring.takeSyscalls()
@@ -59,10 +60,14 @@ extension DatagramEngine {
             }
         }
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
-            if active {
+            if active && (completion.result >= 0 || completion.result == -ENOBUFS || completion.result == -EINTR) {
                 // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
                 counters.receiveRestarts &+= 1
                 ring.arm(slot: slot, generation: generation, descriptor: table[slot].descriptor)
+            } else if active {
+                // A lasting error (the socket is unusable): re-arming would spin. The socket
+                // stays registered but deaf; the failure is counted.
+                counters.receiveFailures &+= 1
             } else if current {
                 table.release(slot)
             }
@@ -108,7 +113,7 @@ extension DatagramEngine {
     /// there was nothing left to cancel and neither holds it, the receive had already ended.
     func finishCancellation(slot: Int, generation: UInt32, ring: URingDriver) {
         let target = URingDriver.tag(.receive, generation: generation, slot: slot)
-        let cancelTag = URingDriver.tag(.cancel, slot: slot)
+        let cancelTag = URingDriver.tag(.cancel, generation: generation, slot: slot)
         for _ in 0..<ring.stashCount {
             let completion = ring.popStash()
             if completion.tag == target { handleReceive(completion, ring: ring) } else { ring.pushStash(completion) }
@@ -122,7 +127,8 @@ extension DatagramEngine {
                 let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
                 if entry.user_data == target {
                     handleReceive(completion, ring: ring)
-                } else if entry.user_data == cancelTag && (entry.res == -ENOENT || entry.res == -EALREADY) {
+                } else if entry.user_data == cancelTag && entry.res == -ENOENT {
+                    // (-EALREADY means the receive is still finishing: keep waiting for it.)
                     nothingToCancel = true
                 } else {
                     ring.pushStash(completion)

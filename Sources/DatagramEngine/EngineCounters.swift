@@ -28,6 +28,8 @@ public struct EngineCounters: Sendable {
     /// io_uring multishot receives that ended and were armed again; many of them mean the
     /// provided buffers ran out (the worker is behind).
     public var receiveRestarts: UInt64 = 0
+    /// io_uring receives that ended with a lasting error and were not re-armed.
+    public var receiveFailures: UInt64 = 0
 
     public init() {}
 
@@ -62,5 +64,6 @@ public struct EngineCounters: Sendable {
         gsoSends &+= other.gsoSends
         gsoFallbacks &+= other.gsoFallbacks
         receiveRestarts &+= other.receiveRestarts
+        receiveFailures &+= other.receiveFailures
     }
 }

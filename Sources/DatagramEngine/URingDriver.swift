@@ -34,9 +34,12 @@ final class URingDriver {
     let template: UnsafeMutablePointer<msghdr>
     let completions: UnsafeMutablePointer<UnsafeMutablePointer<io_uring_cqe>?>
     let completionCapacity = 512
-    let stash: UnsafeMutablePointer<Completion>
+    /// Completions kept for the next receive, oldest first from `stashHead`. An array so that it
+    /// can never overflow: its reserved capacity covers every provided buffer plus many ended
+    /// receives, and it grows (allocating, in that rare case only) when more are waiting.
+    var stash: [Completion] = []
     var stashHead = 0
-    var stashCount = 0
+    var stashCount: Int { stash.count - stashHead }
     let held: UnsafeMutablePointer<UInt16>
     var heldCount = 0
     var recycledSinceAdvance: Int32 = 0
@@ -91,7 +94,7 @@ final class URingDriver {
         template.pointee.msg_namelen = socklen_t(URingDriver.nameLength)
         template.pointee.msg_controllen = URingDriver.controlLength
         completions = .allocate(capacity: completionCapacity)
-        stash = .allocate(capacity: Int(URingDriver.completionEntries) * 2)
+        stash.reserveCapacity(Int(bufferCount) + 4096)
         held = .allocate(capacity: Int(bufferCount))
         wakeBuffer = .allocate(capacity: 1)
         self.wakeDescriptor = wakeDescriptor
@@ -109,7 +112,50 @@ final class URingDriver {
         io_uring_buf_ring_init(bufferRing)
         for id in 0..<Int(bufferCount) { recycle(UInt16(id)) }
         commitRecycled()
+        do throws(SystemCallError) {
+            try probeMultishotReceive()
+        } catch {
+            shutDown()
+            throw error
+        }
         armWake()
+    }
+
+    /// Multishot RECVMSG came with Linux 6.0, after provided-buffer rings (5.19): arm one on a
+    /// scratch socket and see whether the kernel refuses it at once, so that `auto` can fall
+    /// back instead of running receives that can never deliver.
+    private func probeMultishotReceive() throws(SystemCallError) {
+        let probe = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { throw SystemCallError("socket for the io_uring probe", errno: errno) }
+        defer { close(probe) }
+        let tag = URingDriver.tag(.receive, generation: UInt32.max, slot: 0xFF_FFFF)
+        let entry = nextSubmission()
+        io_uring_prep_recvmsg_multishot(entry, probe, template, 0)
+        entry.pointee.flags |= UInt8(1 << IOSQE_BUFFER_SELECT_BIT)
+        entry.pointee.buf_group = URingDriver.bufferGroup
+        io_uring_sqe_set_data64(entry, tag)
+        let cancel = nextSubmission()
+        io_uring_prep_cancel64(cancel, tag, 0)
+        io_uring_sqe_set_data64(cancel, URingDriver.tag(.cancel, generation: UInt32.max, slot: 0xFF_FFFF))
+        // Both the receive's last completion and the cancellation's arrive; wait for the two.
+        var seen = 0
+        var refused: Int32 = 0
+        while seen < 2 {
+            _ = io_uring_submit_and_wait(ring, 1)
+            pendingSubmissions = 0
+            let ready = peek()
+            for index in 0..<ready {
+                let completion = completions[index]!.pointee
+                if completion.user_data == tag, completion.res < 0, completion.res != -ECANCELED, completion.res != -ENOBUFS {
+                    refused = -completion.res
+                }
+                seen += 1
+            }
+            advance(ready)
+        }
+        if refused != 0 {
+            throw SystemCallError("io_uring multishot receive", errno: refused, advice: "it needs Linux 6.0 or later")
+        }
     }
 
     deinit { shutDown() }
@@ -124,7 +170,6 @@ final class URingDriver {
         buffers.deallocate()
         template.deallocate()
         completions.deallocate()
-        stash.deallocate()
         held.deallocate()
         wakeBuffer.deallocate()
     }
@@ -145,13 +190,20 @@ final class URingDriver {
 
     /// A submission entry; when the queue is full, what is queued is submitted first.
     func nextSubmission() -> UnsafeMutablePointer<io_uring_sqe> {
-        if let entry = io_uring_get_sqe(ring) {
-            pendingSubmissions += 1
-            return entry
+        while true {
+            if let entry = io_uring_get_sqe(ring) {
+                pendingSubmissions += 1
+                return entry
+            }
+            // The queue is full: submit it. If the kernel takes nothing (its completion
+            // queue is overflowing), wait for completions and try again.
+            syscalls &+= 1
+            if io_uring_submit_and_get_events(ring) <= 0 {
+                syscalls &+= 1
+                _ = io_uring_submit_and_wait(ring, 1)
+            }
+            pendingSubmissions = 0
         }
-        submit()
-        pendingSubmissions += 1
-        return io_uring_get_sqe(ring)!
     }
 
     func submit() {
@@ -219,7 +271,7 @@ final class URingDriver {
         if toArm.count < waiting { return false }
         let entry = nextSubmission()
         io_uring_prep_cancel64(entry, URingDriver.tag(.receive, generation: generation, slot: slot), 0)
-        io_uring_sqe_set_data64(entry, URingDriver.tag(.cancel, slot: slot))
+        io_uring_sqe_set_data64(entry, URingDriver.tag(.cancel, generation: generation, slot: slot))
         return true
     }
 
@@ -259,14 +311,20 @@ final class URingDriver {
     }
 
     func pushStash(_ completion: Completion) {
-        stash[(stashHead + stashCount) % (Int(URingDriver.completionEntries) * 2)] = completion
-        stashCount += 1
+        stash.append(completion)
     }
 
     func popStash() -> Completion {
         let completion = stash[stashHead]
-        stashHead = (stashHead + 1) % (Int(URingDriver.completionEntries) * 2)
-        stashCount -= 1
+        stashHead += 1
+        if stashHead == stash.count {
+            stash.removeAll(keepingCapacity: true)
+            stashHead = 0
+        } else if stashHead >= 1024 && stashHead * 2 >= stash.count {
+            // Drop the consumed front now and then, so the array does not creep.
+            stash.removeFirst(stashHead)
+            stashHead = 0
+        }
         return completion
     }
 

@@ -18,6 +18,8 @@ public enum DropReason: Int, Sendable, CaseIterable {
     case sendError
     /// The other legs of the session have not latched yet: nowhere to send.
     case noDestination
+    /// A new forward-rule client found no free port (clients may hold half the range).
+    case noPort
 
     public var name: String {
         switch self {
@@ -30,13 +32,14 @@ public enum DropReason: Int, Sendable, CaseIterable {
         case .clientCap: "client_cap"
         case .sendError: "send_error"
         case .noDestination: "no_destination"
+        case .noPort: "no_port"
         }
     }
 }
 
 /// Drop counts by reason in a fixed table: counting never allocates.
 public struct DropCounts: Sendable {
-    var counts = InlineArray<9, UInt64>(repeating: 0)
+    var counts = InlineArray<10, UInt64>(repeating: 0)
 
     public init() {}
 

@@ -4,24 +4,37 @@ import Synchronization
 /// sockets take ports from it. Locked only when a socket is created or closed, never per
 /// datagram. Ports are handed out round-robin so a port just released is not reused at once
 /// (late datagrams of the old flow would reach the new one).
+///
+/// Forward-rule clients may hold at most half of the range: any host can create clients by
+/// sending from new source ports, and must not be able to leave sessions without ports.
 public final class PortPool: Sendable {
+    public enum Purpose: Sendable { case session, client }
+
     public let range: ClosedRange<UInt16>
+    /// The most ports forward-rule clients may hold at once.
+    public let clientLimit: Int
     private struct State {
         var inUse: [Bool]
         var next: Int
         var used: Int
+        var usedByClients: Int
     }
     private let state: Mutex<State>
 
     public init(range: ClosedRange<UInt16>) {
         self.range = range
-        state = Mutex(State(inUse: Array(repeating: false, count: range.count), next: 0, used: 0))
+        clientLimit = max(1, range.count / 2)
+        state = Mutex(State(inUse: Array(repeating: false, count: range.count), next: 0, used: 0, usedByClients: 0))
     }
 
-    /// A free port, or nil when every port of the range is taken.
-    public func acquire() -> UInt16? {
+    /// A free port, or nil when every port of the range (or of the clients' half) is taken.
+    public func acquire(for purpose: Purpose = .session) -> UInt16? {
         state.withLock { state in
             guard state.used < state.inUse.count else { return nil }
+            if purpose == .client {
+                guard state.usedByClients < clientLimit else { return nil }
+                state.usedByClients += 1
+            }
             while state.inUse[state.next] { state.next = (state.next + 1) % state.inUse.count }
             state.inUse[state.next] = true
             state.used += 1
@@ -31,13 +44,14 @@ public final class PortPool: Sendable {
         }
     }
 
-    public func release(_ port: UInt16) {
+    public func release(_ port: UInt16, from purpose: Purpose = .session) {
         guard range.contains(port) else { return }
         state.withLock { state in
             let index = Int(port - range.lowerBound)
             if state.inUse[index] {
                 state.inUse[index] = false
                 state.used -= 1
+                if purpose == .client { state.usedByClients -= 1 }
             }
         }
     }

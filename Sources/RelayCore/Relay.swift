@@ -93,7 +93,12 @@ public final class Relay: Sendable {
         guard let index = reserve() ?? { _ = sessions(); return reserve() }() else {
             return .failure(.sessionCapReached(settings.maxSessions))
         }
-        let result = ask(index) { reply in .create(request, id: id, reply: reply) } ?? .failure(.workerUnresponsive)
+        guard let result = ask(index, { reply in .create(request, id: id, reply: reply) }) else {
+            // The worker may still create it later: have it deleted then, so nothing is orphaned.
+            workers[index].post(.delete(id, reply: { _ in }))
+            _ = directory.withLock { $0.removeValue(forKey: id) }
+            return .failure(.workerUnresponsive)
+        }
         if case .failure = result { _ = directory.withLock { $0.removeValue(forKey: id) } }
         return result
     }

@@ -39,9 +39,9 @@ extension Worker {
             return nil
         }
         let wildcard = rules[rule].rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: 0) : Endpoint(high: 0, low: 0, port: 0)
-        guard case .success(let (socket, port)) = openPortSocket(near: wildcard) else {
+        guard case .success(let (socket, port)) = openPortSocket(near: wildcard, for: .client) else {
             shared.clients.subtract(1, ordering: .relaxed)
-            drops.add(.clientCap)
+            drops.add(.noPort)
             return nil
         }
         let index = freeClients.popLast().map(Int.init) ?? clients.count
@@ -58,7 +58,7 @@ extension Worker {
         guard let state = clients[Int(index)] else { return }
         setRole(state.upstreamSocket, .none)
         engine.unregister(state.upstreamSocket)
-        settings.ports.release(state.port)
+        settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
         rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
         clients[Int(index)] = nil

@@ -139,11 +139,11 @@ extension Worker {
 
     /// Binds a socket on a port from the relay's range; a port some other process holds is
     /// skipped (and returned to the pool later), a few times before giving up.
-    func openPortSocket(near address: Endpoint) -> Result<(SocketID, UInt16), RelayError> {
+    func openPortSocket(near address: Endpoint, for purpose: PortPool.Purpose = .session) -> Result<(SocketID, UInt16), RelayError> {
         var skipped: [UInt16] = []
-        defer { for port in skipped { settings.ports.release(port) } }
+        defer { for port in skipped { settings.ports.release(port, from: purpose) } }
         for _ in 0..<16 {
-            guard let port = settings.ports.acquire() else { return .failure(.portsExhausted) }
+            guard let port = settings.ports.acquire(for: purpose) else { return .failure(.portsExhausted) }
             var local = address
             local.port = port
             do {
@@ -152,7 +152,7 @@ extension Worker {
             } catch where error.errno == EADDRINUSE {
                 skipped.append(port)
             } catch {
-                settings.ports.release(port)
+                settings.ports.release(port, from: purpose)
                 return .failure(.socket("\(error)"))
             }
         }

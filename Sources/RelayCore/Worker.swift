@@ -148,6 +148,8 @@ final class Worker {
     }
 
     func shutDown() {
+        // The engine's eventfd closes with the engine: nobody may write to that number after.
+        shared.waker.withLock { $0 = nil }
         for index in sessions.indices { if let session = sessions[index] { removeSession(Int32(index), session) } }
         for index in clients.indices where clients[index] != nil { removeClient(Int32(index)) }
         publish()

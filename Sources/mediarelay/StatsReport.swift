@@ -71,7 +71,7 @@ struct StatsReport {
             "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
             "drops": drops, "send_errors": sendErrors,
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
-            "receive_restarts": engine.receiveRestarts,
+            "receive_restarts": engine.receiveRestarts, "receive_failures": engine.receiveFailures,
             "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
             "sessions_created": stats.lifecycle.sessionsCreated, "sessions_deleted": stats.lifecycle.sessionsDeleted,
             "sessions_expired": stats.lifecycle.sessionsExpired, "forward_clients_created": stats.lifecycle.clientsCreated,

@@ -57,4 +57,14 @@ final class PortPoolTests: XCTestCase {
         pool.release(5002)
         XCTAssertEqual(pool.acquire(), 5002, "round-robin: the next port after the last handed out")
     }
+
+    func testForwardClientsHoldAtMostHalfTheRange() {
+        let pool = PortPool(range: 6000...6009)
+        let clients = (0..<10).compactMap { _ in pool.acquire(for: .client) }
+        XCTAssertEqual(clients.count, 5, "clients stop at half")
+        XCTAssertEqual((0..<10).compactMap { _ in pool.acquire(for: .session) }.count, 5, "sessions still get the rest")
+        pool.release(clients[0], from: .client)
+        XCTAssertNotNil(pool.acquire(for: .client), "a released client port can serve a client again")
+        XCTAssertNil(pool.acquire(for: .client))
+    }
 }
