@@ -19,6 +19,9 @@ final class Connection {
     let rejected: Bool
     var phase: Phase = .serving
     var inbound: [UInt8] = []
+    /// Bytes `inbound` must hold before the request at its front is whole (its head already
+    /// parsed); 0 when unknown.
+    var bytesNeeded = 0
     var outbound: [UInt8] = []
     var outboundSent = 0
     /// When the request being received began (accept time for a fresh connection); nil while

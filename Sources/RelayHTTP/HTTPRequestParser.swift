@@ -2,6 +2,10 @@
 enum RequestParseResult: Equatable {
     /// More bytes are needed; nothing is consumed.
     case incomplete
+    /// The head is complete and valid, the body is not: nothing is consumed, and the request
+    /// is whole once `total` bytes (from the start of the buffer given) are there. The caller
+    /// need not parse again before then: a body trickling in must not re-parse the head.
+    case awaitingBody(total: Int)
     /// One request and the number of buffered bytes it used (head and body).
     case complete(HTTPRequest, consumed: Int)
     /// The client broke the protocol or a limit; answer `status` with `reason` and close, as
@@ -14,8 +18,8 @@ enum RequestParseResult: Equatable {
 /// Contract: stateless and total: any byte sequence gives one of the three results, never a
 /// trap. It accepts only origin-form targets, HTTP/1.0 and HTTP/1.1, CRLF line ends and
 /// Content-Length framing; it refuses Transfer-Encoding (501, or 400 with Content-Length, the
-/// request smuggling case) rather than guessing. It parses the head again on every call; the
-/// head is at most `maxHeaderBytes`, so that is cheap and keeps no state to get wrong.
+/// request smuggling case) rather than guessing. It keeps no state: once a head is complete it
+/// says how many bytes the whole request needs, and the caller waits for them.
 struct HTTPRequestParser {
     let limits: HTTPLimits
 
@@ -57,7 +61,9 @@ struct HTTPRequestParser {
         case .failure(let failure): return .invalid(status: failure.status, reason: failure.reason)
         }
         let bodyStart = headEnd + 4
-        guard buffer.endIndex - bodyStart >= bodyLength else { return .incomplete }
+        guard buffer.endIndex - bodyStart >= bodyLength else {
+            return .awaitingBody(total: bodyStart + bodyLength - buffer.startIndex)
+        }
         request.body = Array(buffer[bodyStart..<bodyStart + bodyLength])
         return .complete(request, consumed: bodyStart + bodyLength - buffer.startIndex)
     }

@@ -115,6 +115,11 @@ final class ServeLoop {
             }
             guard let fd else { return }
             let now = MonotonicClock.now()
+            if servedCount >= limits.maxConnections, let idle = oldestIdleConnection() {
+                // Idle keep-alive connections give way to new ones: otherwise anyone could hold
+                // every slot by sending one request per connection now and then.
+                close(idle)
+            }
             if servedCount < limits.maxConnections {
                 servedCount += 1
                 connections[fd] = Connection(fd: fd, rejected: false, now: now)
@@ -129,6 +134,17 @@ final class ServeLoop {
                 SocketCall.close(fd)
             }
         }
+    }
+
+    /// The served connection idle longest between requests, with nothing left to write.
+    private func oldestIdleConnection() -> Connection? {
+        var oldest: Connection?
+        for connection in connections.values
+        where !connection.rejected && connection.phase == .serving && connection.requestStartedAt == nil
+            && !connection.hasPendingOutput && connection.inbound.isEmpty {
+            if oldest == nil || connection.idleSince < oldest!.idleSince { oldest = connection }
+        }
+        return oldest
     }
 
     private func service(_ connection: Connection, events: Int16) {
@@ -179,6 +195,8 @@ final class ServeLoop {
             guard connection.phase == .serving else { return }
             if connection.requestStartedAt == nil { connection.requestStartedAt = MonotonicClock.now() }
             connection.inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: readChunk[0..<count]))
+            // A body still arriving: wait for all of it rather than parse the head again.
+            if connection.inbound.count < connection.bytesNeeded { return }
             process(connection)
         }
     }
@@ -194,8 +212,14 @@ final class ServeLoop {
             parsing: while connection.phase == .serving, connection.pendingOutput < outputBacklogLimit,
                 consumedTotal < connection.inbound.count
             {
+                connection.bytesNeeded = 0
                 switch parser.parse(connection.inbound[consumedTotal...]) {
                 case .incomplete:
+                    break parsing
+                case .awaitingBody(let total):
+                    // Counted from this request's start, which is the buffer's front once the
+                    // requests before it are dropped below.
+                    connection.bytesNeeded = total
                     break parsing
                 case .invalid(let status, let reason):
                     consumedTotal = connection.inbound.count

@@ -186,6 +186,21 @@ final class HTTPServerLimitTests: XCTestCase {
         XCTAssertEqual(status, 200)
     }
 
+    /// Idle keep-alive connections give way at the cap: holding every slot by sending one
+    /// request per connection now and then must not lock newcomers out.
+    func testIdleKeepAliveConnectionsGiveWayToNewcomersAtTheCap() throws {
+        let server = try startServer(limits: HTTPLimits(maxConnections: 2))
+        let holders = try (0..<2).map { _ in try RawClient(port: server.boundPort) }
+        for holder in holders {
+            try holder.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+            XCTAssertEqual(try holder.readResponse()?.status, 200)
+        }
+        let newcomer = try RawClient(port: server.boundPort)
+        try newcomer.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
+        XCTAssertEqual(try newcomer.readResponse()?.status, 200, "served, not refused")
+        XCTAssertEqual(try holders[0].readUntilClosed(), [], "the longest-idle holder was closed")
+    }
+
     func testGarbageBytesDoNotHurtTheServer() throws {
         let server = try startServer()
         var generator = SplitMix64(seed: 0x6d65_6469_6172_656c)
