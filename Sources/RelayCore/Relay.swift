@@ -15,10 +15,11 @@ public final class Relay: Sendable {
     private let nextWorker = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     /// How long a control call waits for a worker before answering 503.
-    static let replyTimeout = DispatchTimeInterval.seconds(3)
+    let replyTimeout: DispatchTimeInterval
 
-    public init(settings: RelaySettings) {
+    public init(settings: RelaySettings, replyTimeout: DispatchTimeInterval = .seconds(3)) {
         self.settings = settings
+        self.replyTimeout = replyTimeout
         workers = (0..<max(1, settings.workers)).map { WorkerShared(index: $0) }
         ruleShares = settings.rules.map { _ in RuleShared() }
     }
@@ -103,35 +104,44 @@ public final class Relay: Sendable {
         return result
     }
 
-    public func deleteSession(_ id: String) -> Bool {
-        guard let index = directory.withLock({ $0[id] }) else { return false }
-        let deleted = ask(index) { reply in .delete(id, reply: reply) } ?? false
+    /// Deletes a session: true when it was there, false when not, an error when its worker did
+    /// not answer in time (then nothing is known, so nothing is forgotten).
+    public func deleteSession(_ id: String) -> Result<Bool, RelayError> {
+        guard let index = directory.withLock({ $0[id] }) else { return .success(false) }
+        guard let deleted = ask(index, { reply in .delete(id, reply: reply) }) else { return .failure(.workerUnresponsive) }
         _ = directory.withLock { $0.removeValue(forKey: id) }
-        return deleted
+        return .success(deleted)
     }
 
-    public func session(_ id: String) -> SessionInfo? {
-        guard let index = directory.withLock({ $0[id] }) else { return nil }
-        guard let info = ask(index, { reply in .describe(id, reply: reply) }) ?? nil else {
+    /// A session's snapshot, nil when there is no such session, or an error when its worker did
+    /// not answer in time.
+    public func session(_ id: String) -> Result<SessionInfo?, RelayError> {
+        guard let index = directory.withLock({ $0[id] }) else { return .success(nil) }
+        guard let answer = ask(index, { reply in .describe(id, reply: reply) }) else { return .failure(.workerUnresponsive) }
+        if answer == nil {
             // The worker expired it: forget it here too.
             _ = directory.withLock { $0.removeValue(forKey: id) }
-            return nil
         }
-        return info
+        return .success(answer)
     }
 
-    public func sessions() -> [SessionInfo] {
+    /// Every session, or an error when a worker did not answer in time. Sessions a worker that
+    /// answered no longer has (it expired them) are forgotten; a silent worker's are kept.
+    public func sessions() -> Result<[SessionInfo], RelayError> {
         var all: [SessionInfo] = []
+        var silent = false
         for index in workers.indices {
-            all += ask(index) { reply in .list(reply: reply) } ?? []
-        }
-        let live = Set(all.map(\.id))
-        directory.withLock { directory in
-            for (id, worker) in directory where !live.contains(id) && workers.indices.contains(worker) {
-                directory[id] = nil
+            if let listed = ask(index, { reply in .list(reply: reply) }) {
+                let live = Set(listed.map(\.id))
+                directory.withLock { directory in
+                    for (id, worker) in directory where worker == index && !live.contains(id) { directory[id] = nil }
+                }
+                all += listed
+            } else {
+                silent = true
             }
         }
-        return all.sorted { $0.id < $1.id }
+        return silent ? .failure(.workerUnresponsive) : .success(all.sorted { $0.id < $1.id })
     }
 
     /// The latest snapshot of every worker (at most ~100 ms old).
@@ -147,7 +157,7 @@ public final class Relay: Sendable {
             answer.withLock { $0 = value }
             done.signal()
         })
-        guard done.wait(timeout: .now() + Relay.replyTimeout) == .success else { return nil }
+        guard done.wait(timeout: .now() + replyTimeout) == .success else { return nil }
         return answer.withLock { $0 }
     }
 

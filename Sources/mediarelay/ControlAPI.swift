@@ -21,17 +21,29 @@ struct ControlAPI: Sendable {
         router.add("GET", "/metrics") { _, _ in report().prometheus.response }
         router.add("POST", "/v1/sessions") { request, _ in authorized(request) { create(request) } }
         router.add("GET", "/v1/sessions") { request, _ in
-            authorized(request) { .json(200, ["sessions": relay.sessions().map(SessionJSON.object)]) }
+            authorized(request) {
+                switch relay.sessions() {
+                case .success(let all): .json(200, ["sessions": all.map(SessionJSON.object)])
+                case .failure(let error): .error(503, error.description)
+                }
+            }
         }
         router.add("GET", "/v1/sessions/{id}") { request, parameters in
             authorized(request) {
-                guard let info = relay.session(parameters["id"] ?? "") else { return .error(404, "no such session") }
-                return .json(200, SessionJSON.object(info))
+                switch relay.session(parameters["id"] ?? "") {
+                case .success(let info?): .json(200, SessionJSON.object(info))
+                case .success(nil): .error(404, "no such session")
+                case .failure(let error): .error(503, error.description)
+                }
             }
         }
         router.add("DELETE", "/v1/sessions/{id}") { request, parameters in
             authorized(request) {
-                relay.deleteSession(parameters["id"] ?? "") ? .noContent : .error(404, "no such session")
+                switch relay.deleteSession(parameters["id"] ?? "") {
+                case .success(true): .noContent
+                case .success(false): .error(404, "no such session")
+                case .failure(let error): .error(503, error.description)
+                }
             }
         }
         return router
