@@ -16,7 +16,7 @@ enum HTTPResponseParser {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmed(of: " \t")
-            if name == "content-length" { contentLength = Int(value) }
+            if name == "content-length" { contentLength = Int(value).flatMap { $0 >= 0 ? $0 : nil } }
             if name == "transfer-encoding", value.lowercased().contains("chunked") { chunked = true }
         }
         let bodyStart = end + 4
@@ -47,7 +47,7 @@ enum HTTPResponseParser {
             while j + 1 < bytes.count, !(bytes[j] == 13 && bytes[j + 1] == 10) { j += 1 }
             guard j + 1 < bytes.count else { return nil }
             let sizeText = String(decoding: bytes[i..<j], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText.trimmed(of: " "), radix: 16) else { return nil }
+            guard let size = Int(sizeText.trimmed(of: " "), radix: 16), size >= 0 else { return nil }
             i = j + 2
             if size == 0 { return out }
             guard bytes.count >= i + size + 2 else { return nil }

@@ -27,8 +27,14 @@ public final class ServerProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
+        // The relay under test gets this environment minus what would change its behaviour:
+        // a control token (every request would need it) and systemd's notify socket.
+        let environment = ProcessInfo.processInfo.environment
+            .filter { $0.key != "MEDIARELAY_CONTROL_TOKEN" && $0.key != "NOTIFY_SOCKET" && $0.key != "WATCHDOG_USEC" }
+            .map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in environment { free(p) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, nil, argv, environ)
+        let rc = posix_spawn(&child, path, &actions, nil, argv, environment)
         close(writeEnd)
         guard rc == 0 else {
             close(readEnd)

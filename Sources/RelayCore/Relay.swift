@@ -149,6 +149,13 @@ public final class Relay: Sendable {
         workers.map { $0.published.withLock { $0 } }
     }
 
+    /// Whether every worker published a snapshot within `seconds` (they do ten times a second
+    /// while their loop turns): what the systemd watchdog should vouch for.
+    public func workersAreTurning(within seconds: Double = 5) -> Bool {
+        let now = MonotonicClock.now()
+        return stats().allSatisfy { now &- $0.publishedAt < UInt64(seconds * 1e9) }
+    }
+
     /// Posts a command and waits for the worker's answer, or nil after `replyTimeout`.
     private func ask<T: Sendable>(_ index: Int, _ make: (@escaping @Sendable (T) -> Void) -> WorkerCommand) -> T? {
         let answer = Mutex<T?>(nil)

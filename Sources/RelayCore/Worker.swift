@@ -140,6 +140,7 @@ final class Worker {
         stats.forwardClients = clientCount
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
+        stats.publishedAt = now
         var usage = rusage()
         getrusage(1 /* RUSAGE_THREAD: this worker's thread only */, &usage)
         stats.cpuUserSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6

@@ -24,6 +24,9 @@ public struct WorkerStats: Sendable {
     /// CPU the worker's own thread has used (getrusage RUSAGE_THREAD), user and system.
     public var cpuUserSeconds = 0.0
     public var cpuSystemSeconds = 0.0
+    /// When this snapshot was taken (MonotonicClock nanoseconds): a worker that stops
+    /// publishing is stuck.
+    public var publishedAt: UInt64 = 0
 
     public init(worker: Int) { self.worker = worker }
 

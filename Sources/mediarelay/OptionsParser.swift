@@ -17,6 +17,9 @@ extension ServerOptions {
         environment: [String: String],
         readFile: (String) throws -> Data = ConfigFile.read
     ) throws(OptionError) -> ParsedCommand {
+        // Help and version win anywhere on the line, even beside a mistake.
+        if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) { return .help(HelpText.text) }
+        if arguments.contains("--version") { return .version("mediarelay \(version)") }
         let line = try CommandLineTokens(arguments)
         if line.wantsHelp { return .help(HelpText.text) }
         if line.wantsVersion { return .version("mediarelay \(version)") }
@@ -68,6 +71,15 @@ extension ServerOptions {
             throw OptionError(
                 subject: "--forward",
                 problem: "\(forwards.count) rules; at most \(ServerOptions.maxForwardRules) are accepted"
+            )
+        }
+        // Sessions bind the relay address and peers are told the advertised one: an IPv6 address
+        // cannot stand for an IPv4-only socket or the other way round ("::" takes both).
+        if !IPLiteral.isWildcard(relayAddress) || IPLiteral.isIPv4(relayAddress),
+           IPLiteral.isIPv4(relayAddress) != IPLiteral.isIPv4(advertiseAddress) {
+            throw OptionError(
+                subject: "--advertise-address \(advertiseAddress)",
+                problem: "is not of the same family as --relay-address \(relayAddress); sessions could not be reached there"
             )
         }
         var listens = Set<HostPort>()

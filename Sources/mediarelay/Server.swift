@@ -47,6 +47,7 @@ struct Server {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        raiseDescriptorLimit()
         let relay = Relay(settings: settings())
         let engine: (backend: Backend, reason: String)
         do {
@@ -77,14 +78,14 @@ struct Server {
         notifyQuietly("READY=1\nSTATUS=forwarding with \(engine.backend.rawValue)")
 
         var taken: Int32 = 0
-        while taken == 0 { taken = waitForSignal(&signals, seconds: 1) }
+        while taken == 0 { taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() }) }
         log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(options.drainSeconds) s")
         relay.beginDrain()
         notifyQuietly("STOPPING=1")
         let deadline = Date().addingTimeInterval(Double(options.drainSeconds))
         while Date() < deadline {
             // A second signal ends the drain early.
-            if waitForSignal(&signals, seconds: min(1, deadline.timeIntervalSinceNow)) != 0 { break }
+            if waitForSignal(&signals, seconds: min(1, deadline.timeIntervalSinceNow), healthy: { relay.workersAreTurning() }) != 0 { break }
         }
         http.stop()
         relay.stop()
@@ -92,13 +93,35 @@ struct Server {
         return 0
     }
 
-    /// Waits up to `seconds` for SIGTERM/SIGINT (0 when none came), pinging the watchdog.
-    private func waitForSignal(_ signals: inout sigset_t, seconds: Double) -> Int32 {
+    /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not
+    /// be what refuses sessions first. Raise it to the hard limit and say so if that is short.
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let needed = UInt64(options.ports.count) + UInt64(options.workers * max(1, options.forwards.count)) + 256
+        if limit.rlim_cur < needed {
+            log.warning("the descriptor limit (\(limit.rlim_cur)) is below the \(needed) the port range may need; raise LimitNOFILE / ulimit -n")
+        }
+    }
+
+    /// Waits up to `seconds` for SIGTERM/SIGINT (0 when none came), pinging the watchdog only
+    /// while the workers are turning: a stuck worker lets systemd restart the relay.
+    private func waitForSignal(_ signals: inout sigset_t, seconds: Double, healthy: () -> Bool) -> Int32 {
         let interval = notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
         let wait = max(0.01, min(seconds, interval ?? seconds))
         var timeout = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
         let taken = sigtimedwait(&signals, nil, &timeout)
-        if interval != nil { notifyQuietly("WATCHDOG=1") }
+        if interval != nil {
+            if healthy() {
+                notifyQuietly("WATCHDOG=1")
+            } else {
+                log.error("a worker has not turned for 5 s; withholding the systemd watchdog ping")
+            }
+        }
         return taken > 0 ? taken : 0
     }
 

@@ -37,7 +37,7 @@ final class OptionsTests: XCTestCase {
             }),
             ("--ports", "1-65535", { $0.ports == PortRange(low: 1, high: 65535) }),
             ("--relay-address", "::", { $0.relayAddress == "::" && $0.advertiseAddress == "127.0.0.1" }),
-            ("--advertise-address", "2001:db8::7", { $0.advertiseAddress == "2001:db8::7" }),
+            ("--advertise-address", "203.0.113.7", { $0.advertiseAddress == "203.0.113.7" }),
             ("--http", "[::1]:0", { $0.http == HostPort(host: "::1", port: 0) }),
             ("--control-token", "s3cret-T0ken", { $0.controlToken == "s3cret-T0ken" }),
             ("--dscp", "class", { $0.dscp == .class }),
@@ -57,6 +57,23 @@ final class OptionsTests: XCTestCase {
             }
         }
         XCTAssertEqual(Set(good.map(\.0)), Set(OptionKey.allCases.map(\.flag)), "a flag has no good-value case")
+    }
+
+    func testAdvertisedAddressMustMatchTheRelayAddressFamily() throws {
+        XCTAssertThrowsError(try ServerOptions.parse(arguments: ["--advertise-address", "2001:db8::7"], environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("same family as --relay-address 0.0.0.0"), "\(error)")
+        }
+        // A dual-stack relay address takes either family.
+        for advertised in ["2001:db8::7", "203.0.113.7"] {
+            guard case .run(let options) = try ServerOptions.parse(
+                arguments: ["--relay-address", "::", "--advertise-address", advertised], environment: [:]) else { return XCTFail() }
+            XCTAssertEqual(options.advertiseAddress, advertised)
+        }
+    }
+
+    func testHelpWinsEvenBesideAMistake() throws {
+        XCTAssertEqual(try ServerOptions.parse(arguments: ["--bogus", "--help"], environment: [:]), .help(HelpText.text))
+        XCTAssertEqual(try ServerOptions.parse(arguments: ["--engine", "warp", "--version"], environment: [:]), .version("mediarelay 0.1.0"))
     }
 
     func testEveryOptionRefusesABadValueWithOneLineNamingIt() {
