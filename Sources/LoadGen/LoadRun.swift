@@ -60,7 +60,7 @@ public struct LoadRun: Sendable {
         result.tos = shape.tos
         result.latchedStreams = latched
 
-        let statsBefore = try control?.stats()
+        let statsBefore = try control.map { control throws(LoadError) in try Self.quietStats(control) }
         let procBefore = options.relayPID.flatMap { ProcessCPU.read(pid: $0) }
         let cpuBefore = ownCPUSeconds()
         let signals = RunSignals()
@@ -112,6 +112,23 @@ public struct LoadRun: Sendable {
 }
 
 extension LoadRun {
+    /// The "before" figures, once the latching datagrams are all counted: the relay's snapshot
+    /// of packets may trail its CPU figure, and a latch counted only after this read would make
+    /// CPU per datagram look lower. Reads until packets_in has stood still for 250 ms (at most
+    /// two seconds).
+    static func quietStats(_ control: RelayControl) throws(LoadError) -> RelayStats {
+        let deadline = MonotonicClock.now() + 2_000_000_000
+        var stats = try control.stats()
+        var lastMove = MonotonicClock.now()
+        while MonotonicClock.now() < deadline && MonotonicClock.now() - lastMove < 250_000_000 {
+            MonotonicClock.sleep(until: MonotonicClock.now() + 50_000_000)
+            let next = try control.stats()
+            if next.packetsIn != stats.packetsIn { lastMove = MonotonicClock.now() }
+            stats = next
+        }
+        return stats
+    }
+
     /// The relay publishes its counters to the HTTP thread as snapshots, which may trail the
     /// packets by a moment. Read until the relay has counted at least what we sent (everything
     /// we sent reached it, or it could not have been received), or its count stops moving, for
