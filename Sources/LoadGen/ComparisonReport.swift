@@ -52,7 +52,7 @@ public enum ComparisonReport {
             for label in labels {
                 guard let base = cell("perpacket", label)?.cpuUs?.median, let mine = cell(engine, label)?.cpuUs?.median else { continue }
                 let saved = (1 - mine / base) * 100
-                parts.append("\(label) \(Int(saved.rounded())) % (\(saved >= aim ? "met" : "not met"))")
+                parts.append("\(label) \(String(format: "%.1f", saved)) % (\(saved >= aim ? "met" : "not met"))")
             }
             s += "- \(engine): " + parts.joined(separator: ", ") + "\n"
         }
