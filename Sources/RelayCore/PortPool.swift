@@ -57,4 +57,10 @@ public final class PortPool: Sendable {
     }
 
     public var available: Int { state.withLock { $0.inUse.count - $0.used } }
+
+    /// Whether this relay holds `port` now.
+    public func isHeld(_ port: UInt16) -> Bool {
+        guard range.contains(port) else { return false }
+        return state.withLock { $0.inUse[Int(port - range.lowerBound)] }
+    }
 }

@@ -43,6 +43,7 @@ extension Worker {
         if legs[leg].latched != nil && now &- legs[leg].lastHeard < legs[leg].relatchAfter {
             return refuse(leg, .hijack)
         }
+        if isRelayOwn(source) { return refuse(leg, .sourceNotAllowed) }
         let session = sessions[Int(legs[leg].session)]!
         if !session.request.allowedSources.isEmpty && !session.request.allowedSources.contains(where: { $0.contains(source) }) {
             return refuse(leg, .sourceNotAllowed)
@@ -54,6 +55,18 @@ extension Worker {
         if legs[leg].latched != nil { legs[leg].counters.relatches &+= 1 }
         legs[leg].latched = source
         return true
+    }
+
+    /// A source that is one of this relay's own sockets (a spoofed datagram naming another
+    /// leg's address): latching onto it would make two legs forward to each other forever.
+    /// Checked only when a leg latches, never per datagram.
+    func isRelayOwn(_ source: Endpoint) -> Bool {
+        var ownAddress = source.isLoopback || source == Endpoint(high: settings.advertiseAddress.high, low: settings.advertiseAddress.low,
+                                                                port: source.port, scope: source.scope)
+        if !settings.relayAddress.isWildcard {
+            ownAddress = ownAddress || (source.high == settings.relayAddress.high && source.low == settings.relayAddress.low)
+        }
+        return ownAddress && settings.ports.isHeld(source.port)
     }
 
     private func refuse(_ leg: Int, _ reason: DropReason) -> Bool {
