@@ -107,40 +107,50 @@ extension DatagramEngine {
         }
     }
 
-    /// Waits until the cancelled receive of `slot` has delivered its last completion, so the
-    /// socket is closed (and its port free) when `unregister` returns. That completion may
-    /// already sit in the stash (kept while reaping sends) or the CQ ring; when the kernel says
-    /// there was nothing left to cancel and neither holds it, the receive had already ended.
-    func finishCancellation(slot: Int, generation: UInt32, ring: URingDriver) {
-        let target = URingDriver.tag(.receive, generation: generation, slot: slot)
-        let cancelTag = URingDriver.tag(.cancel, generation: generation, slot: slot)
+    /// Waits until each cancelled receive has delivered its last completion, so the sockets are
+    /// closed (and their ports free) when `unregister` returns. A last completion may already
+    /// sit in the stash (kept while reaping sends) or the CQ ring; when the kernel says there
+    /// was nothing left to cancel and neither holds it, that receive had already ended.
+    func finishCancellations(_ waiting: [(slot: Int, generation: UInt32)], ring: URingDriver) {
+        var receives: [UInt64: Int] = [:]
+        var cancels: [UInt64: Int] = [:]
+        for (slot, generation) in waiting {
+            receives[URingDriver.tag(.receive, generation: generation, slot: slot)] = slot
+            cancels[URingDriver.tag(.cancel, generation: generation, slot: slot)] = slot
+        }
         for _ in 0..<ring.stashCount {
             let completion = ring.popStash()
-            if completion.tag == target { handleReceive(completion, ring: ring) } else { ring.pushStash(completion) }
+            if receives[completion.tag] != nil { handleReceive(completion, ring: ring) } else { ring.pushStash(completion) }
         }
         ring.submitAndGetEvents()
-        var nothingToCancel = false
-        while !table.isReleased(slot) {
+        var nothingToCancel = Set<Int>()
+        func pending() -> [Int] { waiting.map(\.slot).filter { !table.isReleased($0) } }
+        var open = pending()
+        while !open.isEmpty {
             let ready = ring.peek()
             for position in 0..<ready {
                 let entry = ring.completions[position]!.pointee
                 let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
-                if entry.user_data == target {
+                if receives[entry.user_data] != nil {
                     handleReceive(completion, ring: ring)
-                } else if entry.user_data == cancelTag && entry.res == -ENOENT {
-                    // (-EALREADY means the receive is still finishing: keep waiting for it.)
-                    nothingToCancel = true
+                } else if let slot = cancels[entry.user_data] {
+                    // -ENOENT: nothing was in flight. (-EALREADY means the receive is still
+                    // finishing: keep waiting for its last completion.)
+                    if entry.res == -ENOENT { nothingToCancel.insert(slot) }
                 } else {
                     ring.pushStash(completion)
                 }
             }
             ring.advance(ready)
             ring.commitRecycled()
-            if table.isReleased(slot) { break }
-            if nothingToCancel && ready == 0 {
-                table.release(slot)
-            } else if ready == 0 {
+            open = pending()
+            guard !open.isEmpty, ready == 0 else { continue }
+            let ended = open.filter { nothingToCancel.contains($0) }
+            if ended.isEmpty {
                 ring.submitAndWaitOne()
+            } else {
+                for slot in ended { table.release(slot) }
+                open = pending()
             }
         }
     }

@@ -110,19 +110,28 @@ public final class DatagramEngine {
     }
 
     /// Stops receiving on the socket and closes it (for io_uring once its receive has ended).
-    public func unregister(_ id: SocketID) {
-        guard let slot = table.lookup(id) else { return }
-        if let ring {
-            table.deactivate(slot)
-            if ring.cancel(slot: slot, generation: id.generation) {
-                finishCancellation(slot: slot, generation: id.generation, ring: ring)
+    public func unregister(_ id: SocketID) { unregister([id]) }
+
+    /// Stops receiving on these sockets and closes them. With io_uring all the cancellations go
+    /// to the kernel together and are awaited together, so closing many sockets at once (a
+    /// wave of expired sessions) costs a few system calls, not a few per socket.
+    public func unregister(_ ids: [SocketID]) {
+        var waiting: [(slot: Int, generation: UInt32)] = []
+        for id in ids {
+            guard let slot = table.lookup(id) else { continue }
+            if let ring {
+                table.deactivate(slot)
+                if ring.cancel(slot: slot, generation: id.generation) {
+                    waiting.append((slot, id.generation))
+                } else {
+                    table.release(slot)
+                }
             } else {
+                poller?.remove(table[slot].descriptor)
                 table.release(slot)
             }
-        } else {
-            poller?.remove(table[slot].descriptor)
-            table.release(slot)
         }
+        if let ring, !waiting.isEmpty { finishCancellations(waiting, ring: ring) }
     }
 
     /// Whether GSO is on for this socket now (off after the kernel refused it once).

@@ -183,11 +183,20 @@ extension Worker {
     }
 
     func removeSession(_ index: Int32, _ session: SessionState) {
+        var closing: [SocketID] = []
+        forgetSession(index, session, closing: &closing)
+        engine.unregister(closing)
+        releasePorts(of: session)
+    }
+
+    /// Takes a session out of the tables and adds its sockets to `closing`; the caller closes
+    /// them (all at once) and then calls `releasePorts`, so no port is handed out while its
+    /// socket is still open.
+    func forgetSession(_ index: Int32, _ session: SessionState, closing: inout [SocketID]) {
         let first = Int(session.firstLeg)
         for leg in first..<(first + session.request.legs) {
             setRole(legs[leg].socket, .none)
-            engine.unregister(legs[leg].socket)
-            settings.ports.release(legs[leg].address.port)
+            closing.append(legs[leg].socket)
             legs[leg].latched = nil
         }
         freeLegBlocks[session.request.legs].append(session.firstLeg)
@@ -196,16 +205,28 @@ extension Worker {
         sessionsByID[session.id] = nil
     }
 
+    func releasePorts(of session: SessionState) {
+        let first = Int(session.firstLeg)
+        for leg in first..<(first + session.request.legs) { settings.ports.release(legs[leg].address.port) }
+    }
+
+    /// Closes every session idle past its timeout, all their sockets in one go.
     func expireSessions() {
+        var closing: [SocketID] = []
+        var expired: [SessionState] = []
         for index in sessions.indices {
             guard let session = sessions[index] else { continue }
             let first = Int(session.firstLeg)
             var last = session.created
             for leg in first..<(first + session.request.legs) { last = max(last, legs[leg].lastHeard) }
             if now &- last > session.idleTimeout {
-                removeSession(Int32(index), session)
+                forgetSession(Int32(index), session, closing: &closing)
+                expired.append(session)
                 lifecycle.sessionsExpired &+= 1
             }
         }
+        guard !closing.isEmpty else { return }
+        engine.unregister(closing)
+        for session in expired { releasePorts(of: session) }
     }
 }

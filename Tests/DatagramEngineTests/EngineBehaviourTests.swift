@@ -183,3 +183,29 @@ final class URingCancellationTests: XCTestCase {
         XCTAssertNil(outcome.withLock { failure })
     }
 }
+
+/// Closing many sockets at once costs a few system calls, not a few per socket, and every
+/// socket is closed when unregister returns.
+final class BatchUnregisterTests: XCTestCase {
+    func testFiftySocketsCloseTogether() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
+            var addresses: [Endpoint] = []
+            var ids: [SocketID] = []
+            for _ in 0..<50 {
+                let socket = try UDPSocket(binding: Loopback.v4)
+                addresses.append(socket.localEndpoint)
+                ids.append(try engine.register(socket))
+            }
+            engine.receive(timeoutMilliseconds: 1)  // arms the io_uring receives
+            let before = engine.counters.syscalls
+            engine.unregister(ids)
+            engine.receive(timeoutMilliseconds: 0)  // adds the io_uring calls made meanwhile to the counters
+            XCTAssertEqual(engine.socketCount, 0, "\(backend)")
+            for address in addresses { XCTAssertNoThrow(try UDPSocket(binding: address), "\(backend): \(address) is free") }
+            if backend == .uring {
+                XCTAssertLessThanOrEqual(engine.counters.syscalls - before, 6, "one submit and a wait or two for all 50")
+            }
+        }
+    }
+}
