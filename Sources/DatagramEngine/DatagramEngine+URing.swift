@@ -8,10 +8,12 @@ extension DatagramEngine {
     func receiveWithRing(timeoutMilliseconds: Int32) {
         guard let ring else { return }
         ring.recycleHeld()
-        ring.armPending()
         while ring.stashCount > 0 && receivedCount < configuration.batchSize {
             handle(ring.popStash(), ring: ring)
         }
+        // Re-arm after the stash: a receive that ended there (out of buffers) must be armed
+        // again before this turn waits, or its socket's datagrams wait for the timeout.
+        ring.armPending()
         if receivedCount == 0 && !wasWoken {
             var ready = ring.peek()
             if ready == 0 {
@@ -26,8 +28,9 @@ extension DatagramEngine {
             }
             ring.advance(consumed)
         }
-        // Re-arms and the wake-up read must reach the kernel even in turns that found
-        // completions waiting and so did not enter it.
+        // Receives that ended in this turn are armed now, and re-arms and the wake-up read reach
+        // the kernel even in turns that found completions waiting and so did not enter it.
+        ring.armPending()
         if ring.pendingSubmissions > 0 { ring.submit() }
         ring.commitRecycled()
         counters.noteBatch(receivedCount)

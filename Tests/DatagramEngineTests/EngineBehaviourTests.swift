@@ -209,3 +209,39 @@ final class BatchUnregisterTests: XCTestCase {
         }
     }
 }
+
+/// A receive that ran out of provided buffers must be armed again before the engine waits:
+/// otherwise its socket's queued datagrams sit there until the wait times out. Found under
+/// overload in the demo (200k/s), where it cut what the relay took in by half.
+final class URingRearmTests: XCTestCase {
+    func testAReceiveThatRanOutOfBuffersIsArmedBeforeTheNextWait() throws {
+        var configuration = EngineConfiguration(backend: .uring)
+        configuration.uringBuffers = 128
+        let engine = try DatagramEngine(configuration: configuration)
+        let flooded = try UDPSocket(binding: Loopback.v4)
+        _ = try engine.register(flooded)
+        let sender = try engine.register(UDPSocket(binding: Loopback.v4))
+        let sink = try UDPSocket(binding: Loopback.v4)  // not registered: only a destination
+        engine.receive(timeoutMilliseconds: 1)
+        let peer = try UDPSocket(binding: Loopback.v4)
+        for index in 0..<400 { Loopback.send(from: peer, to: flooded.localEndpoint, bytes: [UInt8(truncatingIfNeeded: index)]) }
+        [UInt8(9)].withUnsafeBytes { raw in
+            // The flood's completions, up to the end of its receive, are stashed meanwhile.
+            for _ in 0..<40 {
+                engine.enqueue(socket: sender, to: sink.localEndpoint, trafficClass: TrafficClass(rawValue: 0), bytes: raw)
+                engine.flush()
+            }
+        }
+        var total = 0
+        var emptyTurns = 0
+        while total < 400 && emptyTurns == 0 {
+            // A long timeout: a turn that comes back empty while datagrams wait is the defect.
+            let count = engine.receive(timeoutMilliseconds: 3_000)
+            if count == 0 { emptyTurns += 1 }
+            total += count
+        }
+        XCTAssertEqual(total, 400)
+        XCTAssertEqual(emptyTurns, 0, "a receive waited while datagrams were queued")
+        XCTAssertGreaterThan(engine.counters.receiveRestarts, 0, "the receive did run out of buffers")
+    }
+}
