@@ -21,13 +21,15 @@ public final class UDPSocket: Sendable {
         self.fd = fd
         var on: Int32 = 1
         var value = Int32(tos)
-        // Large buffers absorb the bursts of a batch; FORCE works as root and is ignored otherwise.
+        // Large buffers absorb the bursts of a batch, so that what is lost is the relay's doing,
+        // not the generator's. The plain options first (capped at net.core.[rw]mem_max), then
+        // FORCE, which root may use past the cap: the other order would undo FORCE.
         var buffer: Int32 = 4 << 20
         let int32Size = socklen_t(MemoryLayout<Int32>.size)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, int32Size)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, int32Size)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, int32Size)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, int32Size)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, int32Size)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, int32Size)
         var ok = true
         if family == AF_INET6 {
             ok = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, &on, int32Size) == 0
