@@ -45,6 +45,48 @@ final class LoadGeneratorTests: XCTestCase {
         }
     }
 
+    /// --target drives a forward rule, the generator playing its upstream.
+    func testForwardRuleModeThroughTheRealServer() throws {
+        let listen = try freeUDPPort()
+        let upstream = try freeUDPPort()
+        let relay = try RelayProcess(["--ports", "42500-42549", "--forward", "127.0.0.1:\(listen)=127.0.0.1:\(upstream)"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let object = try runLoad(["--target", "127.0.0.1:\(listen)", "--upstream-listen", "127.0.0.1:\(upstream)",
+                                  "--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "3", "--rate", "3000",
+                                  "--seconds", "1", "--profile", "constant", "--tos", "\((34 << 2) | 2)"])
+        let sent = try XCTUnwrap(object["sent"] as? Int)
+        XCTAssertGreaterThan(sent, 2_000)
+        let received = try XCTUnwrap(object["received"] as? Int)
+        XCTAssertGreaterThanOrEqual(Double(received), Double(sent) * 0.99, "next to nothing lost at 3,000/s on loopback")
+        XCTAssertEqual(object["ecn_kept"] as? Double, 1)
+        XCTAssertEqual(try relay.stats()["forward_clients"] as? Int, 3)
+    }
+
+    /// Ctrl-C ends the run early, and the sessions the generator created are deleted.
+    func testInterruptDeletesTheSessionsItCreated() throws {
+        let relay = try RelayProcess(["--ports", "42450-42499"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let process = Process()
+        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
+        process.arguments = ["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "5", "--rate", "500",
+                             "--seconds", "30", "--no-progress"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var sessions = 0
+        let deadline = Date().addingTimeInterval(10)
+        while sessions < 5 && Date() < deadline {
+            usleep(100_000)
+            sessions = (try relay.request("GET", "/v1/sessions").json?["sessions"] as? [Any])?.count ?? 0
+        }
+        XCTAssertEqual(sessions, 5, "the generator made its sessions")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130)
+        let left = (try relay.request("GET", "/v1/sessions").json?["sessions"] as? [Any])?.count
+        XCTAssertEqual(left, 0, "deleted on the way out")
+    }
+
     private func runLoad(_ arguments: [String]) throws -> [String: Any] {
         let process = Process()
         process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
