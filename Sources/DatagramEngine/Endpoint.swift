@@ -50,21 +50,21 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses `A.B.C.D:PORT` or `[V6]:PORT`.
     public init?(parsing text: String) {
-        let host: Substring
-        let portText: Substring
+        guard let parts = Endpoint.split(text), let port = UInt16(parts.port) else { return nil }
+        self.init(host: String(parts.host), port: port)
+    }
+
+    /// Splits `HOST:PORT` or `[HOST]:PORT` into its two texts, checking neither; nil when the
+    /// shape is wrong. An unbracketed host with a colon is refused: "::1:80" is ambiguous.
+    public static func split(_ text: String) -> (host: Substring, port: Substring, bracketed: Bool)? {
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }
-            host = text[text.index(after: text.startIndex)..<close]
             let rest = text[text.index(after: close)...]
             guard rest.hasPrefix(":") else { return nil }
-            portText = rest.dropFirst()
-        } else {
-            guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
-            host = text[..<colon]
-            portText = text[text.index(after: colon)...]
+            return (text[text.index(after: text.startIndex)..<close], rest.dropFirst(), true)
         }
-        guard let port = UInt16(portText) else { return nil }
-        self.init(host: String(host), port: port)
+        guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
+        return (text[..<colon], text[text.index(after: colon)...], false)
     }
 
     init(_ address: in6_addr, port: UInt16, scope: UInt32) {

@@ -82,22 +82,10 @@ struct HostPort: Equatable, Hashable, Sendable, CustomStringConvertible {
         let expected = ValueProblem(
             expected: "expected HOST:PORT or [IPV6]:PORT with HOST an IP literal (host names are not resolved) and PORT in \(portRange)"
         )
-        let hostPart: Substring
-        let portPart: Substring
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { throw expected }
-            hostPart = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":") else { throw expected }
-            portPart = rest.dropFirst()
-            guard IPLiteral.isIPv6(String(hostPart)) else { throw expected }
-        } else {
-            guard let colon = text.lastIndex(of: ":") else { throw expected }
-            hostPart = text[..<colon]
-            portPart = text[text.index(after: colon)...]
-            // An unbracketed IPv6 literal is ambiguous with its port ("::1:80"), so it is refused.
-            guard IPLiteral.isIPv4(String(hostPart)) else { throw expected }
-        }
+        guard let (hostPart, portPart, bracketed) = Endpoint.split(text) else { throw expected }
+        // Brackets hold IPv6 only; without them only IPv4 (an IPv6 literal would be ambiguous
+        // with its port, "::1:80").
+        guard bracketed ? IPLiteral.isIPv6(String(hostPart)) : IPLiteral.isIPv4(String(hostPart)) else { throw expected }
         guard portPart.allSatisfy(\.isASCII), portPart.allSatisfy(\.isNumber), portPart.count <= 5,
             let port = Int(portPart), port <= 65535, allowsPortZero || port > 0
         else { throw expected }
