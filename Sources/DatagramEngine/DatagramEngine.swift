@@ -243,8 +243,9 @@ public final class DatagramEngine {
     func resendWithoutGSO(_ index: Int) {
         let message = sendVectors.messages[index]
         let slot = Int(message.slot)
+        // One socket, one fallback: the other GSO runs of the same flush are refused as well.
+        if table[slot].gsoEnabled { counters.gsoFallbacks &+= 1 }
         table[slot].gsoEnabled = false
-        counters.gsoFallbacks &+= 1
         let header = withUnsafeMutablePointer(to: &sendVectors.headers[index].msg_hdr) { $0 }
         header.pointee.msg_controllen = SendControl.write(
             into: header.pointee.msg_control, ipv4: table[slot].ipv4 || isIPv4Name(header.pointee.msg_name),
