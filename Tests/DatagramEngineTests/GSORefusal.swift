@@ -21,6 +21,13 @@ enum GSORefusal: CaseIterable, CustomStringConvertible {
     static let noCheck6Receive: Int32 = 102  // UDP_NO_CHECK6_RX
     static let udpLiteProtocol: Int32 = 136  // IPPROTO_UDPLITE
 
+    /// Whether this kernel still has UDP-Lite (deprecated upstream), asked with a plain socket.
+    static let kernelHasUDPLite: Bool = {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), udpLiteProtocol)
+        if fd >= 0 { close(fd) }
+        return fd >= 0
+    }()
+
     var description: String { self == .noChecksum ? "no checksum (EINVAL)" : "UDP-Lite (EIO)" }
 
     /// The errno the kernel gives for a GSO send on a socket prepared this way.

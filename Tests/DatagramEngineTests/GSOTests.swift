@@ -65,13 +65,16 @@ final class GSOTests: XCTestCase {
     func testKernelRefusalFallsBackWithoutLossAndKeepsEveryMarking() throws {
         var families = [Loopback.v4]
         if Loopback.hasIPv6 { families.append(Loopback.v6) }
+        let refusals = GSORefusal.allCases.filter { $0 != .udpLite || GSORefusal.kernelHasUDPLite }
         for backend in [BackendChoice.mmsg, .uring] {
-            for refusal in GSORefusal.allCases {
+            for refusal in refusals {
                 for local in families {
                     try checkFallback(backend: backend, refusal: refusal, local: local)
                 }
             }
         }
+        // Said, not silent: the EINVAL cases ran; the EIO one needs UDP-Lite from this kernel.
+        try XCTSkipUnless(GSORefusal.kernelHasUDPLite, "this kernel has no UDP-Lite: the EIO refusal was not exercised")
     }
 
     private func checkFallback(backend: BackendChoice, refusal: GSORefusal, local: Endpoint) throws {
