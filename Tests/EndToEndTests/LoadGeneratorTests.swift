@@ -99,11 +99,15 @@ final class LoadGeneratorTests: XCTestCase {
         process.arguments = arguments + ["--json", "--no-progress"]
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        // Kept in a file (a second pipe could fill while stdout is read): a failure says why.
+        let errorsFile = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-load-\(UUID().uuidString).err")
+        _ = FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errorsFile) }
+        process.standardError = try FileHandle(forWritingTo: errorsFile)
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOf: errorsFile, encoding: .utf8)) ?? "")
         let last = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], last)
     }

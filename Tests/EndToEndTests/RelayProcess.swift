@@ -154,12 +154,13 @@ struct HTTPReply {
         return HTTPReply(status: status, text: String(text[split.upperBound...]))
     }
 
-    /// Sends `bytes` and reads until the server closes (or 5 s pass).
+    /// Sends `bytes` and reads until the server closes (or 30 s pass: generous, because the
+    /// relay's HTTP thread may wait its turn for seconds on a loaded 2-core machine).
     static func exchange(port: UInt16, bytes: [UInt8]) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure.connect }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
