@@ -23,7 +23,7 @@ enum HelpText {
             "  --version",
             "      print \"mediarelay \(ServerOptions.version)\" and exit",
             "",
-            "Config file keys (JSON object; integers as numbers, forward as an array of strings):",
+            "Config file keys (JSON object; integers as numbers, repeatable options as arrays of strings):",
         ]
         for key in OptionKey.allCases {
             let type = switch key.configType {
@@ -38,6 +38,16 @@ enum HelpText {
             "Environment:",
             "  \(ServerOptions.tokenEnvironmentVariable)",
             "      control token when neither --control-token nor \"control_token\" is given",
+            "",
+            "TURN:",
+            "  --turn-users-file holds one NAME:PASSWORD per line; blank lines and lines starting",
+            "  with # are skipped, blanks around a line are ignored; a NAME appears once.",
+            "  Peers are refused with 403 unless allowed, in this order: --turn-denied-peer refuses;",
+            "  another allocation's relayed address on this server is allowed; the relay's own",
+            "  sockets (control, TURN listeners, forward rules, --ports) are refused; --turn-allowed-peer",
+            "  allows; loopback, 0.0.0.0/8, ::, private (RFC 1918, 100.64/10, fc00::/7), link-local,",
+            "  multicast, broadcast and reserved blocks (with their ::ffff: and 64:ff9b:: forms) are",
+            "  refused; any other peer is allowed.",
             "",
             "An --http listener that is not loopback needs a control token.",
             "Bad options exit with code 2 and one line on stderr.",
