@@ -82,7 +82,8 @@ final class PeerPolicyTests: XCTestCase {
             ("224.0.0.1:80", .multicast), ("239.255.255.250:1900", .multicast), ("[ff02::1]:80", .multicast),
             ("[ff0e::1]:80", .multicast), ("[::ffff:224.0.0.1]:80", .multicast),
             ("255.255.255.255:80", .broadcast), ("240.0.0.1:80", .reserved), ("198.18.0.1:80", .reserved),
-            ("[100::1]:80", .reserved),
+            ("[100::1]:80", .reserved), ("192.0.2.1:9", .reserved), ("198.51.100.1:9", .reserved),
+            ("203.0.113.9:9", .reserved), ("[2001:db8::1]:9", .reserved),
             // NAT64: judged by the IPv4 address it embeds.
             ("[64:ff9b::7f00:1]:80", .loopback), ("[64:ff9b::a00:1]:80", .privateNetwork),
         ]
@@ -91,8 +92,8 @@ final class PeerPolicyTests: XCTestCase {
             XCTAssertEqual(policy.decide(permission: ep(text)), .refused(reason), "permission \(text)")
             XCTAssertEqual(PeerPolicy.defaultReason(ep(text)), reason, text)
         }
-        for text in ["8.8.8.8:53", "203.0.113.9:1", "172.32.0.1:80", "172.15.255.255:80", "100.128.0.1:80",
-                     "11.0.0.1:80", "1.0.0.0:80", "[2001:db8::1]:80", "[2606:4700::1111]:443",
+        for text in ["8.8.8.8:53", "93.184.215.14:1", "172.32.0.1:80", "172.15.255.255:80", "100.128.0.1:80",
+                     "11.0.0.1:80", "1.0.0.0:80", "[2a00:1450:4001::1]:80", "[2606:4700::1111]:443", "203.0.114.1:80",
                      "[64:ff9b::808:808]:53", "[::ffff:8.8.8.8]:53", "223.255.255.255:80", "[fbff::1]:80"] {
             XCTAssertEqual(policy.decide(peer: ep(text), isRelayedAddress: never), .allowed, text)
             XCTAssertEqual(policy.decide(permission: ep(text)), .allowed, "permission \(text)")

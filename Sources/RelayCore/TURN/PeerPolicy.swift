@@ -18,7 +18,8 @@ import DatagramEngine
 ///    ports of the port pool): refused, and `allowed` does not change that; a TURN client must
 ///    never reach the control API or hijack another flow's port.
 /// 4. `allowed` (`--turn-allowed-peer`): allowed, even inside the default list below.
-/// 5. `defaultDenied` (loopback, unspecified, private, link-local, multicast, broadcast, ...):
+/// 5. `defaultDenied` (loopback, unspecified, private, link-local, multicast, broadcast,
+///    reserved and documentation blocks):
 ///    refused with the block's reason.
 /// 6. Anything else: allowed.
 ///
@@ -161,6 +162,10 @@ public struct PeerPolicy: Sendable {
         ("240.0.0.0/4", .reserved),           // RFC 1112 class E, never routed
         ("198.18.0.0/15", .reserved),         // RFC 2544 benchmarking, inside lab networks
         ("100::/64", .reserved),              // RFC 6666 discard-only
+        ("192.0.2.0/24", .reserved),          // RFC 5737 and RFC 3849 documentation blocks: never a
+        ("198.51.100.0/24", .reserved),       // real peer (coturn's recommended deny list has them)
+        ("203.0.113.0/24", .reserved),
+        ("2001:db8::/32", .reserved),
     ]
 
     private static let nat64 = try! AddressRange(cidr: "64:ff9b::/96")
