@@ -16,20 +16,22 @@ let package = Package(
             pkgConfig: "liburing",
             providers: [.apt(["liburing-dev"])]
         ),
-        .target(name: "DatagramEngine", dependencies: ["CURing"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine"]),
+        // The one way into the kernel (syscall gate, errors, clock, CPU time), under every module.
+        .target(name: "SystemSupport"),
+        .target(name: "DatagramEngine", dependencies: ["CURing", "SystemSupport"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "SystemSupport"]),
         .target(name: "RelayHTTP"),
         .target(name: "LoadGen"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP"]
+            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "SystemSupport"]
         ),
         .executableTarget(
             name: "mediarelay-load",
             dependencies: ["LoadGen"]
         ),
         // The engine benchmark (bench/README.md): a forwarder thread per backend, side by side.
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine"], path: "bench/engine-bench"),
+        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "SystemSupport"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),

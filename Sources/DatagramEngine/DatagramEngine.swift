@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import CURing
 
 /// Moves UDP datagrams in batches for one thread. One API over three backends chosen at run

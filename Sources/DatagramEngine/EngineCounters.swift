@@ -1,3 +1,6 @@
+import Glibc
+import SystemSupport
+
 /// What an engine has done, as plain integers owned by the thread that runs it. The relay
 /// copies them into snapshots for the HTTP thread; nothing here is shared or locked.
 public struct EngineCounters: Sendable {
@@ -65,5 +68,64 @@ public struct EngineCounters: Sendable {
         gsoFallbacks &+= other.gsoFallbacks
         receiveRestarts &+= other.receiveRestarts
         receiveFailures &+= other.receiveFailures
+    }
+}
+
+/// Send errors counted by errno in a fixed table, so counting never allocates: the errnos a
+/// UDP sender meets get their own slot, the rest share `other`.
+public struct SendErrorCounts: Sendable {
+    public static let tracked: [Int32] = [
+        EAGAIN, ECONNREFUSED, EMSGSIZE, ENOBUFS, EPERM, EACCES, EINVAL, EIO,
+        EHOSTUNREACH, ENETUNREACH, EAFNOSUPPORT, EADDRNOTAVAIL, ENOMEM, EFAULT,
+    ]
+    var counts = InlineArray<15, UInt64>(repeating: 0)
+
+    static func slot(_ errno: Int32) -> Int {
+        switch errno {
+        case EAGAIN: 0
+        case ECONNREFUSED: 1
+        case EMSGSIZE: 2
+        case ENOBUFS: 3
+        case EPERM: 4
+        case EACCES: 5
+        case EINVAL: 6
+        case EIO: 7
+        case EHOSTUNREACH: 8
+        case ENETUNREACH: 9
+        case EAFNOSUPPORT: 10
+        case EADDRNOTAVAIL: 11
+        case ENOMEM: 12
+        case EFAULT: 13
+        default: 14
+        }
+    }
+
+    mutating func add(_ errno: Int32, _ count: UInt64 = 1) { counts[SendErrorCounts.slot(errno)] &+= count }
+
+    public var total: UInt64 {
+        var sum: UInt64 = 0
+        for index in counts.indices { sum &+= counts[index] }
+        return sum
+    }
+
+    /// Every count by errno name, zeros included: a fixed, bounded set of labels for metrics.
+    public var all: [(name: String, count: UInt64)] {
+        counts.indices.map { index in
+            (index < SendErrorCounts.tracked.count ? ErrnoName.of(SendErrorCounts.tracked[index]) : "other", counts[index])
+        }
+    }
+
+    /// Non-zero counts by errno name ("other" for the untracked rest).
+    public var byName: [(name: String, count: UInt64)] {
+        var result: [(String, UInt64)] = []
+        for index in counts.indices where counts[index] > 0 {
+            let name = index < SendErrorCounts.tracked.count ? ErrnoName.of(SendErrorCounts.tracked[index]) : "other"
+            result.append((name, counts[index]))
+        }
+        return result
+    }
+
+    public mutating func merge(_ other: SendErrorCounts) {
+        for index in counts.indices { counts[index] &+= other.counts[index] }
     }
 }

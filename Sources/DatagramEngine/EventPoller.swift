@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import CURing
 
 /// epoll over the engine's sockets and its wake-up eventfd, for the perPacket and mmsg

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import CURing
 
 /// Options for a UDP socket the engine will drive.

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import CURing
 
 /// One io_uring with a provided-buffer ring for multishot IORING_OP_RECVMSG, owned by one
