@@ -21,11 +21,18 @@
 #include <sys/syscall.h>
 #include <liburing.h>
 
-static inline struct cmsghdr *mr_cmsg_firsthdr(struct msghdr *msg) { return CMSG_FIRSTHDR(msg); }
-static inline struct cmsghdr *mr_cmsg_nexthdr(struct msghdr *msg, struct cmsghdr *cmsg) {
-    return CMSG_NXTHDR(msg, cmsg);
-}
 static inline unsigned char *mr_cmsg_data(struct cmsghdr *cmsg) { return CMSG_DATA(cmsg); }
+
+/// Walks the control messages in `length` bytes at `control`: the first one when `current` is
+/// NULL, else the one after `current`; NULL at the end. Works on any control area (a msghdr's,
+/// or the one inside an io_uring recvmsg buffer), so the engine has one walker for both.
+static inline struct cmsghdr *mr_cmsg_walk(void *control, size_t length, struct cmsghdr *current) {
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_control = control;
+    message.msg_controllen = length;
+    return current == NULL ? CMSG_FIRSTHDR(&message) : CMSG_NXTHDR(&message, current);
+}
 static inline size_t mr_cmsg_space(size_t length) { return CMSG_SPACE(length); }
 static inline size_t mr_cmsg_len(size_t length) { return CMSG_LEN(length); }
 

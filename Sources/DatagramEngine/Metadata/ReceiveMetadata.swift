@@ -1,14 +1,30 @@
 import Glibc
 import CURing
 
-/// What the kernel told us about one received datagram in its control messages.
-struct ReceiveControl {
+/// What the kernel said about one received datagram in its control messages. The one walker
+/// over received control messages, for every backend: recvmsg / recvmmsg fill a msghdr's
+/// control area, io_uring a control area inside the provided buffer; both are bytes here.
+///
+/// A new control message (UDP_GRO's segment size, for one) is one more field and one more
+/// branch in `read`.
+struct ReceiveMetadata {
     var trafficClass: UInt8 = 0
     /// The socket's cumulative drop counter (SO_RXQ_OVFL), when the kernel sent it.
     var overflowCount: UInt32? = nil
 
-    /// Reads one control message; unknown ones are ignored.
-    mutating func read(_ cmsg: UnsafeMutablePointer<cmsghdr>) {
+    /// Reads the control messages in `length` bytes at `control`; unknown ones are ignored.
+    @inline(__always)
+    init(control: UnsafeMutableRawPointer?, length: Int) {
+        guard let control else { return }
+        var cmsg = mr_cmsg_walk(control, length, nil)
+        while let current = cmsg {
+            read(current)
+            cmsg = mr_cmsg_walk(control, length, current)
+        }
+    }
+
+    @inline(__always)
+    private mutating func read(_ cmsg: UnsafeMutablePointer<cmsghdr>) {
         let level = cmsg.pointee.cmsg_level
         let type = cmsg.pointee.cmsg_type
         let data = UnsafeRawPointer(mr_cmsg_data(cmsg)!)
@@ -21,36 +37,5 @@ struct ReceiveControl {
         } else if level == SOL_SOCKET, type == mr_so_rxq_ovfl(), length >= 4 {
             overflowCount = data.loadUnaligned(as: UInt32.self)
         }
-    }
-
-    /// Reads the control messages of a msghdr filled by recvmsg / recvmmsg.
-    static func parse(_ message: UnsafeMutablePointer<msghdr>) -> ReceiveControl {
-        var control = ReceiveControl()
-        var cmsg = mr_cmsg_firsthdr(message)
-        while let current = cmsg {
-            control.read(current)
-            cmsg = mr_cmsg_nexthdr(message, current)
-        }
-        return control
-    }
-}
-
-/// Writes the control messages of one send: the TOS byte (IP_TOS for IPv4 and IPv4-mapped
-/// destinations, IPV6_TCLASS otherwise) and, for a GSO send, the segment size. Returns the
-/// length to put in msg_controllen, computed from what was written, so it cannot be wrong.
-enum SendControl {
-    /// Bytes of control space each outgoing message has: two int-sized messages fit.
-    static let capacity = 64
-
-    static func write(into control: UnsafeMutableRawPointer, ipv4: Bool, trafficClass: UInt8, segmentSize: UInt16) -> Int {
-        var value = Int32(trafficClass)
-        var used = ipv4
-            ? mr_cmsg_append(control, capacity, 0, Int32(IPPROTO_IP), IP_TOS, &value, 4)
-            : mr_cmsg_append(control, capacity, 0, Int32(IPPROTO_IPV6), IPV6_TCLASS, &value, 4)
-        if segmentSize > 0 {
-            var size = segmentSize
-            used = mr_cmsg_append(control, capacity, used, Int32(IPPROTO_UDP), mr_udp_segment(), &size, 2)
-        }
-        return used
     }
 }

@@ -1,25 +1,24 @@
 import Glibc
-import SystemSupport
 import CURing
+import SystemSupport
 
-/// epoll over the engine's sockets and its wake-up eventfd, for the perPacket and mmsg
-/// backends. Level-triggered: a socket left with datagrams when a batch filled is reported
-/// again on the next wait, so nothing is stranded.
+/// epoll over an engine's sockets and its wake-up eventfd. Level-triggered: a socket left with
+/// datagrams when a batch filled is reported again on the next wait, so nothing is stranded.
+/// Each socket is registered with its `SocketID` as the event's tag.
 final class EventPoller {
     static let wakeTag = UInt64.max
-    let descriptor: Int32
-    let events: UnsafeMutablePointer<epoll_event>
-    let capacity: Int
+    private let descriptor: Int32
+    private let events: UnsafeMutablePointer<epoll_event>
+    private let capacity: Int
 
     init(capacity: Int) throws(SystemCallError) {
-        descriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard descriptor >= 0 else { throw SystemCallError("epoll_create1", errno: errno) }
+        descriptor = Int32(try SystemCall.require("epoll_create1") { Int(epoll_create1(Int32(EPOLL_CLOEXEC))) })
         self.capacity = capacity
         events = .allocate(capacity: capacity)
     }
 
     deinit {
-        close(descriptor)
+        SystemCall.close(descriptor)
         events.deallocate()
     }
 
@@ -27,32 +26,27 @@ final class EventPoller {
         var event = epoll_event()
         event.events = EPOLLIN.rawValue
         event.data.u64 = tag
-        guard epoll_ctl(descriptor, EPOLL_CTL_ADD, fd, &event) == 0 else {
-            throw SystemCallError("epoll_ctl(ADD)", errno: errno)
-        }
+        _ = try SystemCall.require("epoll_ctl(ADD)") { Int(epoll_ctl(descriptor, EPOLL_CTL_ADD, fd, &event)) }
     }
 
     func remove(_ fd: Int32) {
-        _ = epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, nil)
+        SystemCall.ignoringFailure { Int(epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, nil)) }
     }
 
-    /// Waits up to `timeout` ms; returns how many events are in `events`.
+    /// Waits up to `timeout` ms; returns how many events `tag(_:)` can read (0 on failure).
     func wait(timeout: Int32) -> Int {
-        while true {
-            let ready = epoll_wait(descriptor, events, Int32(capacity), timeout)
-            if ready >= 0 { return Int(ready) }
-            if errno != EINTR { return 0 }
+        if case .done(let ready) = SystemCall.outcome({ Int(epoll_wait(descriptor, events, Int32(capacity), timeout)) }) {
+            return ready
         }
+        return 0
     }
-}
 
-/// An eventfd that another thread writes to wake the engine's thread from its wait.
-/// Safe to use from any thread.
-public struct EngineWaker: Sendable {
-    let descriptor: Int32
+    @inline(__always)
+    func tag(_ index: Int) -> UInt64 { events[index].data.u64 }
 
-    public func wake() {
-        var one: UInt64 = 1
-        _ = write(descriptor, &one, 8)
+    static func tag(_ id: SocketID) -> UInt64 { UInt64(id.generation) << 32 | UInt64(UInt32(bitPattern: id.slot)) }
+
+    static func socket(_ tag: UInt64) -> SocketID {
+        SocketID(slot: Int32(truncatingIfNeeded: tag & 0xFFFF_FFFF), generation: UInt32(tag >> 32))
     }
 }

@@ -1,103 +1,149 @@
 import Glibc
 import CURing
+import SystemSupport
 
-/// The perPacket and mmsg backends: epoll to learn which sockets are ready, then recvmsg per
+/// The perPacket and mmsg backends: epoll says which sockets are ready, then recvmsg per
 /// datagram or recvmmsg per socket; sendmsg per message or sendmmsg per run of one socket.
 /// Both use the same vectors and metadata handling: only the system calls differ.
-extension DatagramEngine {
-    func receiveWithPoller(timeoutMilliseconds: Int32) {
-        guard let poller, let vectors = receiveVectors else { return }
-        vectors.prepare(0..<receiveVectorsUsed)
+final class PollBackend {
+    private let state: EngineState
+    private let batched: Bool
+    private let poller: EventPoller
+    private let vectors: ReceiveVectors
+    private let waker: EngineWaker
+    /// Receive slots the last turn used: only those need `prepare` again.
+    private var slotsUsed = 0
+
+    /// `batched`: recvmmsg / sendmmsg (mmsg) rather than one call per datagram (perPacket).
+    init(state: EngineState, batched: Bool, waker: EngineWaker) throws(SystemCallError) {
+        self.state = state
+        self.batched = batched
+        self.waker = waker
+        let configuration = state.configuration
+        vectors = ReceiveVectors(capacity: configuration.batchSize, payloadSize: configuration.maxDatagramSize)
+        poller = try EventPoller(capacity: max(64, configuration.batchSize))
+        try poller.add(waker.descriptor, tag: EventPoller.wakeTag)
+    }
+
+    func register(_ id: SocketID, descriptor: Int32) throws(SystemCallError) {
+        try poller.add(descriptor, tag: EventPoller.tag(id))
+    }
+
+    func unregister(_ ids: [SocketID]) {
+        for id in ids {
+            guard let slot = state.table.lookup(id) else { continue }
+            poller.remove(state.table[slot].descriptor)
+            state.table.release(slot)
+        }
+    }
+
+    // MARK: receive
+
+    func receive(timeoutMilliseconds: Int32) {
+        vectors.prepare(0..<slotsUsed)
         let ready = poller.wait(timeout: timeoutMilliseconds)
-        counters.syscalls &+= 1
+        state.counters.syscalls &+= 1
         var used = 0
         for event in 0..<ready {
-            let tag = poller.events[event].data.u64
+            let tag = poller.tag(event)
             if tag == EventPoller.wakeTag {
-                var value: UInt64 = 0
-                _ = read(waker.descriptor, &value, 8)
-                counters.syscalls &+= 1
-                wasWoken = true
+                waker.drain()
+                state.counters.syscalls &+= 1
+                state.wasWoken = true
                 continue
             }
-            let id = SocketID(slot: Int32(truncatingIfNeeded: tag & 0xFFFF_FFFF), generation: UInt32(tag >> 32))
-            guard used < vectors.capacity, let slot = table.lookup(id) else { continue }
-            let descriptor = table[slot].descriptor
-            if backend == .mmsg {
-                let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT)
-                let count = Int(mr_recvmmsg(descriptor, vectors.headers + used, UInt32(vectors.capacity - used), flags))
-                counters.syscalls &+= 1
-                guard count > 0 else { continue }
-                counters.noteBatch(count)
-                for index in used..<(used + count) { take(index, from: vectors, socket: id, slot: slot) }
-                used += count
-            } else {
-                while used < vectors.capacity {
-                    let length = recvmsg(descriptor, &vectors.headers[used].msg_hdr, Int32(MSG_DONTWAIT))
-                    counters.syscalls &+= 1
-                    guard length >= 0 else { break }
-                    vectors.headers[used].msg_len = UInt32(length)
-                    counters.noteBatch(1)
-                    take(used, from: vectors, socket: id, slot: slot)
-                    used += 1
-                }
-            }
+            let id = EventPoller.socket(tag)
+            guard used < vectors.capacity, let slot = state.table.lookup(id) else { continue }
+            let descriptor = state.table[slot].descriptor
+            used = batched ? receiveMany(descriptor, id: id, slot: slot, used: used)
+                           : receiveEach(descriptor, id: id, slot: slot, used: used)
         }
-        receiveVectorsUsed = used
+        slotsUsed = used
+    }
+
+    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
+    private func receiveMany(_ descriptor: Int32, id: SocketID, slot: Int, used: Int) -> Int {
+        let room = vectors.capacity - used
+        let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT)
+        let outcome = SystemCall.outcome { Int(mr_recvmmsg(descriptor, vectors.headers(from: used), UInt32(room), flags)) }
+        state.counters.syscalls &+= 1
+        guard case .done(let count) = outcome, count > 0 else { return used }
+        state.counters.noteBatch(count)
+        for index in used..<(used + count) { deliver(index, id: id, slot: slot) }
+        return used + count
+    }
+
+    /// recvmsg until the socket is empty or the slots are full.
+    private func receiveEach(_ descriptor: Int32, id: SocketID, slot: Int, used start: Int) -> Int {
+        var used = start
+        while used < vectors.capacity {
+            let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT)) }
+            state.counters.syscalls &+= 1
+            guard case .done(let length) = outcome else { break }
+            vectors.setLength(length, at: used)
+            state.counters.noteBatch(1)
+            deliver(used, id: id, slot: slot)
+            used += 1
+        }
+        return used
     }
 
     @inline(__always)
-    private func take(_ index: Int, from vectors: ReceiveVectors, socket id: SocketID, slot: Int) {
-        let header = withUnsafeMutablePointer(to: &vectors.headers[index].msg_hdr) { $0 }
-        let control = ReceiveControl.parse(header)
-        let source = Endpoint(reading: header.pointee.msg_name, length: header.pointee.msg_namelen)
-        let truncated = header.pointee.msg_flags & Int32(MSG_TRUNC) != 0
-        let payload = UnsafeRawBufferPointer(start: vectors.payloads + index * vectors.payloadSize,
-                                             count: Int(vectors.headers[index].msg_len))
-        accept(socket: id, slot: slot, source: source, control: control, truncated: truncated, payload: payload)
+    private func deliver(_ index: Int, id: SocketID, slot: Int) {
+        let datagram = vectors.datagram(at: index)
+        _ = state.deliver(socket: id, slot: slot, source: datagram.source, metadata: datagram.metadata,
+                          truncated: datagram.truncated, payload: datagram.payload)
     }
 
-    func sendWithSendmsg() {
-        for index in 0..<sendVectors.count {
-            let descriptor = table[Int(sendVectors.messages[index].slot)].descriptor
-            while true {
-                counters.syscalls &+= 1
-                if sendmsg(descriptor, &sendVectors.headers[index].msg_hdr, 0) >= 0 {
-                    noteSent(sendVectors.messages[index])
-                } else if errno == EINTR {
-                    continue
-                } else {
-                    noteFailed(index, errno: errno)
-                }
-                break
+    // MARK: send
+
+    func send() {
+        if batched { sendRuns() } else { sendEach() }
+    }
+
+    private func sendEach() {
+        let vectors = state.sendVectors
+        for index in 0..<vectors.count {
+            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            state.counters.syscalls &+= 1
+            switch SystemCall.outcome({ sendmsg(descriptor, vectors.header(at: index), 0) }) {
+            case .done: state.sent(index)
+            case .wouldBlock: state.refused(index, errno: EAGAIN)
+            case .failed(let code): state.refused(index, errno: code)
             }
         }
     }
 
-    func sendWithSendmmsg() {
+    /// One sendmmsg per run of messages for one socket, repeated until the run is sent.
+    private func sendRuns() {
+        let vectors = state.sendVectors
         var start = 0
-        let total = sendVectors.count
+        let total = vectors.count
         while start < total {
-            let slot = sendVectors.messages[start].slot
+            let slot = vectors.message(start).slot
             var end = start + 1
-            while end < total && sendVectors.messages[end].slot == slot { end += 1 }
-            let descriptor = table[Int(slot)].descriptor
+            while end < total && vectors.message(end).slot == slot { end += 1 }
+            let descriptor = state.table[Int(slot)].descriptor
             var next = start
             while next < end {
-                counters.syscalls &+= 1
-                let sent = Int(mr_sendmmsg(descriptor, sendVectors.headers + next, UInt32(end - next), 0))
-                if sent > 0 {
-                    for index in next..<(next + sent) { noteSent(sendVectors.messages[index]) }
+                state.counters.syscalls &+= 1
+                let outcome = SystemCall.outcome { Int(mr_sendmmsg(descriptor, vectors.headers(from: next), UInt32(end - next), 0)) }
+                switch outcome {
+                case .done(let sent) where sent > 0:
+                    for index in next..<(next + sent) { state.sent(index) }
                     next += sent
-                } else if errno == EAGAIN || errno == ENOBUFS {
-                    // The socket's buffer is full: the rest of the run would fail the same way,
-                    // one syscall each. Count them all and move on.
-                    let code = errno
-                    for index in next..<end { counters.sendErrors.add(code, UInt64(sendVectors.messages[index].segments)) }
+                case .done:
+                    // Only an empty vector gives 0; never spin on it.
+                    state.refused(next..<end, errno: EAGAIN)
                     next = end
-                } else if errno != EINTR {
+                case .wouldBlock, .failed(ENOBUFS):
+                    // The socket's buffer is full: the rest of the run would fail the same way,
+                    // one system call each. Count them all and move on.
+                    state.refused(next..<end, errno: outcome == .wouldBlock ? EAGAIN : ENOBUFS)
+                    next = end
+                case .failed(let code):
                     // sendmmsg reports the error of the first message it could not send.
-                    noteFailed(next, errno: errno)
+                    state.refused(next, errno: code)
                     next += 1
                 }
             }

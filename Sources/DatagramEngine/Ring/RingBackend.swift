@@ -1,62 +1,81 @@
 import Glibc
 import CURing
+import SystemSupport
 
-/// The io_uring backend: receives arrive as completions of one multishot RECVMSG per socket,
-/// into provided buffers that are lent to the turn's sends and given back on the next receive;
-/// all the sends of a flush go out in one submit, across sockets.
-extension DatagramEngine {
-    func receiveWithRing(timeoutMilliseconds: Int32) {
-        guard let ring else { return }
+/// The io_uring backend's state machine: receives arrive as completions of one multishot
+/// RECVMSG per socket, into provided buffers that are lent to the turn's sends and given back
+/// on the next receive; all the sends of a flush go out in one submit, across sockets. The
+/// ring itself (memory, tags, reaping) is `Ring`'s.
+final class RingBackend {
+    let state: EngineState
+    let ring: Ring
+    /// Sockets whose receive must be (re-)armed before the turn waits.
+    var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
+    private var outstandingSends = 0
+
+    init(state: EngineState, waker: EngineWaker) throws(SystemCallError) {
+        let configuration = state.configuration
+        ring = try Ring(buffers: max(configuration.uringBuffers, configuration.batchSize * 2),
+                        payloadSize: configuration.maxDatagramSize, wakeDescriptor: waker.descriptor)
+        self.state = state
+        toArm.reserveCapacity(1024)
+    }
+
+    func register(_ id: SocketID, descriptor: Int32) {
+        toArm.append((Int(id.slot), id.generation, descriptor))
+    }
+
+    // MARK: receive
+
+    func receive(timeoutMilliseconds: Int32) {
         ring.recycleHeld()
-        while ring.stashCount > 0 && receivedCount < configuration.batchSize {
-            handle(ring.popStash(), ring: ring)
+        while ring.stashCount > 0 && !state.isFull {
+            handle(ring.takeKept())
         }
         // Re-arm after the stash: a receive that ended there (out of buffers) must be armed
         // again before this turn waits, or its socket's datagrams wait for the timeout.
-        ring.armPending()
-        if receivedCount == 0 && !wasWoken {
-            var ready = ring.peek()
-            if ready == 0 {
+        armPending()
+        if state.receivedCount == 0 && !state.wasWoken {
+            if reapForTurn() == 0 {
                 ring.submitAndWait(milliseconds: timeoutMilliseconds)
-                ready = ring.peek()
+                _ = reapForTurn()
             }
-            var consumed = 0
-            while consumed < ready && receivedCount < configuration.batchSize {
-                let entry = ring.completions[consumed]!.pointee
-                handle(URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags), ring: ring)
-                consumed += 1
-            }
-            ring.advance(consumed)
         }
         // Receives that ended in this turn are armed now, and re-arms and the wake-up read reach
         // the kernel even in turns that found completions waiting and so did not enter it.
-        ring.armPending()
+        armPending()
         if ring.pendingSubmissions > 0 { ring.submit() }
         ring.commitRecycled()
-        counters.noteBatch(receivedCount)
-        counters.syscalls &+= ring.takeSyscalls()
+        state.counters.noteBatch(state.receivedCount)
+        state.counters.syscalls &+= ring.takeSyscalls()
     }
 
-    private func handle(_ completion: URingDriver.Completion, ring: URingDriver) {
-        let kind = completion.tag >> 56
-        if kind == URingDriver.Kind.receive.rawValue {
-            handleReceive(completion, ring: ring)
-        } else if kind == URingDriver.Kind.send.rawValue {
-            handleSend(completion, ring: ring)
-        } else if kind == URingDriver.Kind.wake.rawValue {
-            wasWoken = true
-            ring.armWake()
+    private func reapForTurn() -> Int {
+        ring.reap { completion in
+            handle(completion)
+            return !state.isFull
         }
     }
 
-    func handleReceive(_ completion: URingDriver.Completion, ring: URingDriver) {
-        let slot = Int(completion.tag & 0xFF_FFFF)
-        let generation = UInt32(truncatingIfNeeded: completion.tag >> 24)
-        let current = table.holds(slot: slot, generation: generation)
-        let active = current && table[slot].active
+    private func handle(_ completion: RingCompletion) {
+        switch completion.tag.kind {
+        case .receive: handleReceive(completion)
+        case .send: handleSend(completion)
+        case .wake:
+            state.wasWoken = true
+            ring.prepareWakeRead()
+        case .cancel, nil: break
+        }
+    }
+
+    func handleReceive(_ completion: RingCompletion) {
+        let slot = completion.tag.slot
+        let generation = completion.tag.generation
+        let current = state.table.holds(slot: slot, generation: generation)
+        let active = current && state.table[slot].active
         if completion.flags & UInt32(IORING_CQE_F_BUFFER) != 0 {
             let id = UInt16(truncatingIfNeeded: completion.flags >> UInt32(IORING_CQE_BUFFER_SHIFT))
-            if active && completion.result >= 0 && take(id, length: completion.result, slot: slot, generation: generation, ring: ring) {
+            if active && completion.result >= 0 && deliver(id, length: completion.result, slot: slot, generation: generation) {
                 ring.hold(id)
             } else {
                 ring.recycle(id)
@@ -65,128 +84,68 @@ extension DatagramEngine {
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
             if active && (completion.result >= 0 || completion.result == -ENOBUFS || completion.result == -EINTR) {
                 // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
-                counters.receiveRestarts &+= 1
-                ring.arm(slot: slot, generation: generation, descriptor: table[slot].descriptor)
+                state.counters.receiveRestarts &+= 1
+                toArm.append((slot, generation, state.table[slot].descriptor))
             } else if active {
                 // A lasting error (the socket is unusable): re-arming would spin. The socket
                 // stays registered but deaf; the failure is counted.
-                counters.receiveFailures &+= 1
+                state.counters.receiveFailures &+= 1
             } else if current {
-                table.release(slot)
+                state.table.release(slot)
             }
         }
     }
 
     /// Reads one provided buffer; true when it became a received datagram (the buffer is lent).
-    private func take(_ id: UInt16, length: Int32, slot: Int, generation: UInt32, ring: URingDriver) -> Bool {
-        let buffer = ring.buffer(id)
-        guard let header = io_uring_recvmsg_validate(buffer, length, ring.template) else {
-            counters.truncated &+= 1
+    @inline(__always)
+    private func deliver(_ id: UInt16, length: Int32, slot: Int, generation: UInt32) -> Bool {
+        guard let datagram = ring.datagram(inBuffer: id, length: length) else {
+            state.counters.truncated &+= 1
             return false
         }
-        var control = ReceiveControl()
-        var cmsg = io_uring_recvmsg_cmsg_firsthdr(header, ring.template)
-        while let current = cmsg {
-            control.read(current)
-            cmsg = io_uring_recvmsg_cmsg_nexthdr(header, ring.template, current)
-        }
-        let source = Endpoint(reading: io_uring_recvmsg_name(header), length: header.pointee.namelen)
-        let payloadLength = Int(io_uring_recvmsg_payload_length(header, length, ring.template))
-        let payload = UnsafeRawBufferPointer(start: io_uring_recvmsg_payload(header, ring.template), count: payloadLength)
-        let truncated = header.pointee.flags & UInt32(MSG_TRUNC) != 0
-        let before = receivedCount
-        accept(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot, source: source,
-               control: control, truncated: truncated, payload: payload)
-        return receivedCount > before
+        return state.deliver(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot,
+                             source: datagram.source, metadata: datagram.metadata,
+                             truncated: datagram.truncated, payload: datagram.payload)
     }
 
-    private func handleSend(_ completion: URingDriver.Completion, ring: URingDriver) {
-        let index = Int(completion.tag & 0xFF_FFFF)
-        ring.outstandingSends -= 1
-        if completion.result >= 0 {
-            noteSent(sendVectors.messages[index])
-        } else {
-            noteFailed(index, errno: -completion.result)
+    /// Queues a multishot receive for every socket waiting for one.
+    private func armPending() {
+        guard !toArm.isEmpty else { return }
+        for (slot, generation, descriptor) in toArm {
+            ring.prepareReceive(descriptor: descriptor, tag: RingTag(.receive, generation: generation, slot: slot))
         }
+        toArm.removeAll(keepingCapacity: true)
     }
 
-    /// Waits until each cancelled receive has delivered its last completion, so the sockets are
-    /// closed (and their ports free) when `unregister` returns. A last completion may already
-    /// sit in the stash (kept while reaping sends) or the CQ ring; when the kernel says there
-    /// was nothing left to cancel and neither holds it, that receive had already ended.
-    func finishCancellations(_ waiting: [(slot: Int, generation: UInt32)], ring: URingDriver) {
-        var receives: [UInt64: Int] = [:]
-        var cancels: [UInt64: Int] = [:]
-        for (slot, generation) in waiting {
-            receives[URingDriver.tag(.receive, generation: generation, slot: slot)] = slot
-            cancels[URingDriver.tag(.cancel, generation: generation, slot: slot)] = slot
-        }
-        for _ in 0..<ring.stashCount {
-            let completion = ring.popStash()
-            if receives[completion.tag] != nil { handleReceive(completion, ring: ring) } else { ring.pushStash(completion) }
-        }
-        ring.submitAndGetEvents()
-        var nothingToCancel = Set<Int>()
-        func pending() -> [Int] { waiting.map(\.slot).filter { !table.isReleased($0) } }
-        var open = pending()
-        while !open.isEmpty {
-            let ready = ring.peek()
-            for position in 0..<ready {
-                let entry = ring.completions[position]!.pointee
-                let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
-                if receives[entry.user_data] != nil {
-                    handleReceive(completion, ring: ring)
-                } else if let slot = cancels[entry.user_data] {
-                    // -ENOENT: nothing was in flight. (-EALREADY means the receive is still
-                    // finishing: keep waiting for its last completion.)
-                    if entry.res == -ENOENT { nothingToCancel.insert(slot) }
-                } else {
-                    ring.pushStash(completion)
-                }
-            }
-            ring.advance(ready)
-            ring.commitRecycled()
-            open = pending()
-            guard !open.isEmpty, ready == 0 else { continue }
-            let ended = open.filter { nothingToCancel.contains($0) }
-            if ended.isEmpty {
-                ring.submitAndWaitOne()
-            } else {
-                for slot in ended { table.release(slot) }
-                open = pending()
-            }
-        }
-    }
+    // MARK: send
 
     /// Queues one SENDMSG per message, submits them all with one io_uring_enter, and waits
     /// until every one has completed: the received buffers they point into go back to the
     /// kernel on the next receive. Receive completions met meanwhile are kept for it.
-    func sendWithRing() {
-        guard let ring else { return }
-        for index in 0..<sendVectors.count {
-            let entry = ring.nextSubmission()
-            let descriptor = table[Int(sendVectors.messages[index].slot)].descriptor
-            // MSG_DONTWAIT: a full socket buffer is an EAGAIN result (counted, as with sendmmsg),
-            // never a poll that would hold the worker until the socket drains.
-            io_uring_prep_sendmsg(entry, descriptor, &sendVectors.headers[index].msg_hdr, UInt32(MSG_DONTWAIT))
-            io_uring_sqe_set_data64(entry, URingDriver.tag(.send, slot: index))
+    func send() {
+        let vectors = state.sendVectors
+        for index in 0..<vectors.count {
+            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            ring.prepareSend(descriptor: descriptor, header: vectors.header(at: index), tag: RingTag(.send, slot: index))
         }
-        ring.outstandingSends += sendVectors.count
+        outstandingSends += vectors.count
         ring.submitAndGetEvents()
-        while ring.outstandingSends > 0 {
-            let ready = ring.peek()
-            for position in 0..<ready {
-                let entry = ring.completions[position]!.pointee
-                let completion = URingDriver.Completion(tag: entry.user_data, result: entry.res, flags: entry.flags)
-                if entry.user_data >> 56 == URingDriver.Kind.send.rawValue {
-                    handleSend(completion, ring: ring)
-                } else {
-                    ring.pushStash(completion)
-                }
+        while outstandingSends > 0 {
+            let reaped = ring.reap { completion in
+                if completion.tag.kind == .send { handleSend(completion) } else { ring.keep(completion) }
+                return true
             }
-            ring.advance(ready)
-            if ring.outstandingSends > 0 && ready == 0 { ring.submitAndWaitOne() }
+            if outstandingSends > 0 && reaped == 0 { ring.submitAndWaitOne() }
         }
-        counters.syscalls &+= ring.takeSyscalls()
+        state.counters.syscalls &+= ring.takeSyscalls()
+    }
+
+    private func handleSend(_ completion: RingCompletion) {
+        outstandingSends -= 1
+        if completion.result >= 0 {
+            state.sent(completion.tag.slot)
+        } else {
+            state.refused(completion.tag.slot, errno: -completion.result)
+        }
     }
 }
