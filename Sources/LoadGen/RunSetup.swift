@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 
 /// The sockets and flows of one run, and the latching that must happen before measuring.

@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 
 /// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
