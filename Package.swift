@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "SystemSupport"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "SystemSupport"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "SystemSupport"]),
-        .target(name: "RelayHTTP"),
+        .target(name: "RelayHTTP", dependencies: ["SystemSupport"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks.
         .target(name: "CLoadGen"),
