@@ -3,7 +3,7 @@ import SystemSupport
 
 /// What an engine has done, as plain integers owned by the thread that runs it. The relay
 /// copies them into snapshots for the HTTP thread; nothing here is shared or locked.
-public struct EngineCounters: Sendable {
+public struct EngineCounters: Sendable, SummedCounters {
     public var datagramsIn: UInt64 = 0
     public var bytesIn: UInt64 = 0
     public var datagramsOut: UInt64 = 0
@@ -36,6 +36,12 @@ public struct EngineCounters: Sendable {
 
     public init() {}
 
+    /// The plain counters `merge` sums (CountersMergeTests checks none is missing).
+    public static var summedFields: [WritableKeyPath<EngineCounters, UInt64>] {
+        [\.datagramsIn, \.bytesIn, \.datagramsOut, \.bytesOut, \.syscalls, \.receiveBatches, \.kernelDrops,
+         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.receiveRestarts, \.receiveFailures]
+    }
+
     mutating func noteBatch(_ size: Int) {
         guard size > 0 else { return }
         receiveBatches &+= 1
@@ -49,25 +55,11 @@ public struct EngineCounters: Sendable {
 
     /// Adds another worker's counters, for totals.
     public mutating func merge(_ other: EngineCounters) {
-        datagramsIn &+= other.datagramsIn
-        bytesIn &+= other.bytesIn
-        datagramsOut &+= other.datagramsOut
-        bytesOut &+= other.bytesOut
-        syscalls &+= other.syscalls
-        receiveBatches &+= other.receiveBatches
-        for index in batchSizes.indices { batchSizes[index] &+= other.batchSizes[index] }
-        kernelDrops &+= other.kernelDrops
-        truncated &+= other.truncated
+        add(other)
+        batchSizes.add(other.batchSizes)
+        ecnIn.add(other.ecnIn)
+        ecnOut.add(other.ecnOut)
         sendErrors.merge(other.sendErrors)
-        for index in 0..<4 {
-            ecnIn[index] &+= other.ecnIn[index]
-            ecnOut[index] &+= other.ecnOut[index]
-        }
-        gsoSegments &+= other.gsoSegments
-        gsoSends &+= other.gsoSends
-        gsoFallbacks &+= other.gsoFallbacks
-        receiveRestarts &+= other.receiveRestarts
-        receiveFailures &+= other.receiveFailures
     }
 }
 
@@ -126,6 +118,6 @@ public struct SendErrorCounts: Sendable {
     }
 
     public mutating func merge(_ other: SendErrorCounts) {
-        for index in counts.indices { counts[index] &+= other.counts[index] }
+        counts.add(other.counts)
     }
 }
