@@ -91,7 +91,7 @@ struct RunSetup: Sendable {
         let deadline = MonotonicClock.now() + 2_000_000_000
         while seenCount < streams, MonotonicClock.now() < deadline {
             var p = pollfd(fd: latchWitness.fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&p, 1, 10)
+            SystemCall.ignoringFailure { Int(poll(&p, 1, 10)) }
             drain()
         }
         if seenCount < streams {

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// Lifecycle log lines on stderr, one per event, `mediarelay[LEVEL] message`. Never per packet.
 struct Log: Sendable {
@@ -17,8 +18,13 @@ struct Log: Sendable {
         guard Log.rank(level) >= Log.rank(self.level) else { return }
         let line = "mediarelay[\(level.rawValue)] \(message)\n"
         // One write(2) per line: lines from different threads never interleave.
+        Log.writeStandardError(line)
+    }
+
+    /// One write(2) of the whole line to stderr (through the gate, so a signal cannot cut it).
+    static func writeStandardError(_ line: String) {
         var bytes = Array(line.utf8)
-        _ = Glibc.write(2, &bytes, bytes.count)
+        SystemCall.ignoringFailure { Glibc.write(2, &bytes, bytes.count) }
     }
 
     func info(_ message: String) { write(.info, message) }
@@ -26,8 +32,7 @@ struct Log: Sendable {
     /// Written at every level: the line that says where the server listens, which tools
     /// (and people) wait for.
     func always(_ message: String) {
-        var bytes = Array("mediarelay[info] \(message)\n".utf8)
-        _ = Glibc.write(2, &bytes, bytes.count)
+        Log.writeStandardError("mediarelay[info] \(message)\n")
     }
     func warning(_ message: String) { write(.warning, message) }
     func error(_ message: String) { write(.error, message) }

@@ -6,8 +6,7 @@ do {
     command = try ServerOptions.parse(arguments: Array(CommandLine.arguments.dropFirst()),
                                       environment: ProcessInfo.processInfo.environment)
 } catch {
-    var line = Array((error.description + "\n").utf8)
-    _ = write(2, &line, line.count)
+    Log.writeStandardError(error.description + "\n")
     exit(error.exitCode)
 }
 
