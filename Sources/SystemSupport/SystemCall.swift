@@ -33,17 +33,6 @@ public enum SystemCall {
         }
     }
 
-    /// Runs `call`, a C call that returns the negated errno when it fails (liburing's habit).
-    @inlinable @inline(__always)
-    public static func negatedOutcome(_ call: () -> Int32) -> CallOutcome {
-        while true {
-            let result = call()
-            if result >= 0 { return .done(Int(result)) }
-            if result == -EINTR { continue }
-            return result == -EAGAIN ? .wouldBlock : .failed(-result)
-        }
-    }
-
     /// Runs a non-blocking call: its result, `nil` for "would block", or an error that says
     /// what was being done (`operation`) and to which address.
     @inlinable
