@@ -39,8 +39,9 @@ extension EngineState {
     private func resendWithoutGSO(_ index: Int) {
         let message = sendVectors.message(index)
         let slot = Int(message.slot)
+        // One socket, one fallback: the other GSO runs of the same flush are refused as well.
+        if table[slot].gsoEnabled { counters.gsoFallbacks &+= 1 }
         table[slot].gsoEnabled = false
-        counters.gsoFallbacks &+= 1
         sendVectors.unmerge(index)
         let descriptor = table[slot].descriptor
         let header = sendVectors.header(at: index)
