@@ -121,7 +121,7 @@ extension StringProtocol {
 }
 
 /// "Connection refused (ECONNREFUSED)": the C library's text, then the C name.
-func errnoText(_ code: Int32 = errno) -> String {
+func errnoText(_ code: Int32) -> String {
     "\(String(cString: strerror(code))) (\(ErrnoName.of(code)))"
 }
 
