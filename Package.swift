@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine"]),
         .testTarget(name: "DeployTests"),
     ],
     swiftLanguageModes: [.v6]
