@@ -94,7 +94,7 @@ public final class HTTPServer: Sendable {
         guard !alreadyStopped else { return }
         if wasStarted, let finished {
             var byte: UInt8 = 1
-            _ = Glibc.write(wakeWriteFD, &byte, 1)
+            SystemCall.ignoringFailure { Glibc.write(wakeWriteFD, &byte, 1) }
             finished.wait()
         }
         SocketCall.close(listenFD)
