@@ -164,7 +164,11 @@ final class PeerPolicyTests: XCTestCase {
         XCTAssertEqual(policy.decide(peer: ep("10.0.0.6:40001"), isRelayedAddress: relayed), .refused(.privateNetwork),
                        "another host's port 40001 is not ours")
         XCTAssertEqual(policy.decide(peer: ep("8.8.8.8:40001"), isRelayedAddress: relayed), .allowed)
-        XCTAssertTrue(asked.isEmpty, "the hook is asked about own addresses only")
+        XCTAssertEqual(policy.decide(peer: ep("127.0.0.1:40001"), isRelayedAddress: relayed), .refused(.relaySocket))
+        XCTAssertEqual(policy.decide(peer: ep("127.0.0.1:50001"), isRelayedAddress: { _ in true }), .refused(.loopback),
+                       "loopback at a relayed port could be another local service: not a relayed address")
+        XCTAssertEqual(policy.decide(peer: ep("0.0.0.0:50001"), isRelayedAddress: { _ in true }), .refused(.unspecified))
+        XCTAssertTrue(asked.isEmpty, "the hook is asked about relay addresses only")
         XCTAssertEqual(policy.decide(permission: ep("10.0.0.6:0")), .refused(.privateNetwork))
         XCTAssertEqual(policy.decide(permission: ep("0.0.0.0:0")), .refused(.unspecified),
                        "a wildcard relay address is not an address to give peers")

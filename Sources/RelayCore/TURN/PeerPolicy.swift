@@ -10,8 +10,9 @@ import DatagramEngine
 ///
 /// Order of the rules, first match wins:
 /// 1. `denied` (`--turn-denied-peer`): refused. The operator's explicit refusal beats everything.
-/// 2. Another allocation's relayed address on this server (the `isRelayedAddress` hook; for an
-///    address-only check, any of `relayAddresses`): allowed. Two WebRTC clients of one TURN
+/// 2. Another allocation's relayed address on this server (an address of `relayAddresses` for
+///    which the `isRelayedAddress` hook says yes; for an address-only check, any address of
+///    `relayAddresses`): allowed. Two WebRTC clients of one TURN
 ///    service reach each other this way, even when the relay's address is private or loopback.
 /// 3. One of the relay's own non-relay sockets (`ownSockets`: control/HTTP port, TURN
 ///    listeners, forward-rule listeners; `ownPorts` on any own address: session and relayed
@@ -33,17 +34,17 @@ public struct PeerPolicy: Sendable {
     public var denied: [AddressRange]
     /// The relay's sockets that are not relayed addresses (the worker fills this in). A socket
     /// bound to a wildcard (0.0.0.0 or ::) stands for its port on every own address.
-    public var ownSockets: Set<Endpoint>
+    public private(set) var ownSockets: Set<Endpoint>
     /// Ports the relay hands to sessions and relayed addresses (the port pool): refused on own
     /// addresses unless the hook says the port is an allocation's relayed address.
-    public var ownPorts: ClosedRange<UInt16>?
+    public private(set) var ownPorts: ClosedRange<UInt16>?
     /// Addresses relayed sockets are bound to and advertised as (port ignored). A wildcard is
     /// dropped: it names no address a peer could be given.
-    public var relayAddresses: Set<Endpoint>
+    public private(set) var relayAddresses: Set<Endpoint>
     /// This host's other addresses (interfaces) and those of `ownSockets`, port ignored;
     /// loopback and unspecified addresses always count as own. Needed when an own socket binds
     /// a wildcard, so its port is refused on every address that reaches this host.
-    public var ownAddresses: Set<Endpoint>
+    public private(set) var ownAddresses: Set<Endpoint>
 
     public init(allowed: [AddressRange] = [], denied: [AddressRange] = [], ownSockets: [Endpoint] = [],
                 ownPorts: ClosedRange<UInt16>? = nil, relayAddresses: [Endpoint] = [], ownAddresses: [Endpoint] = []) {
@@ -66,12 +67,14 @@ public struct PeerPolicy: Sendable {
 
     /// The verdict for a ChannelBind or Send peer, address and port. `isRelayedAddress` answers
     /// whether the endpoint is the relayed address of an allocation on this server; it is
-    /// asked only about own addresses.
+    /// asked only about addresses of `relayAddresses`, so a hook that looks at the port alone is
+    /// enough (and 127.0.0.1 or 0.0.0.0 at a relayed port, which could reach another local
+    /// service on that port, is not taken for a relayed address).
     public func decide(peer: Endpoint, isRelayedAddress: (Endpoint) -> Bool) -> PeerDecision {
         if PeerPolicy.anyContains(denied, peer) { return .refused(.operatorDenied) }
         let key = PeerPolicy.key(peer, port: peer.port)
         if isOwnAddress(key) {
-            if isRelayedAddress(peer) { return .allowed }
+            if relayAddresses.contains(PeerPolicy.key(peer, port: 0)) && isRelayedAddress(peer) { return .allowed }
             if isOwnSocket(key) { return .refused(.relaySocket) }
         }
         return decideByLists(peer)
