@@ -18,25 +18,28 @@ release: deps
 	$(SWIFT) build -c release
 
 # Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat (its
-# TCP control channel beside the relay), systemd-analyze (checks the unit) and PyYAML (checks
-# the deploy files). Installed when missing; when that fails, make stops here and says why:
-# under `make test` the tests treat a missing tool as an error, never as a skip.
-TEST_TOOLS := iperf3:iperf3 socat:socat systemd-analyze:systemd
+# TCP control channel beside the relay), systemd-analyze (checks the unit), coturn
+# (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
+# bench/turn-bench.sh) and PyYAML (checks the deploy files). Installed when missing; when that
+# fails, make stops here and says why: under `make test` a missing tool is an error, never a skip.
+TEST_TOOLS := iperf3:iperf3 socat:socat systemd-analyze:systemd \
+	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn
 test-deps:
 	@missing=""; \
 	for pair in $(TEST_TOOLS); do \
-		command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; \
+		command -v $${pair%%:*} >/dev/null || case " $$missing " in \
+			*" $${pair#*:} "*) ;; *) missing="$$missing $${pair#*:}";; esac; \
 	done; \
 	python3 -c 'import yaml' 2>/dev/null || missing="$$missing python3-yaml"; \
 	if [ -n "$$missing" ]; then \
 		echo "make: installing$$missing for the tests"; \
 		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; } || \
-			{ echo "make: could not install$$missing; the tests need them (apt-get install$$missing)" >&2; exit 1; }; \
+			{ echo "make: ERROR: could not install$$missing; the tests need them (apt-get install$$missing)" >&2; exit 1; }; \
 	fi; \
 	for pair in $(TEST_TOOLS); do \
-		command -v $${pair%%:*} >/dev/null || { echo "make: $${pair%%:*} still missing after installing $${pair#*:}" >&2; exit 1; }; \
+		command -v $${pair%%:*} >/dev/null || { echo "make: ERROR: $${pair%%:*} still missing after installing $${pair#*:}" >&2; exit 1; }; \
 	done; \
-	python3 -c 'import yaml' || { echo "make: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
+	python3 -c 'import yaml' || { echo "make: ERROR: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
 
 test: deps test-deps
 	$(SWIFT) build --build-tests

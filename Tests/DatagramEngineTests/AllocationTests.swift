@@ -42,7 +42,7 @@ final class AllocationTests: XCTestCase {
     /// The fallback resend allocates nothing either: a warm-up socket meets the refusal first,
     /// then a second refusing socket's first flush (refused, resent one by one) is counted.
     func testTheGSOFallbackResendAllocatesNothing() throws {
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let receiver = try UDPSocket(binding: Loopback.v4)
             _ = try engine.register(receiver)

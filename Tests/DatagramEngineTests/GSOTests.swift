@@ -6,7 +6,7 @@ import XCTest
 /// and the datagrams go out one by one, none lost.
 final class GSOTests: XCTestCase {
     func testEqualSizeRunsLeaveAsOneSendAndArriveAsSeparateDatagrams() throws {
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let senderSocket = try UDPSocket(binding: Loopback.v4)
             XCTAssertTrue(senderSocket.supportsGSO, "the kernel here supports UDP_SEGMENT")
@@ -66,7 +66,7 @@ final class GSOTests: XCTestCase {
         var families = [Loopback.v4]
         if Loopback.hasIPv6 { families.append(Loopback.v6) }
         let refusals = GSORefusal.allCases.filter { $0 != .udpLite || GSORefusal.kernelHasUDPLite }
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             for refusal in refusals {
                 for local in families {
                     try checkFallback(backend: backend, refusal: refusal, local: local)
@@ -77,7 +77,7 @@ final class GSOTests: XCTestCase {
         try XCTSkipUnless(GSORefusal.kernelHasUDPLite, "this kernel has no UDP-Lite: the EIO refusal was not exercised")
     }
 
-    private func checkFallback(backend: BackendChoice, refusal: GSORefusal, local: Endpoint) throws {
+    private func checkFallback(backend: Backend, refusal: GSORefusal, local: Endpoint) throws {
         let label = "\(backend) \(refusal) \(local.hostText)"
         let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
         let senderSocket = try refusal.sender(binding: local)

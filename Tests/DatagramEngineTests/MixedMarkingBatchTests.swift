@@ -8,7 +8,7 @@ import XCTest
 /// every marking intact.
 final class MixedMarkingBatchTests: XCTestCase {
     func testMixedMarkingsInOneTurnLeaveInOneBatch() throws {
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let sender = try engine.register(UDPSocket(binding: Loopback.v4))
             // The receiving side is a separate mmsg engine, so its receive batches are its own.
