@@ -1,9 +1,9 @@
 import Foundation
 import XCTest
 
-/// Outside programs some tests drive (iperf3, socat, coturn's tools). `make test` installs them (make
-/// test-deps, which fails when it cannot) and sets MEDIARELAY_REQUIRE_TEST_TOOLS=1, so there a
-/// missing tool is an error; a bare `swift test` on a machine without them skips and says how.
+/// Outside programs some tests drive (iperf3, socat, coturn's tools). `make test` installs
+/// them (make test-deps, which fails when it cannot) and sets MEDIARELAY_REQUIRE_TEST_TOOLS=1,
+/// so there a missing tool is an error; a bare `swift test` without them skips and says how.
 enum TestTools {
     struct Missing: Error, CustomStringConvertible {
         let description: String
