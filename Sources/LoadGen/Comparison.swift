@@ -19,7 +19,10 @@ public struct Comparison: Sendable {
         guard access(options.server, X_OK) == 0 else {
             throw LoadError("--server \(options.server): not an executable file (build it first: swift build -c release)")
         }
-        let engines = EngineSetting.all
+        if let reference = options.reference, access(reference, X_OK) != 0 {
+            throw LoadError("--reference \(reference): not an executable file (build it first: make reference)")
+        }
+        let engines = self.engines
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
         // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
         // drain, stop), plus about 1 ms per session created.
@@ -62,7 +65,11 @@ public struct Comparison: Sendable {
         }
     }
 
+    /// The relay's engines, and the C per-packet forwarder when `--reference` names it.
+    public var engines: [EngineSetting] { EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket]) }
+
     func runOne(_ planned: PlannedRun) -> RunRecord {
+        if planned.engine.reference { return runReference(planned) }
         let server: ServerProcess
         do {
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
@@ -77,8 +84,36 @@ public struct Comparison: Sendable {
                 log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
             }
         }
-        var o = LoadOptions()
+        var o = loadOptions(planned, pid: server.pid)
         o.relay = "http://\(server.http)"
+        return measure(planned, options: o, server: server)
+    }
+
+    /// The C per-packet forwarder serving the same flows as the relay's sessions: one pair of
+    /// sockets per session on consecutive ports, each latching onto its first source, driven by
+    /// the generator exactly as in session mode (same sockets, latching, pacing); its figures
+    /// come from its counters file and its process CPU clock instead of /v1/stats.
+    func runReference(_ planned: PlannedRun) -> RunRecord {
+        let stats = "/tmp/mediarelay-load-\(getpid())-reference.stats"
+        unlink(stats)
+        defer { unlink(stats) }
+        let server: ServerProcess
+        do {
+            server = try ServerProcess(path: options.reference!, arguments: planned.engine.arguments + [
+                "--listen", "127.0.0.1:45000", "--legs", String(planned.load.streams), "--stats", stats,
+            ], kind: .reference)
+        } catch {
+            return RunRecord(run: planned, result: nil, error: error.message)
+        }
+        defer { server.stop() }
+        var o = loadOptions(planned, pid: server.pid)
+        o.legs = server.http
+        o.forwarderStats = stats
+        return measure(planned, options: o, server: server)
+    }
+
+    func loadOptions(_ planned: PlannedRun, pid: Int32) -> LoadOptions {
+        var o = LoadOptions()
         o.streams = planned.load.streams
         o.profile = planned.load.profile
         if planned.load.profile == .constant {
@@ -87,8 +122,12 @@ public struct Comparison: Sendable {
         }
         o.seconds = options.seconds
         o.warmup = Self.warmup(seconds: options.seconds)
-        o.relayPID = server.pid
+        o.relayPID = pid
         o.progress = false
+        return o
+    }
+
+    func measure(_ planned: PlannedRun, options o: LoadOptions, server: ServerProcess) -> RunRecord {
         do {
             let result = try LoadRun(options: o, deleteSessions: false, log: log).run()
             return RunRecord(run: planned, result: result, error: nil)
@@ -120,7 +159,7 @@ public struct Comparison: Sendable {
     }
 
     func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
-        EngineSetting.all.map { engine in
+        engines.map { engine in
             let mine = cells.filter { $0.engine == engine.name }
             let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }

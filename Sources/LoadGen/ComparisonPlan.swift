@@ -2,6 +2,15 @@
 public struct EngineSetting: Sendable, Equatable {
     public let name: String
     public let arguments: [String]
+    /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the
+    /// per-packet baseline written in plain C, so the saving that is batching's alone shows.
+    public var reference = false
+
+    public init(name: String, arguments: [String], reference: Bool = false) {
+        self.name = name
+        self.arguments = arguments
+        self.reference = reference
+    }
 
     /// perpacket, mmsg and uring with GSO off, so batching alone is measured; then uring with GSO.
     public static let all: [EngineSetting] = [
@@ -10,6 +19,9 @@ public struct EngineSetting: Sendable, Equatable {
         EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off"]),
         EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on"]),
     ]
+
+    /// The C per-packet forwarder, run by `compare --reference PATH`.
+    public static let cPerPacket = EngineSetting(name: "c-perpacket", arguments: ["--backend", "perpacket"], reference: true)
 }
 
 /// An offered load: a profile, stream count and (constant profile) rate and size.

@@ -3,7 +3,7 @@
 public let helpText = """
 usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
-       mediarelay-load compare --server PATH [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
+       mediarelay-load compare --server PATH [--reference PATH] [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
 
 Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
 preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
@@ -32,6 +32,10 @@ Options (default in brackets):
   --bidirectional        the receiving side also sends the same profile back (doubles the offered load)
   --target HOST:PORT     drive a forward rule: its listen address [none]
   --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
+  --legs HOST:PORT       sessions without a control API (the C reference forwarder's --legs): session s
+                         has its legs at PORT + 2s and PORT + 2s + 1, driven as in session mode
+  --forwarder-stats FILE read the C reference forwarder's counters from FILE (its --stats) and its CPU
+                         from the CPU clock of --relay-pid, in place of GET /v1/stats
   --warmup S             datagrams sent in the first S seconds are left out of latency figures
                          (not of loss, order or ECN/DSCP), 0...60 [0.5]
   --relay-pid PID        also read the relay's CPU from /proc/PID/stat, to cross-check /v1/stats [none]
@@ -52,6 +56,9 @@ compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring 
 uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, and
 2000 voice streams), --repeats times [3] interleaved so drift falls on every engine, each for
 --seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
+  --reference PATH       also run the C per-packet forwarder (bench/reference, built by make reference) as
+                         c-perpacket over the same flows (a socket pair per session, latching like the
+                         relay's legs), and report the CPU saved against it as well as against perpacket
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -17,6 +17,11 @@ public struct LoadOptions: Sendable, Equatable {
     public var target: String?
     /// Forward-rule mode: where the generator's receiver listens as the rule's upstream.
     public var upstreamListen: String?
+    /// Fixed-legs mode: sessions that exist without a control API, session `s` having its legs
+    /// at this address's port + 2s and + 2s + 1 (the C reference forwarder's `--legs`).
+    public var legs: String?
+    /// The C reference forwarder's counters file, read with `relayPID` in place of /v1/stats.
+    public var forwarderStats: String?
     /// Seconds at the start whose datagrams are left out of the latency figures.
     public var warmup = 0.5
     /// The relay's process id, to read its CPU from /proc next to /v1/stats.
@@ -43,6 +48,8 @@ public struct CompareOptions: Sendable, Equatable {
     public var quick = false
     /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
     public var check = false
+    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`.
+    public var reference: String?
     public init() {}
 }
 

@@ -35,6 +35,10 @@ public enum OptionParser {
             case "--json": o.json = true
             case "--target": o.target = try address(name, try value(name))
             case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
+            case "--legs": o.legs = try address(name, try value(name))
+            case "--forwarder-stats":
+                o.forwarderStats = try value(name)
+                guard o.forwarderStats?.isEmpty == false else { throw LoadError("--forwarder-stats: must not be empty") }
             case "--warmup": o.warmup = try number(name, try value(name), 0...60)
             case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
             case "--no-progress": o.progress = false
@@ -46,11 +50,16 @@ public enum OptionParser {
                 throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
             }
         }
-        if o.target == nil {
+        if o.legs != nil {
+            guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
+        } else if o.target == nil {
             guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen)") }
             guard o.upstreamListen == nil else { throw LoadError("--upstream-listen: only with --target") }
         } else {
             guard o.upstreamListen != nil else { throw LoadError("--target: needs --upstream-listen HOST:PORT (the rule's upstream)") }
+        }
+        if o.forwarderStats != nil {
+            guard o.relayPID != nil else { throw LoadError("--forwarder-stats: needs --relay-pid PID (the forwarder's CPU clock)") }
         }
         if o.profile != .constant {
             if rateGiven { throw LoadError("--rate: only with --profile constant (\(o.profile.rawValue) fixes its own rate)") }
@@ -75,6 +84,7 @@ public enum OptionParser {
             case "--seconds": o.seconds = try number(name, try value(name), 0.5...60); secondsGiven = true
             case "--quick": o.quick = true
             case "--check": o.check = true
+            case "--reference": o.reference = try value(name)
             default: throw LoadError("compare \(name): unknown option (see --help)")
             }
         }

@@ -4,6 +4,22 @@ import Foundation
 public struct RelaySession: Sendable {
     public let id: String
     public let legs: [SocketAddress]
+
+    /// Sessions that exist without a control API: session `s` has its legs at `base`'s port
+    /// + 2s and + 2s + 1 (the C reference forwarder's `--legs` layout).
+    static func fixed(count: Int, base: SocketAddress) throws(LoadError) -> [RelaySession] {
+        var sessions: [RelaySession] = []
+        for s in 0..<count {
+            var legs: [SocketAddress] = []
+            for leg in 0..<2 {
+                let port = Int(base.port) + 2 * s + leg
+                guard port <= 65535 else { throw LoadError("--legs \(base): \(count) sessions need ports up to \(port)") }
+                legs.append(base.with(port: UInt16(port)))
+            }
+            sessions.append(RelaySession(id: "fixed-\(s)", legs: legs))
+        }
+        return sessions
+    }
 }
 
 /// The relay's control API (POST/DELETE /v1/sessions, GET /v1/stats, GET /healthz), with the
