@@ -13,7 +13,10 @@ public struct Comparison: Sendable {
     }
 
     /// The loads to run: the standard five, or only 100k for the CPU cross-check (--check).
-    public var loads: [LoadPoint] { options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard }
+    public var loads: [LoadPoint] {
+        if let names = options.loads { return names.compactMap(LoadPoint.named) }
+        return options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard
+    }
 
     public func run() throws(LoadError) {
         guard access(options.server, X_OK) == 0 else {
@@ -66,16 +69,24 @@ public struct Comparison: Sendable {
     }
 
     /// The relay's engines, and the C per-packet forwarder when `--reference` names it.
-    public var engines: [EngineSetting] { EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket]) }
+    /// Each at every worker count asked for (the single-threaded C forwarder at one only).
+    public var engines: [EngineSetting] {
+        var chosen = EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
+        if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
+        return options.workers.flatMap { count in chosen.filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
+    }
 
     func runOne(_ planned: PlannedRun) -> RunRecord {
         if planned.engine.reference { return runReference(planned) }
         let server: ServerProcess
         do {
-            server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
+            let host = options.relayHost
+            let address = host == "127.0.0.1" ? [] : ["--relay-address", host]
+            server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + address + [
                 // The `http listening on` line is written at every log level.
-                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "warning",
-            ])
+                "--workers", String(planned.engine.workers), "--http", "\(host.contains(":") ? "[\(host)]" : host):0",
+                "--ports", "40000-44999", "--log-level", "warning",
+            ], prefix: options.serverPrefix)
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
@@ -100,8 +111,9 @@ public struct Comparison: Sendable {
         let server: ServerProcess
         do {
             server = try ServerProcess(path: options.reference!, arguments: planned.engine.arguments + [
-                "--listen", "127.0.0.1:45000", "--legs", String(planned.load.streams), "--stats", stats,
-            ], kind: .reference)
+                "--listen", "\(options.relayHost.contains(":") ? "[\(options.relayHost)]" : options.relayHost):45000",
+                "--legs", String(planned.load.streams), "--stats", stats,
+            ], kind: .reference, prefix: options.serverPrefix)
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
@@ -116,6 +128,7 @@ public struct Comparison: Sendable {
         var o = LoadOptions()
         o.streams = planned.load.streams
         o.profile = planned.load.profile
+        o.senderGSO = planned.load.senderGSO
         if planned.load.profile == .constant {
             o.rate = planned.load.rate
             o.size = planned.load.size

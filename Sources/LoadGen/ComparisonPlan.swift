@@ -2,6 +2,8 @@
 public struct EngineSetting: Sendable, Equatable {
     public let name: String
     public let arguments: [String]
+    /// The relay's --workers.
+    public var workers = 1
     /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the
     /// per-packet baseline written in plain C, so the saving that is batching's alone shows.
     public var reference = false
@@ -20,6 +22,13 @@ public struct EngineSetting: Sendable, Equatable {
         EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on"]),
     ]
 
+    /// The same engine with `count` workers, named `NAME w<count>` when more than one.
+    public func with(workers count: Int) -> EngineSetting {
+        var copy = EngineSetting(name: count == 1 ? name : "\(name) w\(count)", arguments: arguments, reference: reference)
+        copy.workers = count
+        return copy
+    }
+
     /// The C per-packet forwarder, run by `compare --reference PATH`.
     public static let cPerPacket = EngineSetting(name: "c-perpacket", arguments: ["--backend", "perpacket"], reference: true)
 }
@@ -31,15 +40,34 @@ public struct LoadPoint: Sendable, Equatable {
     public let streams: Int
     public let rate: Double
     public let size: Int
+    /// Video: each frame leaves the generator as one GSO send (`--sender-gso`).
+    public var senderGSO = false
 
     public static func constant(_ rate: Double) -> LoadPoint {
         LoadPoint(label: "\(Int(rate / 1000))k", profile: .constant, streams: 20, rate: rate, size: 200)
     }
 
+    /// `streams` video streams at the default 2 Mbit/s, each frame sent as one GSO send.
+    public static func video(_ streams: Int) -> LoadPoint {
+        LoadPoint(label: "video\(streams)", profile: .video, streams: streams, rate: 0, size: 0, senderGSO: true)
+    }
+
     /// 10k (the latency check), 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
-    /// then 2,000 voice streams.
+    /// then 2,000 voice streams and 200 video streams of 2 Mbit/s (frames sent with GSO).
     public static let standard: [LoadPoint] = [constant(10_000), constant(20_000), constant(50_000), constant(100_000), constant(200_000),
-                                               LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0)]
+                                               LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0), video(200)]
+
+    /// A load by its label: a standard one, `NNNk` (constant, 20 streams of 200 B), `voiceN` or
+    /// `videoN` (N streams). Nil for anything else.
+    public static func named(_ label: String) -> LoadPoint? {
+        if let known = standard.first(where: { $0.label == label }) { return known }
+        if label.hasSuffix("k"), let thousands = Int(label.dropLast()), (1...2000).contains(thousands) { return constant(Double(thousands * 1000)) }
+        if label.hasPrefix("voice"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) {
+            return LoadPoint(label: label, profile: .voice, streams: n, rate: 0, size: 0)
+        }
+        if label.hasPrefix("video"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) { return video(n) }
+        return nil
+    }
 
     public var offeredRate: Double { profile == .constant ? rate : TrafficShape(profile: profile, streams: streams, rate: 0, size: 0, bitrate: TrafficProfile.defaultVideoBitrate, tos: nil).datagramsPerSecond }
 }

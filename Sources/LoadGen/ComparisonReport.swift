@@ -6,12 +6,14 @@ public enum ComparisonReport {
                                 options: CompareOptions, loads: [LoadPoint]) -> String {
         var s = "# mediarelay engines: CPU per datagram, batched against per-packet\n\n"
         s += "Machine: kernel `\(machine.kernel)`, CPU \(machine.cpuModel), \(machine.cores) cores, \(machine.date).\n\n"
-        s += "Each run starts `\(options.server) --engine E --gso on|off --workers 1`, offers the load for "
+        s += "Each run starts `\(options.server) --engine E --gso on|off --workers \(options.workers.map(String.init).joined(separator: "|"))`"
+        if options.relayHost != "127.0.0.1" { s += " on \(options.relayHost)\(options.serverPrefix.isEmpty ? "" : " under `\(options.serverPrefix.joined(separator: " "))`")" }
+        s += ", offers the load for "
         s += "\(String(format: "%g", options.seconds)) s from `mediarelay-load` in the same machine, and reads GET /v1/stats "
         s += "before and after: CPU per datagram = Δ(cpu_user_seconds + cpu_system_seconds) / Δpackets_in, "
         s += "syscalls per datagram = Δsyscalls / Δpackets_in. \(options.repeats) repeat(s), interleaved (every repeat "
         s += "runs every load on every engine, engine order rotating) so drift falls on all engines. "
-        s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s)" }.joined(separator: ", ")
+        s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s\($0.senderGSO ? ", each frame sent as one GSO send" : ""))" }.joined(separator: ", ")
         if records.contains(where: { $0.run.engine.reference }) {
             s += ". c-perpacket is the C per-packet forwarder (bench/reference/forwarder.c, `--backend perpacket --legs N`): "
             s += "the same flows as the relay's sessions (a socket pair per session on consecutive ports, each leg latching onto "

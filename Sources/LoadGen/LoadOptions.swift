@@ -26,6 +26,8 @@ public struct LoadOptions: Sendable, Equatable {
     public var warmup = 0.5
     /// The relay's process id, to read its CPU from /proc next to /v1/stats.
     public var relayPID: Int32?
+    /// Video: send each frame as one GSO send (UDP_SEGMENT), as a sender bursting frames would.
+    public var senderGSO = false
     /// Print a progress line per second on stderr.
     public var progress = true
 
@@ -50,6 +52,15 @@ public struct CompareOptions: Sendable, Equatable {
     public var check = false
     /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`.
     public var reference: String?
+    /// Loads and engines by name (nil: all), and the relay's worker counts to run each engine with.
+    public var loads: [String]?
+    public var engines: [String]?
+    public var workers = [1]
+    /// The address the relay (or the C forwarder) binds and answers on, 127.0.0.1 by default;
+    /// another one with `serverPrefix` puts it behind a veth pair in its own network namespace.
+    public var relayHost = "127.0.0.1"
+    /// A command the servers are started under, e.g. `ip netns exec NAME`.
+    public var serverPrefix: [String] = []
     public init() {}
 }
 

@@ -58,6 +58,9 @@ public struct LoadRun: Sendable {
         } else {
             throw LoadError("--relay: required (or --target with --upstream-listen)")
         }
+        if options.senderGSO, let socket = setup.flows.first?.socket, !socket.acceptsGSO() {
+            throw LoadError("--sender-gso: this kernel refuses UDP_SEGMENT (UDP GSO needs Linux 4.18 or later)")
+        }
         let latched = try setup.latch(log: log)
         MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
 
@@ -76,7 +79,7 @@ public struct LoadRun: Sendable {
         let signals = RunSignals()
         let start = MonotonicClock.now() + 2_000_000
         let end = start + UInt64(options.seconds * 1e9)
-        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end)
+        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end, gso: options.senderGSO)
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
                                        latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize)
         let senderOutcome = ThreadOutcome<UInt64>()

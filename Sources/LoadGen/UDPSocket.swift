@@ -60,4 +60,15 @@ public final class UDPSocket: Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Whether the kernel takes UDP GSO (the UDP_SEGMENT option) on this socket. The option is
+    /// reset at once: sends that want GSO ask for it with a control message.
+    public func acceptsGSO() -> Bool {
+        var size: Int32 = 1200
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        guard setsockopt(fd, Int32(IPPROTO_UDP), SendBatch.udpSegment, &size, length) == 0 else { return false }
+        size = 0
+        _ = setsockopt(fd, Int32(IPPROTO_UDP), SendBatch.udpSegment, &size, length)
+        return true
+    }
 }

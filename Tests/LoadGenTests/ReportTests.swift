@@ -25,16 +25,18 @@ final class ReportTests: XCTestCase {
 
     func testPlanIsInterleavedAndComplete() {
         let plan = comparisonPlan(repeats: 3, loads: LoadPoint.standard, engines: EngineSetting.all)
-        XCTAssertEqual(plan.count, 72)
+        XCTAssertEqual(plan.count, 84)
         // Every block of 4 consecutive runs is one load on all four engines.
-        for block in stride(from: 0, to: 72, by: 4) {
+        for block in stride(from: 0, to: 84, by: 4) {
             let slice = plan[block..<block + 4]
             XCTAssertEqual(Set(slice.map(\.engine.name)).count, 4)
             XCTAssertEqual(Set(slice.map(\.load.label)).count, 1)
         }
         XCTAssertEqual(plan.map(\.repeatIndex), plan.map(\.repeatIndex).sorted(), "repeat-major")
         XCTAssertEqual(EngineSetting.all.map(\.arguments.last), ["off", "off", "off", "on"])
-        XCTAssertEqual(LoadPoint.standard.last?.offeredRate, 100_000, "2000 voice streams x 50/s")
+        XCTAssertEqual(LoadPoint.standard[5].offeredRate, 100_000, "2000 voice streams x 50/s")
+        XCTAssertEqual(LoadPoint.standard.last?.offeredRate, 42_000, "200 video streams x 30 frames/s x 7 datagrams of 1200 B")
+        XCTAssertEqual(LoadPoint.standard.last?.senderGSO, true)
     }
 
     func testCSVHasOneRowPerRunAndTheDocumentedColumns() throws {
@@ -86,7 +88,7 @@ final class ReportTests: XCTestCase {
         let recs = records()
         let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: EngineSetting.all.map(\.name))
         let rows = ComparisonTable.rows(cells)
-        XCTAssertEqual(rows.count, 24)
+        XCTAssertEqual(rows.count, 28)
         // perpacket 5 us, mmsg 4.5 us: 10 % saved.
         let mmsg20k = rows.first { $0[0] == "mmsg" && $0[1] == "20k" }!
         XCTAssertEqual(mmsg20k[3], "500", "1000 sent in 2 s")
@@ -115,7 +117,7 @@ final class ReportTests: XCTestCase {
         let recs = records(engines: engines)
         let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: engines.map(\.name))
         let rows = ComparisonTable.rows(cells)
-        XCTAssertEqual(rows.count, 30)
+        XCTAssertEqual(rows.count, 35)
         let gso50k = rows.first { $0[0].hasPrefix("uring+gso") && $0[1] == "50k" }!
         XCTAssertEqual(gso50k[10], "+30 %")
         XCTAssertEqual(gso50k[11], "-17 %")
