@@ -69,6 +69,9 @@ public struct Comparison: Sendable {
     }
 
     /// The relay's engines, and the C per-packet forwarder when `--reference` names it.
+    /// The control token of a relay off loopback (`--relay-host`).
+    var token: String { "compare-\(getpid())" }
+
     /// Each at every worker count asked for (the single-threaded C forwarder at one only).
     public var engines: [EngineSetting] {
         var chosen = EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
@@ -81,7 +84,9 @@ public struct Comparison: Sendable {
         let server: ServerProcess
         do {
             let host = options.relayHost
-            let address = host == "127.0.0.1" ? [] : ["--relay-address", host]
+            // Off loopback the relay's control API wants a token: a fresh one per run (the relay
+            // runs in a network namespace of the benchmark's own, so the command line is fine).
+            let address = host == "127.0.0.1" ? [] : ["--relay-address", host, "--control-token", token]
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + address + [
                 // The `http listening on` line is written at every log level.
                 "--workers", String(planned.engine.workers), "--http", "\(host.contains(":") ? "[\(host)]" : host):0",
@@ -97,6 +102,7 @@ public struct Comparison: Sendable {
         }
         var o = loadOptions(planned, pid: server.pid)
         o.relay = "http://\(server.http)"
+        if options.relayHost != "127.0.0.1" { o.token = token }
         return measure(planned, options: o, server: server)
     }
 
