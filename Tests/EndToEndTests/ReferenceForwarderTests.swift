@@ -103,20 +103,9 @@ final class ReferenceForwarderTests: XCTestCase {
     func testTheLoadGeneratorMeasuresItThroughItsCountersAndCPUClock() throws {
         let forwarder = try Forwarder(["--backend", "perpacket", "--listen", "127.0.0.1:46200", "--legs", "4"])
         defer { forwarder.stop() }
-        let process = Process()
-        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
-        process.arguments = ["--legs", forwarder.address.description, "--forwarder-stats", forwarder.stats,
-                             "--relay-pid", "\(forwarder.process.processIdentifier)", "--streams", "4", "--rate", "4000",
-                             "--seconds", "1", "--warmup", "0.2", "--tos", "\((46 << 2) | 1)", "--json", "--no-progress"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
-        let last = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], last)
+        let object = try LoadGeneratorTests.runLoad(["--legs", forwarder.address.description, "--forwarder-stats", forwarder.stats,
+                                                     "--relay-pid", "\(forwarder.process.processIdentifier)", "--streams", "4",
+                                                     "--rate", "4000", "--seconds", "1", "--warmup", "0.2", "--tos", "\((46 << 2) | 1)"])
         let sent = try XCTUnwrap(object["sent"] as? Int)
         XCTAssertGreaterThan(sent, 1000)
         XCTAssertEqual(object["received"] as? Int, sent, "every datagram crossed the forwarder")

@@ -153,20 +153,21 @@ static int same_address(const struct sockaddr_storage *a, const struct sockaddr_
     return x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
 }
 
-// One received datagram whose payload, source and control bytes are in place (the engine's accept).
-static void accept_datagram(int leg, struct msghdr *header, const struct sockaddr *name, socklen_t name_length,
-                            int truncated, const void *payload, size_t length, struct cmsghdr *first) {
-    uint8_t tos = 0;
-    for (struct cmsghdr *cmsg = first; cmsg; cmsg = CMSG_NXTHDR(header, cmsg)) {
-        if (cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS) tos = *CMSG_DATA(cmsg);
-        else if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) tos = (uint8_t)*(int *)CMSG_DATA(cmsg);
-        else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SO_RXQ_OVFL) {
-            uint32_t count;
-            memcpy(&count, CMSG_DATA(cmsg), 4);
-            c.kernel_drops += count - legs[leg].overflow;
-            legs[leg].overflow = count;
-        }
+// One control message of a received datagram: its TOS byte, or the socket's drop counter.
+static void read_control(int leg, struct cmsghdr *cmsg, uint8_t *tos) {
+    if (cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS) *tos = *CMSG_DATA(cmsg);
+    else if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) *tos = (uint8_t)*(int *)CMSG_DATA(cmsg);
+    else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SO_RXQ_OVFL) {
+        uint32_t count;
+        memcpy(&count, CMSG_DATA(cmsg), 4);
+        c.kernel_drops += count - legs[leg].overflow;
+        legs[leg].overflow = count;
     }
+}
+
+// One received datagram whose payload, source and TOS byte are known (the engine's accept).
+static void accept_datagram(int leg, uint8_t tos, int truncated, const void *payload, size_t length,
+                            const void *name, socklen_t name_length) {
     if (truncated || length > MAX_DATAGRAM) { c.truncated++; return; }
     if (name_length == 0 || received_count >= BATCH) return;
     struct received *r = &received[received_count++];
@@ -174,40 +175,28 @@ static void accept_datagram(int leg, struct msghdr *header, const struct sockadd
     r->tos = tos;
     r->bytes = payload;
     r->length = length;
-    memcpy(&r->source, name, name_length);
-    r->source_length = name_length;
+    r->source_length = name_length > sizeof r->source ? sizeof r->source : name_length;
+    memcpy(&r->source, name, r->source_length);
     c.in++;
     c.bytes_in += length;
     c.ecn_in[tos & 3]++;
 }
 
-// For io_uring, whose control messages are walked with liburing's helpers.
+// From a recvmsg / recvmmsg header.
+static void accept_message(int leg, struct mmsghdr *message, const void *payload) {
+    struct msghdr *header = &message->msg_hdr;
+    uint8_t tos = 0;
+    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(header); cmsg; cmsg = CMSG_NXTHDR(header, cmsg)) read_control(leg, cmsg, &tos);
+    accept_datagram(leg, tos, header->msg_flags & MSG_TRUNC, payload, message->msg_len, header->msg_name, header->msg_namelen);
+}
+
+// From a provided buffer filled by io_uring's multishot RECVMSG, walked with liburing's helpers.
 static void accept_uring(int leg, struct io_uring_recvmsg_out *out, int32_t result) {
     uint8_t tos = 0;
     for (struct cmsghdr *cmsg = io_uring_recvmsg_cmsg_firsthdr(out, &template); cmsg;
-         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &template, cmsg)) {
-        if (cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS) tos = *CMSG_DATA(cmsg);
-        else if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) tos = (uint8_t)*(int *)CMSG_DATA(cmsg);
-        else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SO_RXQ_OVFL) {
-            uint32_t count;
-            memcpy(&count, CMSG_DATA(cmsg), 4);
-            c.kernel_drops += count - legs[leg].overflow;
-            legs[leg].overflow = count;
-        }
-    }
-    size_t length = io_uring_recvmsg_payload_length(out, result, &template);
-    if ((out->flags & MSG_TRUNC) || length > MAX_DATAGRAM) { c.truncated++; return; }
-    if (out->namelen == 0 || received_count >= BATCH) return;
-    struct received *r = &received[received_count++];
-    r->leg = leg;
-    r->tos = tos;
-    r->bytes = io_uring_recvmsg_payload(out, &template);
-    r->length = length;
-    r->source_length = out->namelen > sizeof r->source ? sizeof r->source : out->namelen;
-    memcpy(&r->source, io_uring_recvmsg_name(out), r->source_length);
-    c.in++;
-    c.bytes_in += length;
-    c.ecn_in[tos & 3]++;
+         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &template, cmsg)) read_control(leg, cmsg, &tos);
+    accept_datagram(leg, tos, out->flags & MSG_TRUNC, io_uring_recvmsg_payload(out, &template),
+                    io_uring_recvmsg_payload_length(out, result, &template), io_uring_recvmsg_name(out), out->namelen);
 }
 
 static void flush(void);
@@ -364,11 +353,7 @@ static void receive_with_poller(void) {
                 count++;
             }
         }
-        for (int i = used; i < used + count; i++) {
-            struct msghdr *header = &rx_headers[i].msg_hdr;
-            accept_datagram(leg, header, header->msg_name, header->msg_namelen, header->msg_flags & MSG_TRUNC,
-                            rx_payloads[i], rx_headers[i].msg_len, CMSG_FIRSTHDR(header));
-        }
+        for (int i = used; i < used + count; i++) accept_message(leg, &rx_headers[i], rx_payloads[i]);
         used += count;
     }
     rx_used = used;
