@@ -107,25 +107,26 @@ public struct Comparison: Sendable {
     }
 
     /// The C per-packet forwarder serving the same flows as the relay's sessions: one pair of
-    /// sockets per session on consecutive ports, each latching onto its first source, driven by
+    /// sockets per session (listed in a file), each latching onto its first source, driven by
     /// the generator exactly as in session mode (same sockets, latching, pacing); its figures
     /// come from its counters file and its process CPU clock instead of /v1/stats.
     func runReference(_ planned: PlannedRun) -> RunRecord {
         let stats = "/tmp/mediarelay-load-\(getpid())-reference.stats"
+        let legs = "/tmp/mediarelay-load-\(getpid())-reference.legs"
         unlink(stats)
-        defer { unlink(stats) }
+        defer { unlink(stats); unlink(legs) }
         let server: ServerProcess
         do {
             server = try ServerProcess(path: options.reference!, arguments: planned.engine.arguments + [
-                "--listen", "\(options.relayHost.contains(":") ? "[\(options.relayHost)]" : options.relayHost):45000",
-                "--legs", String(planned.load.streams), "--stats", stats,
+                "--listen", "\(options.relayHost.contains(":") ? "[\(options.relayHost)]" : options.relayHost):0",
+                "--legs", String(planned.load.streams), "--legs-file", legs, "--stats", stats,
             ], kind: .reference, prefix: options.serverPrefix)
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
         defer { server.stop() }
         var o = loadOptions(planned, pid: server.pid)
-        o.legs = server.http
+        o.legs = legs
         o.forwarderStats = stats
         return measure(planned, options: o, server: server)
     }

@@ -16,7 +16,7 @@ public enum ComparisonReport {
         s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s\($0.senderGSO ? ", each frame sent as one GSO send" : ""))" }.joined(separator: ", ")
         if records.contains(where: { $0.run.engine.reference }) {
             s += ". c-perpacket is the C per-packet forwarder (bench/reference/forwarder.c, `--backend perpacket --legs N`): "
-            s += "the same flows as the relay's sessions (a socket pair per session on consecutive ports, each leg latching onto "
+            s += "the same flows as the relay's sessions (a socket pair per session, each leg latching onto "
             s += "its first source, the TOS byte copied), driven by the generator exactly as in session mode; its CPU is its "
             s += "process CPU clock (one thread) and its datagrams its own counter, over the same interval"
         }

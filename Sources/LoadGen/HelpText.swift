@@ -3,6 +3,7 @@
 public let helpText = """
 usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
+       mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
        mediarelay-load compare --server PATH [--reference PATH] [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
                                [--loads L,...] [--engines E,...] [--workers N,...] [--relay-host ADDR] [--server-prefix CMD]
 
@@ -35,8 +36,8 @@ Options (default in brackets):
                          frames with GSO would send it
   --target HOST:PORT     drive a forward rule: its listen address [none]
   --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
-  --legs HOST:PORT       sessions without a control API (the C reference forwarder's --legs): session s
-                         has its legs at PORT + 2s and PORT + 2s + 1, driven as in session mode
+  --legs FILE            sessions without a control API, listed in FILE one per line as their legs'
+                         HOST:PORT (the C reference forwarder's --legs-file), driven as in session mode
   --forwarder-stats FILE read the C reference forwarder's counters from FILE (its --stats) and its CPU
                          from the CPU clock of --relay-pid, in place of GET /v1/stats
   --warmup S             datagrams sent in the first S seconds are left out of latency figures

@@ -17,8 +17,8 @@ public struct LoadOptions: Sendable, Equatable {
     public var target: String?
     /// Forward-rule mode: where the generator's receiver listens as the rule's upstream.
     public var upstreamListen: String?
-    /// Fixed-legs mode: sessions that exist without a control API, session `s` having its legs
-    /// at this address's port + 2s and + 2s + 1 (the C reference forwarder's `--legs`).
+    /// Listed-legs mode: a file listing sessions that exist without a control API, one per line,
+    /// its legs' HOST:PORT (the C reference forwarder's `--legs-file`).
     public var legs: String?
     /// The C reference forwarder's counters file, read with `relayPID` in place of /v1/stats.
     public var forwarderStats: String?

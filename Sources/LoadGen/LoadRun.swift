@@ -41,8 +41,7 @@ public struct LoadRun: Sendable {
         }
         var setup: RunSetup
         if let legs = options.legs {
-            let base = try SocketAddress(hostPort: legs)
-            setup = try RunSetup.sessions(try RelaySession.fixed(count: options.streams, base: base),
+            setup = try RunSetup.sessions(try RelaySession.listed(in: legs, count: options.streams),
                                           tos: shape.tos, bidirectional: options.bidirectional)
         } else if let target = options.target, let upstream = options.upstreamListen {
             setup = try RunSetup.forwardRule(target: SocketAddress(hostPort: target), upstream: SocketAddress(hostPort: upstream),

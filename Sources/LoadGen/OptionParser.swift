@@ -36,7 +36,9 @@ public enum OptionParser {
             case "--json": o.json = true
             case "--target": o.target = try address(name, try value(name))
             case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
-            case "--legs": o.legs = try address(name, try value(name))
+            case "--legs":
+                o.legs = try value(name)
+                guard o.legs?.isEmpty == false else { throw LoadError("--legs: must not be empty") }
             case "--forwarder-stats":
                 o.forwarderStats = try value(name)
                 guard o.forwarderStats?.isEmpty == false else { throw LoadError("--forwarder-stats: must not be empty") }

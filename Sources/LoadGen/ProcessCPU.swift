@@ -33,12 +33,12 @@ public struct ProcessCPU: Sendable, Equatable {
     public static let ticksPerSecond: Int = max(1, sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// Reads a file of at most 64 KiB (proc files report size 0, so read until EOF).
-func readSmallFile(_ path: String) -> String? {
+/// Reads a file of at most `limit` bytes (proc files report size 0, so read until EOF).
+func readSmallFile(_ path: String, limit: Int = 65536) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: 65536)
+    var bytes = [UInt8](repeating: 0, count: limit)
     var used = 0
     while used < bytes.count {
         let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, $0.count - used) }

@@ -5,19 +5,18 @@ public struct RelaySession: Sendable {
     public let id: String
     public let legs: [SocketAddress]
 
-    /// Sessions that exist without a control API: session `s` has its legs at `base`'s port
-    /// + 2s and + 2s + 1 (the C reference forwarder's `--legs` layout).
-    static func fixed(count: Int, base: SocketAddress) throws(LoadError) -> [RelaySession] {
+    /// Sessions that exist without a control API, listed in a file (the C reference
+    /// forwarder's `--legs-file`): one line per session, its legs' HOST:PORT separated by spaces.
+    /// The first `count` are used.
+    static func listed(in path: String, count: Int) throws(LoadError) -> [RelaySession] {
+        guard let text = readSmallFile(path, limit: 1 << 20) else { throw LoadError("--legs \(path): cannot read it") }
         var sessions: [RelaySession] = []
-        for s in 0..<count {
+        for line in text.split(separator: "\n").prefix(count) {
             var legs: [SocketAddress] = []
-            for leg in 0..<2 {
-                let port = Int(base.port) + 2 * s + leg
-                guard port <= 65535 else { throw LoadError("--legs \(base): \(count) sessions need ports up to \(port)") }
-                legs.append(base.with(port: UInt16(port)))
-            }
-            sessions.append(RelaySession(id: "fixed-\(s)", legs: legs))
+            for address in line.split(separator: " ") { legs.append(try SocketAddress(hostPort: String(address))) }
+            sessions.append(RelaySession(id: "listed-\(sessions.count)", legs: legs))
         }
+        guard sessions.count == count else { throw LoadError("--legs \(path): \(sessions.count) sessions listed, --streams asks for \(count)") }
         return sessions
     }
 }

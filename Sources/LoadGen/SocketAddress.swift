@@ -52,13 +52,6 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The same address with another port.
-    public func with(port: UInt16) -> SocketAddress {
-        var copy = self
-        withUnsafeMutableBytes(of: &copy.storage) { $0.storeBytes(of: port.bigEndian, toByteOffset: 2, as: UInt16.self) }
-        return copy
-    }
-
     /// The numeric host, IPv6 without brackets.
     public var host: String {
         var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))

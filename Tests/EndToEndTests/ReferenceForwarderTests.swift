@@ -28,10 +28,11 @@ final class ReferenceForwarderTests: XCTestCase {
         let process = Process()
         let address: Endpoint
         let stats = NSTemporaryDirectory() + "mediarelay-reference-\(getpid())-\(UUID().uuidString).stats"
+        let legsFile = NSTemporaryDirectory() + "mediarelay-reference-\(getpid())-\(UUID().uuidString).legs"
 
         init(_ arguments: [String]) throws {
             process.executableURL = URL(fileURLWithPath: try ReferenceForwarderTests.binary.get())
-            process.arguments = arguments + ["--stats", stats]
+            process.arguments = arguments + ["--stats", stats] + (arguments.contains("--legs") ? ["--legs-file", legsFile] : [])
             let output = Pipe()
             process.standardOutput = output
             try process.run()
@@ -46,10 +47,18 @@ final class ReferenceForwarderTests: XCTestCase {
             return values
         }
 
+        /// The legs of each session, as listed in its --legs-file.
+        func legs() throws -> [[Endpoint]] {
+            try String(contentsOfFile: legsFile, encoding: .utf8).split(separator: "\n").map { line in
+                try line.split(separator: " ").map { try XCTUnwrap(Endpoint(parsing: String($0))) }
+            }
+        }
+
         func stop() {
             process.terminate()
             process.waitUntilExit()
             unlink(stats)
+            unlink(legsFile)
         }
     }
 
@@ -84,10 +93,12 @@ final class ReferenceForwarderTests: XCTestCase {
 
     func testLegsLatchOntoTheirFirstSourceAndRefuseASecond() throws {
         let peers = try Peers(count: 3)
-        let forwarder = try Forwarder(["--backend", "mmsg", "--listen", "127.0.0.1:46100", "--legs", "1"])
+        let forwarder = try Forwarder(["--backend", "mmsg", "--listen", "127.0.0.1:0", "--legs", "1"])
         defer { forwarder.stop() }
-        var legB = forwarder.address
-        legB.port += 1
+        let legs = try forwarder.legs()
+        XCTAssertEqual(legs.count, 1)
+        XCTAssertEqual(legs.first?.first, forwarder.address)
+        let legB = try XCTUnwrap(legs.first?.last)
         peers.send(from: 1, to: legB, [1])  // B latches onto peer 1; nowhere to go yet
         peers.send(from: 0, to: forwarder.address, [2], trafficClass: TrafficClass(dscp: 46, ecn: .ect1))
         let first = peers.collect(expected: 1, seconds: 10)
@@ -101,9 +112,10 @@ final class ReferenceForwarderTests: XCTestCase {
     }
 
     func testTheLoadGeneratorMeasuresItThroughItsCountersAndCPUClock() throws {
-        let forwarder = try Forwarder(["--backend", "perpacket", "--listen", "127.0.0.1:46200", "--legs", "4"])
+        let forwarder = try Forwarder(["--backend", "perpacket", "--listen", "127.0.0.1:0", "--legs", "4"])
         defer { forwarder.stop() }
-        let object = try LoadGeneratorTests.runLoad(["--legs", forwarder.address.description, "--forwarder-stats", forwarder.stats,
+        XCTAssertEqual(try forwarder.legs().map(\.count), [2, 2, 2, 2])
+        let object = try LoadGeneratorTests.runLoad(["--legs", forwarder.legsFile, "--forwarder-stats", forwarder.stats,
                                                      "--relay-pid", "\(forwarder.process.processIdentifier)", "--streams", "4",
                                                      "--rate", "4000", "--seconds", "1", "--warmup", "0.2", "--tos", "\((46 << 2) | 1)"])
         let sent = try XCTUnwrap(object["sent"] as? Int)

@@ -71,16 +71,16 @@ final class OptionParserTests: XCTestCase {
     }
 
     func testReferenceSenderGSOAndCompareSelections() throws {
-        guard case .run(let o) = try OptionParser.parse(["--legs", "127.0.0.1:45000", "--forwarder-stats", "/tmp/s", "--relay-pid", "7",
+        guard case .run(let o) = try OptionParser.parse(["--legs", "/tmp/legs", "--forwarder-stats", "/tmp/s", "--relay-pid", "7",
                                                         "--profile", "video", "--sender-gso"]) else { return XCTFail() }
-        XCTAssertEqual(o.legs, "127.0.0.1:45000")
+        XCTAssertEqual(o.legs, "/tmp/legs")
         XCTAssertEqual(o.forwarderStats, "/tmp/s")
         XCTAssertTrue(o.senderGSO)
         XCTAssertEqual(error(["--relay", "http://127.0.0.1:1", "--sender-gso"]),
                        "--sender-gso: only with --profile video (a frame is what leaves as one GSO send)")
-        XCTAssertEqual(error(["--legs", "127.0.0.1:45000", "--relay", "http://127.0.0.1:1"]),
+        XCTAssertEqual(error(["--legs", "/tmp/legs", "--relay", "http://127.0.0.1:1"]),
                        "--legs: not with --relay or --target (it stands for both)")
-        XCTAssertEqual(error(["--legs", "127.0.0.1:45000", "--forwarder-stats", "/tmp/s"]),
+        XCTAssertEqual(error(["--legs", "/tmp/legs", "--forwarder-stats", "/tmp/s"]),
                        "--forwarder-stats: needs --relay-pid PID (the forwarder's CPU clock)")
 
         guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--reference", "r", "--loads", "200k,video50,voice10",

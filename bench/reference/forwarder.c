@@ -15,9 +15,10 @@
 // Two ways to route, the two mediarelay has:
 //   --to HOST:PORT  a forward rule: whatever arrives leaves through a second socket to HOST:PORT
 //                   (engine-bench's forwarder);
-//   --legs N        N two-leg sessions on 2N consecutive ports from --listen's: each leg latches
-//                   onto the first source that sends to it and forwards to the other leg's peer
-//                   (what the relay's sessions do; used by `make demo`).
+//   --legs N        N two-leg sessions, 2N sockets on --listen's address at ports the kernel
+//                   picks: each leg latches onto the first source that sends to it and forwards
+//                   to the other leg's peer (what the relay's sessions do; used by `make demo`).
+//                   --legs-file FILE gets one line per session, its two legs' HOST:PORT.
 // It prints "listening on HOST:PORT" (the first socket) when ready and runs until SIGTERM.
 // --stats FILE: the counters are stored in FILE (created, 64 bytes of u64) after every turn,
 // so a harness can read them without a system call from the forwarder.
@@ -504,8 +505,21 @@ static void setup_ring(void) {
 
 static void stop(int signal) { (void)signal; stopping = 1; }
 
+// A socket's bound address as HOST:PORT or [HOST]:PORT, written into `text` (80 bytes).
+static const char *local_address(int fd, char *text) {
+    struct sockaddr_storage bound;
+    socklen_t length = sizeof bound;
+    char host[INET6_ADDRSTRLEN];
+    getsockname(fd, (struct sockaddr *)&bound, &length);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&bound;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&bound;
+    if (bound.ss_family == AF_INET) snprintf(text, 80, "%s:%d", inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host), ntohs(v4->sin_port));
+    else snprintf(text, 80, "[%s]:%d", inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host), ntohs(v6->sin6_port));
+    return text;
+}
+
 int main(int argc, char **argv) {
-    const char *listen = NULL, *stats = NULL;
+    const char *listen = NULL, *stats = NULL, *legs_file = NULL;
     int sessions = 0;
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : "";
@@ -521,17 +535,19 @@ int main(int argc, char **argv) {
             if (parse_address(value, &destination, &destination_length)) { fprintf(stderr, "forwarder: --to %s: HOST:PORT\n", value); return 2; }
             fixed_route = 1;
         } else if (!strcmp(argv[i], "--legs")) sessions = atoi(value);
+        else if (!strcmp(argv[i], "--legs-file")) legs_file = value;
         else if (!strcmp(argv[i], "--stats")) stats = value;
         else {
-            fprintf(stderr, "usage: forwarder --backend perpacket|mmsg[+gso]|uring[+gso] --listen HOST:PORT (--to HOST:PORT | --legs N) [--stats FILE]\n");
+            fprintf(stderr, "usage: forwarder --backend perpacket|mmsg[+gso]|uring[+gso] --listen HOST:PORT (--to HOST:PORT | --legs N --legs-file FILE) [--stats FILE]\n");
             return 2;
         }
         i++;
     }
     struct sockaddr_storage local;
     socklen_t local_length;
-    if (!listen || parse_address(listen, &local, &local_length) || fixed_route == (sessions > 0) || sessions < 0 || sessions > 30000) {
-        fprintf(stderr, "forwarder: needs --listen HOST:PORT and one of --to HOST:PORT or --legs 1...30000\n");
+    if (!listen || parse_address(listen, &local, &local_length) || fixed_route == (sessions > 0) || sessions < 0 || sessions > 30000 ||
+        (sessions > 0 && !legs_file)) {
+        fprintf(stderr, "forwarder: needs --listen HOST:PORT and one of --to HOST:PORT or --legs 1...30000 --legs-file FILE\n");
         return 2;
     }
     struct rlimit files = { 65536, 65536 };
@@ -541,27 +557,22 @@ int main(int argc, char **argv) {
     struct sockaddr_in *port4 = (struct sockaddr_in *)&local;
     struct sockaddr_in6 *port6 = (struct sockaddr_in6 *)&local;
     in_port_t *port = local.ss_family == AF_INET ? &port4->sin_port : &port6->sin6_port;
-    int base = ntohs(*port);
     if (fixed_route) {
         if (open_socket(&legs[0], &local, local_length)) fail("bind --listen");
         *port = 0;
         if (open_socket(&legs[1], &local, local_length)) fail("bind the outbound socket");
     } else {
-        // 2N consecutive ports: the first free block from --listen's port on, so the load
-        // generator can name leg i of session s as base + 2s + i.
-        for (int attempt = 0;; attempt++) {
-            int opened = 0;
-            while (opened < leg_count) {
-                *port = htons(base + opened);
-                if (open_socket(&legs[opened], &local, local_length)) break;
-                opened++;
-            }
-            if (opened == leg_count) break;
-            if (errno != EADDRINUSE || attempt == 20 || base + 2 * leg_count > 65535) fail("bind the legs");
-            while (opened > 0) close(legs[--opened].fd);
-            base += opened + leg_count;
+        // Ports the kernel picks: a machine shared with other programs rarely has long runs of
+        // free ports, so the legs are listed in --legs-file instead of following a pattern.
+        FILE *list = fopen(legs_file, "w");
+        if (!list) fail(legs_file);
+        for (int leg = 0; leg < leg_count; leg++) {
+            *port = 0;
+            if (open_socket(&legs[leg], &local, local_length)) fail("bind a leg");
+            char address[80];
+            fprintf(list, "%s%c", local_address(legs[leg].fd, address), leg % 2 ? '\n' : ' ');
         }
-        *port = htons(base);
+        if (fclose(list)) fail(legs_file);
     }
     if (stats) {
         int fd = open(stats, O_RDWR | O_CREAT, 0644);
@@ -586,10 +597,8 @@ int main(int argc, char **argv) {
     }
     signal(SIGTERM, stop);
     signal(SIGINT, stop);
-    getsockname(legs[0].fd, (struct sockaddr *)&local, &local_length);
-    char host[INET6_ADDRSTRLEN];
-    inet_ntop(local.ss_family, local.ss_family == AF_INET ? (void *)&port4->sin_addr : (void *)&port6->sin6_addr, host, sizeof host);
-    printf(local.ss_family == AF_INET ? "listening on %s:%d\n" : "listening on [%s]:%d\n", host, ntohs(*port));
+    char address[80];
+    printf("listening on %s\n", local_address(legs[0].fd, address));
     fflush(stdout);
     while (!stopping) {
         received_count = 0;
