@@ -12,7 +12,8 @@ public struct Comparison: Sendable {
         self.log = log
     }
 
-    /// The loads to run: the standard five, or only 100k for the CPU cross-check (--check).
+    /// The loads to run: those `--loads` names, the standard ones, or only 100k for the CPU
+    /// cross-check (--check).
     public var loads: [LoadPoint] {
         if let names = options.loads { return names.compactMap(LoadPoint.named) }
         return options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard
@@ -68,11 +69,12 @@ public struct Comparison: Sendable {
         }
     }
 
-    /// The relay's engines, and the C per-packet forwarder when `--reference` names it.
     /// The control token of a relay off loopback (`--relay-host`).
     var token: String { "compare-\(getpid())" }
 
-    /// Each at every worker count asked for (the single-threaded C forwarder at one only).
+    /// The relay's engines, and the C per-packet forwarder when `--reference` names it (or those
+    /// `--engines` picks), each at every worker count asked for (the C forwarder, which has one
+    /// thread, at one only).
     public var engines: [EngineSetting] {
         var chosen = EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
         if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
