@@ -123,14 +123,16 @@ var results: [String: [Measurement]] = [:]
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
         for configuration in configurations {
-            // Swift and C side by side, which goes first alternating by repeat.
+            // Swift and C side by side, which goes first alternating by repeat. The C lines name
+            // the engine "C:NAME", one word, so scripts that read these lines (compare-commits)
+            // still find the rate and CPU in the same columns.
             var sides: [String?] = [nil] + (options.reference.map { [$0] } ?? [])
             if repeatIndex % 2 == 0 { sides.reverse() }
             for reference in sides {
                 let measurement = try run(configuration, reference: reference, rate: rate, options: options)
                 let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
                 results[key, default: []].append(measurement)
-                let name = ((reference == nil ? "" : "C ") + configuration.name).padding(toLength: 12, withPad: " ", startingAt: 0)
+                let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 12, withPad: " ", startingAt: 0)
                 FileHandle.standardError.write(Data(String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%\n",
                                                            repeatIndex, name as NSString, rate,
                                                            measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram,
