@@ -14,7 +14,7 @@ import Glibc
 
 struct Configuration {
     let name: String
-    let backend: BackendChoice
+    let backend: Backend
     let gso: Bool
 }
 
