@@ -38,7 +38,9 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
         let worker = Thread { [self] in
             thread = pthread_self()
-            let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO))
+            // GRO off: the source sends single datagrams (nothing to coalesce) and the C
+            // reference receives into one-datagram buffers, as the engine does without GRO.
+            let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO, gro: false))
             let loopback = Endpoint(host: "127.0.0.1", port: 0)!
             let inbound = try! UDPSocket(binding: loopback)
             _ = try! engine.register(inbound)
