@@ -2,13 +2,18 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps test-deps build release test demo bench clean
+.PHONY: deps test-deps build release reference test demo bench clean
 
 # liburing-dev is the only system package the build needs; install it when its header is absent.
+# A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
 		echo "make: installing liburing-dev (needed for the io_uring backend)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liburing-dev; \
+	fi
+	@if ! command -v cc >/dev/null; then \
+		echo "make: installing gcc (builds the C reference forwarder)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gcc; \
 	fi
 
 build: deps
@@ -45,12 +50,19 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	MEDIARELAY_REQUIRE_TEST_TOOLS=1 $(SWIFT) test --skip-build
 
-demo: release
+# The C reference forwarder (bench/reference/forwarder.c): what the engine is measured against,
+# built with the system compiler at -O2, as a C program would be.
+CC ?= cc
+reference: deps
+	@mkdir -p .build/reference
+	$(CC) -O2 -Wall -Wextra -o .build/reference/forwarder bench/reference/forwarder.c -luring
+
+demo: release reference
 	bench/demo.sh
 
 # The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
-bench: release
-	.build/release/engine-bench --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
+bench: release reference
+	.build/release/engine-bench --c-forwarder .build/reference/forwarder --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
 
 clean:
 	rm -rf .build
