@@ -16,7 +16,14 @@ let package = Package(
             pkgConfig: "liburing",
             providers: [.apt(["liburing-dev"])]
         ),
+        // libcrypto for STUN/TURN: HMAC-SHA1/SHA256, MD5, SHA-256 (Debian: libssl-dev).
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "DatagramEngine", dependencies: ["CURing"]),
+        .target(name: "STUN", dependencies: ["CCrypto", "DatagramEngine"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine"]),
         .target(name: "RelayHTTP"),
         .target(name: "LoadGen"),
@@ -35,6 +42,7 @@ let package = Package(
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "MallocCounter"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
