@@ -24,7 +24,7 @@ let package = Package(
         ),
         .target(name: "DatagramEngine", dependencies: ["CURing"]),
         .target(name: "STUN", dependencies: ["CCrypto", "DatagramEngine"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "STUN"]),
         .target(name: "RelayHTTP"),
         .target(name: "LoadGen"),
         .executableTarget(
@@ -41,7 +41,7 @@ let package = Package(
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "MallocCounter"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen"]),
