@@ -41,9 +41,10 @@ public struct AttributeType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let priority = AttributeType(rawValue: 0x0024)
     public static let useCandidate = AttributeType(rawValue: 0x0025)
 
-    /// Attributes that may appear more than once in one message (CreatePermission carries one
-    /// XOR-PEER-ADDRESS per peer). Any other repeated attribute makes the message malformed.
-    public var mayRepeat: Bool { self == .xorPeerAddress }
+    /// Attributes that may appear more than once in one message: CreatePermission carries one
+    /// XOR-PEER-ADDRESS per peer, a dual-stack Allocate answer one XOR-RELAYED-ADDRESS per
+    /// family. Any other repeated attribute makes the message malformed.
+    public var mayRepeat: Bool { self == .xorPeerAddress || self == .xorRelayedAddress }
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }

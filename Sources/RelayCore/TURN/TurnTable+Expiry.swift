@@ -1,0 +1,34 @@
+import DatagramEngine
+
+/// Timers, checked by the owner's housekeeping against `now`: allocations past their lifetime
+/// close, permissions and channels past theirs are forgotten, unclaimed port reservations
+/// return to the pool.
+extension TurnTable {
+    func expire() {
+        for a in allocations.indices {
+            guard let allocation = allocations[a] else { continue }
+            if allocation.expires <= now {
+                removeAllocation(a)
+                counters.allocationsExpired &+= 1
+                continue
+            }
+            if allocation.permissions.values.contains(where: { $0 <= now }) {
+                allocations[a]!.permissions = allocation.permissions.filter { $0.value > now }
+            }
+            for (number, binding) in allocation.channels where binding.expires <= now {
+                allocations[a]!.channels[number] = nil
+                allocations[a]!.channelByPeer[binding.peer] = nil
+            }
+        }
+        for port in shared.expireReservations(now: now) { ports.release(port, from: .turn) }
+    }
+
+    /// Closes every allocation (the worker is stopping).
+    func shutDown() {
+        for a in allocations.indices where allocations[a] != nil { removeAllocation(a) }
+    }
+
+    var activeAllocations: Int { byClient.count }
+    var activePermissions: Int { allocations.reduce(0) { $0 + ($1?.permissions.count ?? 0) } }
+    var activeChannels: Int { allocations.reduce(0) { $0 + ($1?.channels.count ?? 0) } }
+}
