@@ -43,18 +43,7 @@ extension TurnTable {
                 guard let port = shared.redeem(token) else { throw TurnRefusal(code: .insufficientCapacity) }
                 primary = try openRelay(family, port: port, dontFragment: dontFragment)
             } else if let reserveNext = evenPort {
-                guard let port = ports.acquireEven(withNext: reserveNext) else { throw TurnRefusal(code: .insufficientCapacity) }
-                do throws(TurnRefusal) {
-                    primary = try openRelay(family, port: port, dontFragment: dontFragment)
-                } catch {
-                    if reserveNext { ports.release(port + 1, from: .turn) }
-                    throw error
-                }
-                if reserveNext {
-                    let value = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-                    shared.reserve(port + 1, token: value, until: now &+ TurnTable.reservationNanoseconds)
-                    reservation = value
-                }
+                (primary, reservation) = try openEvenRelay(family, reserveNext: reserveNext, dontFragment: dontFragment)
             } else {
                 primary = try openRelay(family, port: nil, dontFragment: dontFragment)
             }
@@ -108,6 +97,27 @@ extension TurnTable {
             answer.append(.addressErrorCode, [AddressFamily.ipv6.rawValue, 0, UInt8(code.rawValue / 100),
                                               UInt8(code.rawValue % 100)] + Array(code.reason.utf8))
         }
+    }
+
+    /// EVEN-PORT: a relayed socket on an even port, and with the R bit the odd port above it
+    /// reserved under a fresh token. Even ports another process holds are skipped.
+    func openEvenRelay(_ family: AddressFamily, reserveNext: Bool,
+                       dontFragment: Bool) throws(TurnRefusal) -> (RelayedSocket, UInt64?) {
+        for _ in 0..<16 {
+            guard let port = ports.acquireEven(withNext: reserveNext) else { break }
+            let relay: RelayedSocket
+            do throws(TurnRefusal) {
+                relay = try openRelay(family, port: port, dontFragment: dontFragment)
+            } catch {
+                if reserveNext { ports.release(port + 1, from: .turn) }
+                continue
+            }
+            guard reserveNext else { return (relay, nil) }
+            let token = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            shared.reserve(port + 1, token: token, until: now &+ TurnTable.reservationNanoseconds)
+            return (relay, token)
+        }
+        throw TurnRefusal(code: .insufficientCapacity)
     }
 
     func bindAddress(_ family: AddressFamily) -> Endpoint? {

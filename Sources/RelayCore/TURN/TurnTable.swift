@@ -84,7 +84,9 @@ final class TurnTable {
 
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
-        guard let first = datagram.bytes.first else { return counters.add(.malformed) }
+        // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
+        guard datagram.bytes.count > 0 else { return counters.add(.malformed) }
+        let first = datagram.bytes[0]
         if ChannelData.isChannelData(first) {
             channelData(datagram)
         } else if first & 0xC0 == 0 {
