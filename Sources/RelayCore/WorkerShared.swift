@@ -97,7 +97,16 @@ final class WorkerShared: Sendable {
     }
 }
 
-/// Per-rule state shared by every worker: the client count the cap applies to.
+/// Per-rule state shared by every worker: the client count the cap applies to, and the cap and
+/// idle timeout themselves, which a reload may change while the workers run. Read once per new
+/// client and once per expiry sweep, never per datagram.
 final class RuleShared: Sendable {
     let clients = Atomic<Int>(0)
+    let maxClients: Atomic<Int>
+    let idleTimeoutSeconds: Atomic<Int>
+
+    init(_ rule: ForwardRule) {
+        maxClients = Atomic(rule.maxClients)
+        idleTimeoutSeconds = Atomic(rule.idleTimeoutSeconds)
+    }
 }

@@ -21,6 +21,7 @@ public final class HTTPServer: Sendable {
     private let wakeReadFD: Int32
     private let wakeWriteFD: Int32
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    private let priorityPaths: [String]
     private let state = Mutex(RunState())
 
     private struct RunState {
@@ -29,8 +30,11 @@ public final class HTTPServer: Sendable {
         var finished: DispatchSemaphore?
     }
 
+    /// - Parameter priorityPaths: paths (such as "/healthz") whose GET requests are answered
+    ///   before the other requests read in the same turn, so a liveness probe never waits
+    ///   behind API calls; their handling must be cheap.
     public init(
-        host: String, port: UInt16, limits: HTTPLimits = .init(),
+        host: String, port: UInt16, limits: HTTPLimits = .init(), priorityPaths: [String] = [],
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws {
         let fd = try ListeningSocket.open(host: host, port: port)
@@ -50,6 +54,7 @@ public final class HTTPServer: Sendable {
         self.boundPort = ListeningSocket.boundPort(fd)
         self.limits = limits
         self.handler = handler
+        self.priorityPaths = priorityPaths
     }
 
     deinit {
@@ -68,8 +73,9 @@ public final class HTTPServer: Sendable {
         }
         guard shouldStart else { return }
         let (listenFD, wakeFD, limits, handler) = (self.listenFD, wakeReadFD, self.limits, self.handler)
+        let priorityPaths = self.priorityPaths
         let thread = Thread {
-            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, handler: handler).run()
+            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, priorityPaths: priorityPaths, handler: handler).run()
             finished.signal()
         }
         thread.name = "mediarelay-http"

@@ -39,7 +39,7 @@ struct StatsReport {
         cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         // The workers' own counts: sessions they expired are gone from these at once.
         sessions = total.sessions
-        maxSessions = relay.settings.maxSessions
+        maxSessions = relay.maxSessions
         draining = relay.isDraining
     }
 
