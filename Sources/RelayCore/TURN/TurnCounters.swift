@@ -16,6 +16,8 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
     case amplification
     /// No room for the framing (a payload too long for a Data indication).
     case tooLarge
+    /// A Send indication to a port the peer policy refuses on a permitted address.
+    case forbiddenPeer
 
     public var name: String {
         switch self {
@@ -26,6 +28,7 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
         case .bandwidth: "bandwidth"
         case .amplification: "amplification"
         case .tooLarge: "too_large"
+        case .forbiddenPeer: "forbidden_peer"
         }
     }
 }
@@ -38,7 +41,7 @@ public struct TurnCounters: Sendable {
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
-    public var drops = InlineArray<7, UInt64>(repeating: 0)
+    public var drops = InlineArray<8, UInt64>(repeating: 0)
     public var channelDataToPeers: UInt64 = 0
     public var channelDataToClients: UInt64 = 0
     public var indicationsToPeers: UInt64 = 0

@@ -11,6 +11,8 @@ public final class TurnShared: Sendable {
         var reservations: [UInt64: (port: UInt16, expires: UInt64)] = [:]
     }
     private let state = Mutex(State())
+    /// TURN's relayed ports, for the peer policy's question "is this another allocation?".
+    public let relayedPorts = RelayedPorts()
 
     public init() {}
 

@@ -139,6 +139,7 @@ extension TurnTable {
                 let socket = try engine.register(bound)
                 var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
                 advertised.port = port
+                shared.relayedPorts.insert(port)
                 return RelayedSocket(socket: socket, port: port, advertised: advertised)
             } catch where error.errno == EADDRINUSE && given == nil {
                 skipped.append(port)
@@ -173,7 +174,10 @@ extension TurnTable {
             onSocket(relay.socket, false)
         }
         engine.unregister(relays.map(\.socket))
-        for relay in relays { ports.release(relay.port, from: .turn) }
+        for relay in relays {
+            shared.relayedPorts.remove(relay.port)
+            ports.release(relay.port, from: .turn)
+        }
         shared.release(allocation.username)
         byClient[allocation.client] = nil
         allocations[a] = nil

@@ -153,7 +153,7 @@ extension TurnTable {
         let a = try allocation(of: client, identity)
         let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
         guard !peers.isEmpty else { throw TurnRefusal(code: .badRequest) }
-        try checkPeers(a, peers)
+        try checkPeers(a, peers, withPorts: false)
         let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a]!.permissions[$0] == nil }
         guard allocations[a]!.permissions.count + fresh.count <= settings.maxPermissions else {
             throw TurnRefusal(code: .insufficientCapacity)
@@ -166,7 +166,7 @@ extension TurnTable {
         let channel = try read { () throws(MessageError) in try message.value(.channelNumber, AttributeValue.channelNumber) }
         let peer = try read { () throws(MessageError) in try message.xorAddress(.xorPeerAddress) }
         guard let channel, let peer, ChannelData.channels.contains(channel) else { throw TurnRefusal(code: .badRequest) }
-        try checkPeers(a, [peer])
+        try checkPeers(a, [peer], withPorts: true)
         // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
         if let bound = allocations[a]!.channels[channel], bound.peer != peer { throw TurnRefusal(code: .badRequest) }
         if let other = allocations[a]!.channelByPeer[peer], other != channel { throw TurnRefusal(code: .badRequest) }
@@ -180,12 +180,18 @@ extension TurnTable {
     }
 
     /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer
-    /// the policy refuses. Checked when permissions are made, so never per datagram.
-    func checkPeers(_ a: Int, _ peers: [Endpoint]) throws(TurnRefusal) {
+    /// the policy refuses: by address alone for a permission, by address and port for a
+    /// channel (whose ChannelData is then never checked again).
+    func checkPeers(_ a: Int, _ peers: [Endpoint], withPorts: Bool) throws(TurnRefusal) {
         for peer in peers where allocations[a]!.relay(for: peer) == nil {
             throw TurnRefusal(code: .peerAddressFamilyMismatch)
         }
-        for peer in peers where !settings.peerPolicy.allows(peer) { throw TurnRefusal(code: .forbidden) }
+        let relayed = shared.relayedPorts
+        for peer in peers {
+            let decision = withPorts ? settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) })
+                                     : settings.peerPolicy.decide(permission: peer)
+            guard decision == .allowed else { throw TurnRefusal(code: .forbidden) }
+        }
     }
 
     func permit(_ a: Int, _ peer: Endpoint) {

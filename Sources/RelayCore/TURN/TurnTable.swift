@@ -134,6 +134,12 @@ final class TurnTable {
             return counters.add(.malformed)
         }
         let a = Int(allocation)
+        // A permission is per address; the port of each Send is checked too, so no Send
+        // reaches one of the relay's own sockets on a permitted address.
+        let relayed = shared.relayedPorts
+        guard settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) }) == .allowed else {
+            return counters.add(.forbiddenPeer)
+        }
         guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass) else { return }
         allocations[a]!.counters.indicationsIn &+= 1
         counters.indicationsToPeers &+= 1
