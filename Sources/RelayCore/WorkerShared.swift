@@ -21,6 +21,7 @@ public struct WorkerStats: Sendable {
     public var forwardClients = 0
     public var sockets = 0
     public var lifecycle = LifecycleCounts()
+    public var turn = TurnStats()
     /// CPU the worker's own thread has used (getrusage RUSAGE_THREAD), user and system.
     public var cpuUserSeconds = 0.0
     public var cpuSystemSeconds = 0.0

@@ -10,10 +10,11 @@ import XCTest
 /// sleep; only waiting for datagrams uses real time, with a generous deadline.
 final class TurnHarness {
     static let realm = "example.org"
-    let relay: DatagramEngine
-    let table: TurnTable
+    /// The relay side: one table on the test's engine, or (worker mode) whole workers.
+    let relay: DatagramEngine!
+    let table: TurnTable!
+    var workers: [Worker] = []
     let listener: Endpoint
-    let listenerID: SocketID
     let sockets: DatagramEngine
     var now: UInt64 = 1_000 * 1_000_000_000
     /// Datagrams the client/peer sockets received, by socket, oldest first.
@@ -40,12 +41,34 @@ final class TurnHarness {
         table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: ports), now: now)
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
-        listenerID = try relay.register(listening)
-        table.addListener(listenerID)
+        table.addListener(try relay.register(listening))
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
     }
 
-    deinit { table.shutDown() }
+    /// Worker mode: `workers` relay workers whose TURN listeners share one port by SO_REUSEPORT.
+    init(workers count: Int, ports: ClosedRange<UInt16>) throws {
+        // A free port for the shared listener: taken, noted, let go.
+        listener = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
+        var settings = RelaySettings(ports: ports, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
+        settings.engine = EngineConfiguration(backend: .mmsg)
+        var turn = TurnSettings(authenticator: TurnAuthenticator(credentials: TurnCredentials(
+                                    realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")])),
+                                peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!]),
+                                relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!)
+        let wall = self.wall
+        turn.wallClock = { wall.seconds.withLock { $0 } }
+        settings.turn = turn
+        settings.turnListeners = [listener]
+        relay = nil
+        table = nil
+        workers = try (0..<count).map { try Worker(shared: WorkerShared(index: $0), settings: settings, ruleShares: []) }
+        sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+    }
+
+    deinit {
+        table?.shutDown()
+        for worker in workers { worker.shutDown() }
+    }
 
     /// A client or peer socket on loopback (IPv4 unless `host` says otherwise).
     func socket(_ host: String = "127.0.0.1") throws -> (id: SocketID, address: Endpoint) {
@@ -55,7 +78,7 @@ final class TurnHarness {
 
     func advance(seconds: UInt64) {
         now += seconds * 1_000_000_000
-        table.now = now
+        table?.now = now
     }
 
     func send(_ bytes: [UInt8], from socket: SocketID, to destination: Endpoint, trafficClass: TrafficClass = TrafficClass(rawValue: 0)) {
@@ -65,11 +88,14 @@ final class TurnHarness {
 
     /// One turn of the relay and of the test's sockets.
     func pump() {
-        table.now = now
-        let count = relay.receive(timeoutMilliseconds: 1)
-        for index in 0..<count { table.receive(relay.received(index)) }
-        relay.flush()
-        table.flushed()
+        if let table {
+            table.now = now
+            let count = relay.receive(timeoutMilliseconds: 1)
+            for index in 0..<count { table.receive(relay.received(index)) }
+            relay.flush()
+            table.flushed()
+        }
+        for worker in workers { worker.turn(timeoutMilliseconds: 1) }
         let arrived = sockets.receive(timeoutMilliseconds: 1)
         for index in 0..<arrived {
             let datagram = sockets.received(index)

@@ -67,3 +67,38 @@ public struct TurnCounters: Sendable {
         if (400..<510).contains(code.rawValue) { refused[code.rawValue - 400] &+= 1 }
     }
 }
+
+/// What one worker's TURN table reports: its counters and what is active now.
+public struct TurnStats: Sendable {
+    public var counters = TurnCounters()
+    public var allocations = 0
+    public var permissions = 0
+    public var channels = 0
+
+    public init() {}
+
+    public mutating func merge(_ other: TurnStats) {
+        allocations += other.allocations
+        permissions += other.permissions
+        channels += other.channels
+        counters.merge(other.counters)
+    }
+}
+
+extension TurnCounters {
+    public mutating func merge(_ other: TurnCounters) {
+        allocationsCreated &+= other.allocationsCreated
+        allocationsDeleted &+= other.allocationsDeleted
+        allocationsExpired &+= other.allocationsExpired
+        for index in refused.indices { refused[index] &+= other.refused[index] }
+        for index in authFailures.indices { authFailures[index] &+= other.authFailures[index] }
+        for index in drops.indices { drops[index] &+= other.drops[index] }
+        channelDataToPeers &+= other.channelDataToPeers
+        channelDataToClients &+= other.channelDataToClients
+        indicationsToPeers &+= other.indicationsToPeers
+        indicationsToClients &+= other.indicationsToClients
+        bytesToPeers &+= other.bytesToPeers
+        bytesToClients &+= other.bytesToClients
+        bindingRequests &+= other.bindingRequests
+    }
+}

@@ -28,6 +28,15 @@ extension TurnTable {
         for a in allocations.indices where allocations[a] != nil { removeAllocation(a) }
     }
 
+    var stats: TurnStats {
+        var stats = TurnStats()
+        stats.counters = counters
+        stats.allocations = activeAllocations
+        stats.permissions = activePermissions
+        stats.channels = activeChannels
+        return stats
+    }
+
     var activeAllocations: Int { byClient.count }
     var activePermissions: Int { allocations.reduce(0) { $0 + ($1?.permissions.count ?? 0) } }
     var activeChannels: Int { allocations.reduce(0) { $0 + ($1?.channels.count ?? 0) } }
