@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "LoadGen"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP"]
+            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "STUN"]
         ),
         .executableTarget(
             name: "mediarelay-load",
