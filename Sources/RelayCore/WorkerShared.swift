@@ -8,6 +8,7 @@ enum WorkerCommand: Sendable {
     case delete(String, reply: @Sendable (Bool) -> Void)
     case describe(String, reply: @Sendable (SessionInfo?) -> Void)
     case list(reply: @Sendable ([SessionInfo]) -> Void)
+    case turnAllocations(limit: Int, reply: @Sendable ([TurnAllocationInfo]) -> Void)
 }
 
 /// What one worker has done, published as a snapshot a few times a second.

@@ -1,6 +1,7 @@
 import DatagramEngine
 @testable import RelayCore
 import STUN
+import Synchronization
 import XCTest
 
 /// TURN inside the relay's workers: every worker binds the TURN listener with SO_REUSEPORT,
@@ -38,6 +39,15 @@ final class TurnWorkerTests: XCTestCase {
             XCTAssertEqual(try arrived.xorAddress(.xorPeerAddress), relayed[previous])
             XCTAssertEqual(try arrived.value(.data) { Array($0) }, [UInt8(previous)])
         }
+        // The control plane's listing: every allocation, with its channel and counters.
+        let listed = Mutex<[TurnAllocationInfo]>([])
+        for worker in harness.workers {
+            worker.execute(.turnAllocations(limit: 10) { infos in listed.withLock { $0 += infos } })
+        }
+        let infos = listed.withLock { $0 }
+        XCTAssertEqual(Set(infos.flatMap(\.relayed)), Set(relayed))
+        XCTAssertTrue(infos.allSatisfy { $0.channels.count == 1 && $0.counters.channelDataIn == 1 && $0.counters.indicationsOut == 1 })
+        XCTAssertEqual(infos.filter { $0.username == "bob" }.count, 3)
         // The workers publish TURN figures with their stats.
         for worker in harness.workers { worker.publish() }
         var total = TurnStats()
