@@ -1,0 +1,47 @@
+import DatagramEngine
+@testable import RelayCore
+import STUN
+import XCTest
+
+/// Quotas and what the relay hands out: the bandwidth of one allocation, allocations in total,
+/// and the advertised address in XOR-RELAYED-ADDRESS.
+final class TurnQuotaTests: XCTestCase {
+    func testBandwidthPerAllocationDropsPastTheRate() throws {
+        let harness = try TurnHarness { $0.bandwidthPerAllocation = 1000 }
+        var client = try TurnTestClient(harness)
+        XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
+        let (peer, peerAddress) = try harness.socket()
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peerAddress)).isSuccess)
+        // A second's worth (1,000 bytes) passes at once; the harness clock does not move, so
+        // nothing refills and the rest is dropped and counted.
+        for _ in 0..<15 { client.send(channelData(0x4000, [UInt8](repeating: 1, count: 100))) }
+        for _ in 0..<10 { XCTAssertNotNil(harness.next(on: peer)) }
+        XCTAssertEqual(harness.settle(on: peer), 0)
+        XCTAssertEqual(harness.table.counters[drop: .bandwidth], 5)
+        // A second later the bucket is full again.
+        harness.advance(seconds: 1)
+        client.send(channelData(0x4000, [UInt8](repeating: 1, count: 100)))
+        XCTAssertNotNil(harness.next(on: peer))
+    }
+
+    func testTotalAllocationsCap() throws {
+        let harness = try TurnHarness { $0.maxAllocations = 1 }
+        var first = try TurnTestClient(harness)
+        XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
+        var second = try TurnTestClient(harness)
+        second.username = "bob"
+        second.password = "hunter2"
+        XCTAssertEqual(second.allocate()?.errorCode, 508)
+        // Deleting the first frees the place.
+        XCTAssertTrue(try XCTUnwrap(first.ask(.refresh) { $0.append(.lifetime, uint32: 0) }).isSuccess)
+        XCTAssertTrue(try XCTUnwrap(second.allocate()).isSuccess)
+    }
+
+    func testRelayedAddressIsTheAdvertisedOne() throws {
+        let harness = try TurnHarness { $0.advertiseIPv4 = Endpoint(host: "203.0.113.7", port: 0)! }
+        var client = try TurnTestClient(harness)
+        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+        XCTAssertEqual(relayed.hostText, "203.0.113.7")
+        XCTAssertTrue(harness.table.ports.isHeld(relayed.port), "bound locally on the port it advertises")
+    }
+}
