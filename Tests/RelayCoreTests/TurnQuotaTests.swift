@@ -45,3 +45,22 @@ final class TurnQuotaTests: XCTestCase {
         XCTAssertTrue(harness.table.ports.isHeld(relayed.port), "bound locally on the port it advertises")
     }
 }
+
+/// No amplification: an unauthenticated request never gets an answer larger than itself plus
+/// TurnTable.unauthenticatedSlack; a 401 that would be (a long realm, a tiny request) is not sent.
+final class TurnAmplificationTests: XCTestCase {
+    func testOversizedChallengeIsNotSent() throws {
+        let harness = try TurnHarness {
+            $0.authenticator = TurnAuthenticator(credentials: TurnCredentials(realm: String(repeating: "r", count: 120)))
+        }
+        let (socket, _) = try harness.socket()
+        var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
+        bare.append(.requestedTransport, [17, 0, 0, 0])
+        harness.send(bare.bytes, from: socket, to: harness.listener)
+        XCTAssertEqual(harness.settle(on: socket), 0)
+        XCTAssertEqual(harness.table.counters[drop: .amplification], 1)
+        // A request padded by the client (as ICE agents pad with SOFTWARE) gets its 401.
+        bare.append(.software, text: String(repeating: "s", count: 100))
+        XCTAssertEqual(harness.ask(bare.bytes, from: socket)?.errorCode, 401)
+    }
+}
