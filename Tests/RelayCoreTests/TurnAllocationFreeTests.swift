@@ -9,7 +9,7 @@ import XCTest
 /// through the table on this thread while every allocation is counted.
 final class TurnAllocationFreeTests: XCTestCase {
     func testTurnDataPathAllocatesNothingOnEveryBackend() throws {
-        for backend in [BackendChoice.perPacket, .mmsg, .uring] {
+        for backend in [Backend.perPacket, .mmsg, .uring] {
             let harness = try TurnHarness(backend: backend)
             var client = try TurnTestClient(harness)
             let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))

@@ -25,7 +25,7 @@ final class TurnHarness {
     }
     let wall = Clock()
 
-    init(backend: BackendChoice = .mmsg, ports: ClosedRange<UInt16> = 47100...47199, ipv6: Bool = true,
+    init(backend: Backend = .mmsg, ports: ClosedRange<UInt16> = 47100...47199, ipv6: Bool = true,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
                                       secrets: ["rest-secret"])
