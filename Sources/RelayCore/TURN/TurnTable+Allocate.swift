@@ -165,22 +165,31 @@ extension TurnTable {
         }
     }
 
-    /// Closes an allocation's sockets, then returns their ports and the user's quota.
+    /// Forgets an allocation at once (its sockets route nowhere from now on) and queues its
+    /// sockets for closing: a Refresh that deletes arrives in the middle of a batch whose
+    /// datagrams may still be queued on them, so they close after the flush (`closePending`).
     func removeAllocation(_ a: Int) {
         guard let allocation = allocations[a] else { return }
-        let relays = [allocation.relay4, allocation.relay6].compactMap { $0 }
-        for relay in relays {
+        for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             setRole(relay.socket, .none)
             onSocket(relay.socket, false)
-        }
-        engine.unregister(relays.map(\.socket))
-        for relay in relays {
-            shared.relayedPorts.remove(relay.port)
-            ports.release(relay.port, from: .turn)
+            closing.append(relay)
         }
         shared.release(allocation.username)
         byClient[allocation.client] = nil
         allocations[a] = nil
         freeAllocations.append(Int32(a))
+    }
+
+    /// Closes the sockets of removed allocations (all at once), then returns their ports: no
+    /// port is handed out again while its socket is open.
+    func closePending() {
+        guard !closing.isEmpty else { return }
+        engine.unregister(closing.map(\.socket))
+        for relay in closing {
+            shared.relayedPorts.remove(relay.port)
+            ports.release(relay.port, from: .turn)
+        }
+        closing.removeAll()
     }
 }

@@ -20,12 +20,14 @@ extension TurnTable {
                 allocations[a]!.channelByPeer[binding.peer] = nil
             }
         }
+        closePending()
         for port in shared.expireReservations(now: now) { ports.release(port, from: .turn) }
     }
 
     /// Closes every allocation (the worker is stopping).
     func shutDown() {
         for a in allocations.indices where allocations[a] != nil { removeAllocation(a) }
+        closePending()
     }
 
     var stats: TurnStats {

@@ -29,6 +29,8 @@ final class TurnTable {
     var freeAllocations: [Int32] = []
     var byClient: [TurnClient: Int32] = [:]
     var transactions = TransactionCache()
+    /// Relayed sockets of removed allocations, closed after the engine's next flush.
+    var closing: [RelayedSocket] = []
     var counters = TurnCounters()
     let arena: OutgoingArena
     /// Data indications need a transaction id; a counter from a random start is unique enough.
@@ -68,8 +70,12 @@ final class TurnTable {
         return true
     }
 
-    /// The owner flushed the engine: every slice of the arena has been sent.
-    func flushed() { arena.reset() }
+    /// The owner flushed the engine: every slice of the arena has been sent, and sockets of
+    /// allocations deleted during the batch can close.
+    func flushed() {
+        arena.reset()
+        closePending()
+    }
 
     @inline(__always)
     func receive(_ datagram: ReceivedDatagram) {
