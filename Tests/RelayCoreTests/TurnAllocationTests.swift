@@ -157,5 +157,33 @@ final class TurnAllocationTests: XCTestCase {
         var six = try TurnTestClient(harness)
         let v6 = try XCTUnwrap(six.allocate { $0.append(.requestedAddressFamily, [2, 0, 0, 0]) })
         XCTAssertEqual(try v6.xorAddress(.xorRelayedAddress)?.hostText, "::1")
+
+        // coturn's clients send ADDITIONAL-ADDRESS-FAMILY under the draft's number 0x8032.
+        var draft = try TurnTestClient(harness)
+        let dualDraft = try XCTUnwrap(draft.allocate { $0.append(.additionalAddressFamilyDraft, [2, 0, 0, 0]) })
+        XCTAssertEqual(try dualDraft.xorAddresses(.xorRelayedAddress).count, 2)
+        // A dual allocation may ask for an even port, not reserve the next one.
+        var evenDual = try TurnTestClient(harness)
+        XCTAssertEqual(evenDual.allocate { $0.append(.evenPort, [0x80])
+            $0.append(.additionalAddressFamily, [2, 0, 0, 0]) }?.errorCode, 400)
+        let evenOnly = try XCTUnwrap(evenDual.allocate { $0.append(.evenPort, [0])
+            $0.append(.additionalAddressFamily, [2, 0, 0, 0]) })
+        XCTAssertEqual(try evenOnly.xorAddresses(.xorRelayedAddress).first.map { $0.port % 2 }, 0)
+    }
+
+    /// The allocation that redeems a token gets the family of the one that reserved the port
+    /// (coturn's client asks for IPv6 only on the first of an RTP/RTCP pair).
+    func testReservationKeepsItsFamily() throws {
+        let harness = try TurnHarness()
+        var rtp = try TurnTestClient(harness)
+        let answer = try XCTUnwrap(rtp.allocate { $0.append(.evenPort, [0x80])
+            $0.append(.requestedAddressFamily, [2, 0, 0, 0]) })
+        let even = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress))
+        XCTAssertEqual(even.hostText, "::1")
+        let token = try XCTUnwrap(answer.value(.reservationToken) { Array($0) })
+        var rtcp = try TurnTestClient(harness)
+        let odd = try XCTUnwrap(rtcp.allocate { $0.append(.reservationToken, token) }?.xorAddress(.xorRelayedAddress))
+        XCTAssertEqual(odd.hostText, "::1")
+        XCTAssertEqual(odd.port, even.port + 1)
     }
 }

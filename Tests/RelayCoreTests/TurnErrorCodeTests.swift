@@ -17,7 +17,7 @@ final class TurnErrorCodeTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
         let (_, peer) = try harness.socket()
         XCTAssertEqual(client.bind(0x3FFF, peer)?.errorCode, 400, "channel below 0x4000")
-        XCTAssertEqual(client.bind(0x5000, peer)?.errorCode, 400, "channel above 0x4FFF")
+        XCTAssertEqual(client.bind(0x8000, peer)?.errorCode, 400, "channel above 0x7FFF")
         XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peer)).isSuccess)
         let (_, other) = try harness.socket()
         XCTAssertEqual(client.bind(0x4000, other)?.errorCode, 400, "channel bound to another peer")

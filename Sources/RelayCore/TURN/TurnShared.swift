@@ -8,7 +8,7 @@ public final class TurnShared: Sendable {
     private struct State {
         var total = 0
         var perUser: [String: Int] = [:]
-        var reservations: [UInt64: (port: UInt16, expires: UInt64)] = [:]
+        var reservations: [UInt64: (port: UInt16, family: AddressFamily, expires: UInt64)] = [:]
     }
     private let state = Mutex(State())
     /// TURN's relayed ports, for the peer policy's question "is this another allocation?".
@@ -37,13 +37,14 @@ public final class TurnShared: Sendable {
 
     public var allocations: Int { state.withLock { $0.total } }
 
-    func reserve(_ port: UInt16, token: UInt64, until expires: UInt64) {
-        state.withLock { $0.reservations[token] = (port, expires) }
+    func reserve(_ port: UInt16, family: AddressFamily, token: UInt64, until expires: UInt64) {
+        state.withLock { $0.reservations[token] = (port, family, expires) }
     }
 
-    /// The port a token reserved, taken out of the table (a token is used once).
-    func redeem(_ token: UInt64) -> UInt16? {
-        state.withLock { $0.reservations.removeValue(forKey: token)?.port }
+    /// The port a token reserved and its family (the allocation that redeems it gets the same
+    /// family as the one that reserved it), taken out of the table: a token is used once.
+    func redeem(_ token: UInt64) -> (port: UInt16, family: AddressFamily)? {
+        state.withLock { $0.reservations.removeValue(forKey: token).map { ($0.port, $0.family) } }
     }
 
     /// Reservations past their time, removed; the caller returns their ports to the pool.

@@ -15,33 +15,45 @@ extension TurnTable {
             guard allocations[Int(existing)]!.transaction == message.transactionID else {
                 throw TurnRefusal(code: .allocationMismatch)
             }
-            return describe(Int(existing), client, reservation: nil, additionalError: nil, &answer)
+            return describe(Int(existing), client, reservation: nil, additionalError: nil, draftNumbers: false, &answer)
         }
         guard let transport = try read({ () throws(MessageError) in
             try message.value(.requestedTransport, AttributeValue.requestedTransport)
         }) else { throw TurnRefusal(code: .badRequest) }
         guard transport == 17 else { throw TurnRefusal(code: .unsupportedTransportProtocol) }
         let requested = try read { () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }
-        let additional = try read { () throws(MessageError) in try message.value(.additionalAddressFamily, AttributeValue.addressFamily) }
+        // RFC 8656's number, or the draft's that coturn's clients send; answered in kind.
+        let draftNumbers = !message.contains(.additionalAddressFamily) && message.contains(.additionalAddressFamilyDraft)
+        let additional = try read { () throws(MessageError) in
+            try message.value(draftNumbers ? .additionalAddressFamilyDraft : .additionalAddressFamily, AttributeValue.addressFamily)
+        }
         let evenPort = try read { () throws(MessageError) in try message.value(.evenPort, AttributeValue.evenPortReservesNext) }
         let token = try read { () throws(MessageError) in try message.value(.reservationToken, AttributeValue.reservationToken) }
         let lifetime = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
         if token != nil && (evenPort != nil || requested != nil || additional != nil) { throw TurnRefusal(code: .badRequest) }
-        if requested != nil && additional != nil { throw TurnRefusal(code: .badRequest) }
+        // A dual allocation cannot reserve the next port (coturn refuses the same; EVEN-PORT
+        // without the R bit still gives the IPv4 relayed address an even port).
+        if additional != nil && (requested != nil || evenPort == true) { throw TurnRefusal(code: .badRequest) }
         if additional == .ipv4 { throw TurnRefusal(code: .badRequest) }
-        let family = requested ?? .ipv4
+        // A reserved port comes with the family of the allocation that reserved it.
+        let redeemed = token.flatMap { shared.redeem($0) }
+        if token != nil && redeemed == nil { throw TurnRefusal(code: .insufficientCapacity) }
+        let family = redeemed?.family ?? requested ?? .ipv4
         let dontFragment = message.contains(.dontFragment)
-        guard bindAddress(family) != nil else { throw TurnRefusal(code: .addressFamilyNotSupported) }
+        guard bindAddress(family) != nil else {
+            if let redeemed { ports.release(redeemed.port, from: .turn) }
+            throw TurnRefusal(code: .addressFamilyNotSupported)
+        }
         if let quota = shared.admit(identity.username, perUser: settings.maxAllocationsPerUser, total: settings.maxAllocations) {
+            if let redeemed { ports.release(redeemed.port, from: .turn) }
             throw TurnRefusal(code: quota)
         }
 
         var reservation: UInt64?
         let primary: RelayedSocket
         do throws(TurnRefusal) {
-            if let token {
-                guard let port = shared.redeem(token) else { throw TurnRefusal(code: .insufficientCapacity) }
-                primary = try openRelay(family, port: port, dontFragment: dontFragment)
+            if let redeemed {
+                primary = try openRelay(family, port: redeemed.port, dontFragment: dontFragment)
             } else if let reserveNext = evenPort {
                 (primary, reservation) = try openEvenRelay(family, reserveNext: reserveNext, dontFragment: dontFragment)
             } else {
@@ -76,12 +88,13 @@ extension TurnTable {
         if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
         byClient[client] = index
         counters.allocationsCreated &+= 1
-        describe(Int(index), client, reservation: reservation, additionalError: additionalError, &answer)
+        describe(Int(index), client, reservation: reservation, additionalError: additionalError,
+                 draftNumbers: draftNumbers, &answer)
     }
 
     /// The success answer's attributes: relayed addresses, lifetime, reservation, mapped address.
     func describe(_ a: Int, _ client: TurnClient, reservation: UInt64?, additionalError: ErrorCode?,
-                  _ answer: inout MessageBuilder) {
+                  draftNumbers: Bool, _ answer: inout MessageBuilder) {
         let allocation = allocations[a]!
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             answer.append(.xorRelayedAddress, xorAddress: relay.advertised)
@@ -94,7 +107,7 @@ extension TurnTable {
         answer.append(.xorMappedAddress, xorAddress: client.address)
         if let code = additionalError {
             // ADDRESS-ERROR-CODE (RFC 8656 section 18.13): the family that failed, then as ERROR-CODE.
-            answer.append(.addressErrorCode, [AddressFamily.ipv6.rawValue, 0, UInt8(code.rawValue / 100),
+            answer.append(draftNumbers ? .addressErrorCodeDraft : .addressErrorCode, [AddressFamily.ipv6.rawValue, 0, UInt8(code.rawValue / 100),
                                               UInt8(code.rawValue % 100)] + Array(code.reason.utf8))
         }
     }
@@ -114,7 +127,7 @@ extension TurnTable {
             }
             guard reserveNext else { return (relay, nil) }
             let token = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            shared.reserve(port + 1, token: token, until: now &+ TurnTable.reservationNanoseconds)
+            shared.reserve(port + 1, family: family, token: token, until: now &+ TurnTable.reservationNanoseconds)
             return (relay, token)
         }
         throw TurnRefusal(code: .insufficientCapacity)
