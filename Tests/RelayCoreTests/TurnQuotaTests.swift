@@ -64,3 +64,30 @@ final class TurnAmplificationTests: XCTestCase {
         XCTAssertEqual(harness.ask(bare.bytes, from: socket)?.errorCode, 401)
     }
 }
+
+/// The peer policy with the relay's own ports: a permission is per address, so each Send
+/// indication's port is checked too; another allocation's relayed address stays reachable.
+final class TurnOwnPortTests: XCTestCase {
+    func testSendToAnOwnPortIsDroppedButAnotherAllocationIsReached() throws {
+        let harness = try TurnHarness {
+            $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: 47100...47199,
+                                       relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
+        }
+        var client = try TurnTestClient(harness)
+        var other = try TurnTestClient(harness)
+        other.username = "bob"
+        other.password = "hunter2"
+        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+        let otherRelayed = try XCTUnwrap(other.allocate()?.xorAddress(.xorRelayedAddress))
+        XCTAssertTrue(try XCTUnwrap(client.permit(otherRelayed)).isSuccess)
+        XCTAssertTrue(try XCTUnwrap(other.permit(relayed)).isSuccess)
+        let ownPort = Endpoint(host: "127.0.0.1", port: 47199)!  // in the pool, not relayed
+        XCTAssertEqual(client.bind(0x4000, ownPort)?.errorCode, 403)
+
+        client.send(sendIndication(ownPort, [1]))
+        client.send(sendIndication(otherRelayed, [2]))
+        let arrived = try StunMessage(bytes: XCTUnwrap(harness.next(on: other.socket)).bytes)
+        XCTAssertEqual(try arrived.value(.data) { Array($0) }, [2])
+        XCTAssertEqual(harness.table.counters[drop: .forbiddenPeer], 1)
+    }
+}
