@@ -25,10 +25,11 @@ public final class PortPool: Sendable {
     }
     private let state: Mutex<State>
 
-    public init(range: ClosedRange<UInt16>) {
+    /// `turnLimit`: the most ports TURN may hold (half the range by default).
+    public init(range: ClosedRange<UInt16>, turnLimit: Int? = nil) {
         self.range = range
         clientLimit = max(1, range.count / 2)
-        turnLimit = max(1, range.count / 2)
+        self.turnLimit = max(1, min(turnLimit ?? range.count / 2, range.count))
         state = Mutex(State(inUse: Array(repeating: false, count: range.count), next: 0, used: 0,
                             usedByClients: 0, usedByTURN: 0))
     }
