@@ -24,7 +24,8 @@ extension DatagramEngine {
             guard used < vectors.capacity, let slot = table.lookup(id) else { continue }
             let descriptor = table[slot].descriptor
             if backend == .mmsg {
-                let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT)
+                // MSG_TRUNC: a datagram longer than its buffer reports its real length.
+                let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)
                 let count = Int(mr_recvmmsg(descriptor, vectors.headers + used, UInt32(vectors.capacity - used), flags))
                 counters.syscalls &+= 1
                 guard count > 0 else { continue }
@@ -33,7 +34,7 @@ extension DatagramEngine {
                 used += count
             } else {
                 while used < vectors.capacity {
-                    let length = recvmsg(descriptor, &vectors.headers[used].msg_hdr, Int32(MSG_DONTWAIT))
+                    let length = recvmsg(descriptor, &vectors.headers[used].msg_hdr, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
                     counters.syscalls &+= 1
                     guard length >= 0 else { break }
                     vectors.headers[used].msg_len = UInt32(length)
@@ -52,9 +53,10 @@ extension DatagramEngine {
         let control = ReceiveControl.parse(header)
         let source = Endpoint(reading: header.pointee.msg_name, length: header.pointee.msg_namelen)
         let truncated = header.pointee.msg_flags & Int32(MSG_TRUNC) != 0
+        let size = Int(vectors.headers[index].msg_len)
         let payload = UnsafeRawBufferPointer(start: vectors.payloads + index * vectors.payloadSize,
-                                             count: Int(vectors.headers[index].msg_len))
-        accept(socket: id, slot: slot, source: source, control: control, truncated: truncated, payload: payload)
+                                             count: min(size, vectors.payloadSize))
+        accept(socket: id, slot: slot, source: source, control: control, truncated: truncated, size: size, payload: payload)
     }
 
     func sendWithSendmsg() {

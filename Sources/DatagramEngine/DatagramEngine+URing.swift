@@ -95,8 +95,9 @@ extension DatagramEngine {
         let payload = UnsafeRawBufferPointer(start: io_uring_recvmsg_payload(header, ring.template), count: payloadLength)
         let truncated = header.pointee.flags & UInt32(MSG_TRUNC) != 0
         let before = receivedCount
+        // payloadlen is the real length: the receives ask for MSG_TRUNC.
         accept(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot, source: source,
-               control: control, truncated: truncated, payload: payload)
+               control: control, truncated: truncated, size: truncated ? Int(header.pointee.payloadlen) : payloadLength, payload: payload)
         return receivedCount > before
     }
 

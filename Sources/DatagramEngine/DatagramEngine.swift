@@ -16,6 +16,9 @@ public final class DatagramEngine {
     public internal(set) var counters = EngineCounters()
     /// Datagrams the last `receive` returned.
     public internal(set) var receivedCount = 0
+    /// The latest datagram dropped for being longer than `maxDatagramSize`, if any: two plain
+    /// stores on a path that drops the datagram anyway.
+    public internal(set) var lastTruncated: TruncatedDatagram?
     /// Whether the last `receive` returned because `waker` was used.
     public internal(set) var wasWoken = false
     /// Wakes this engine's `receive` from another thread.
@@ -195,16 +198,18 @@ public final class DatagramEngine {
 
     // MARK: accounting shared by the backends
 
-    /// Records one received datagram whose payload, source and control bytes are in place.
+    /// Records one received datagram whose payload, source and control bytes are in place;
+    /// `size` is its real length, larger than the payload when it was truncated.
     @inline(__always)
     func accept(socket id: SocketID, slot: Int, source: Endpoint?, control: ReceiveControl,
-                truncated: Bool, payload: UnsafeRawBufferPointer) {
+                truncated: Bool, size: Int, payload: UnsafeRawBufferPointer) {
         if let count = control.overflowCount {
             counters.kernelDrops &+= UInt64(count &- table[slot].lastOverflow)
             table[slot].lastOverflow = count
         }
         if truncated || payload.count > configuration.maxDatagramSize {
             counters.truncated &+= 1
+            lastTruncated = TruncatedDatagram(size: size, sourcePort: source?.port ?? 0)
             return
         }
         guard let source, receivedCount < configuration.batchSize else { return }

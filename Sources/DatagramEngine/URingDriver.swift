@@ -75,10 +75,8 @@ final class URingDriver {
         }
         deferredTaskRun = deferred
 
-        var count: UInt32 = 1
-        while count < UInt32(max(configuration.uringBuffers, configuration.batchSize * 2)) { count <<= 1 }
-        bufferCount = min(count, 32768)
-        bufferSize = URingDriver.headerLength + configuration.maxDatagramSize
+        bufferCount = UInt32(configuration.uringBufferCount)
+        bufferSize = configuration.uringBufferSize
         var ringMemory: UnsafeMutableRawPointer?
         let ringBytes = Int(bufferCount) * MemoryLayout<io_uring_buf>.stride
         guard posix_memalign(&ringMemory, Int(getpagesize()), ringBytes) == 0, let ringMemory else {
@@ -255,7 +253,8 @@ final class URingDriver {
         guard !toArm.isEmpty else { return }
         for (slot, generation, descriptor) in toArm {
             let entry = nextSubmission()
-            io_uring_prep_recvmsg_multishot(entry, descriptor, template, 0)
+            // MSG_TRUNC: a datagram longer than a buffer reports its real length (payloadlen).
+            io_uring_prep_recvmsg_multishot(entry, descriptor, template, UInt32(MSG_TRUNC))
             entry.pointee.flags |= UInt8(1 << IOSQE_BUFFER_SELECT_BIT)
             entry.pointee.buf_group = URingDriver.bufferGroup
             io_uring_sqe_set_data64(entry, URingDriver.tag(.receive, generation: generation, slot: slot))

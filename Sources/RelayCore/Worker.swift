@@ -144,6 +144,7 @@ final class Worker {
         stats.forwardClients = clientCount
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
+        stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
         var usage = rusage()
         getrusage(1 /* RUSAGE_THREAD: this worker's thread only */, &usage)

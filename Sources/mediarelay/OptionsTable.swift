@@ -5,7 +5,7 @@ import RelayCore
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
-        batchSize
+        batchSize, maxDatagramSize
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
@@ -32,6 +32,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "--max-clients"
         case .maxSessions: "--max-sessions"
         case .batchSize: "--batch-size"
+        case .maxDatagramSize: "--max-datagram-size"
         }
     }
 
@@ -44,7 +45,7 @@ enum OptionKey: String, CaseIterable, Sendable {
 
     var configType: ConfigType {
         switch self {
-        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize: .integer
+        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize: .integer
         case .forward: .stringArray
         default: .string
         }
@@ -71,6 +72,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecn: "preserve|clear"
         case .logLevel: "L"
         case .drainSeconds, .idleTimeout: "S"
+        case .maxDatagramSize: "BYTES"
         }
     }
 
@@ -94,6 +96,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "10000"
         case .maxSessions: "10000"
         case .batchSize: "64"
+        case .maxDatagramSize: "\(ServerOptions.defaultMaxDatagramSize)"
         }
     }
 
@@ -102,6 +105,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     static let idleTimeoutRange = 1...86400
     static let capRange = 1...1_000_000
     static let batchRange = 1...1024
+    /// Up to the largest UDP payload over IPv4 (65,535 - 20 - 8); below 512 even DNS breaks.
+    static let datagramSizeRange = 512...65_507
     static let maxTokenLength = 1024
 
     var accepted: String {
@@ -123,6 +128,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .idleTimeout: integers(Self.idleTimeoutRange)
         case .maxClients, .maxSessions: integers(Self.capRange)
         case .batchSize: integers(Self.batchRange)
+        case .maxDatagramSize: integers(Self.datagramSizeRange)
         }
     }
 
@@ -146,6 +152,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "clients per forward rule"
         case .maxSessions: "sessions at once"
         case .batchSize: "datagrams per receive call at most"
+        case .maxDatagramSize: "largest datagram forwarded; a longer one is dropped, counted as truncated and logged (first per minute)"
         }
     }
 
@@ -180,6 +187,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: options.maxClients = try integer(text, in: Self.capRange)
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
+        case .maxDatagramSize: options.maxDatagramSize = try integer(text, in: Self.datagramSizeRange)
         }
     }
 

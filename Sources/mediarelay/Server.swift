@@ -24,7 +24,8 @@ struct Server {
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: BackendChoice(rawValue: options.engine.rawValue)!,
-                                              batchSize: options.batchSize, gso: options.gso)
+                                              batchSize: options.batchSize, gso: options.gso,
+                                              maxDatagramSize: options.maxDatagramSize)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
         settings.rules = options.forwards.map { spec in
@@ -78,7 +79,11 @@ struct Server {
         notifyQuietly("READY=1\nSTATUS=forwarding with \(engine.backend.rawValue)")
 
         var taken: Int32 = 0
-        while taken == 0 { taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() }) }
+        var truncations = TruncationLog(limit: options.maxDatagramSize)
+        while taken == 0 {
+            taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() })
+            if let line = truncations.line(relay.stats(), now: ProcessInfo.processInfo.systemUptime) { log.warning(line) }
+        }
         log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(options.drainSeconds) s")
         relay.beginDrain()
         notifyQuietly("STOPPING=1")

@@ -12,7 +12,7 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "log_level": "warning",
           "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-          "max_sessions": 60, "batch_size": 32
+          "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500
         }
         """
 
@@ -37,13 +37,14 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.maxClients, 50)
         XCTAssertEqual(options.maxSessions, 60)
         XCTAssertEqual(options.batchSize, 32)
+        XCTAssertEqual(options.maxDatagramSize, 1500)
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
             "engine", "gso", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
-            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "max_datagram_size",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {
