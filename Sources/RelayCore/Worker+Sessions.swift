@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Glibc
 
 /// Sessions: legs that latch onto the first source that sends to them, and forward to every

@@ -12,7 +12,7 @@ enum HelpText {
             "Options (--opt value or --opt=value):",
             "  --config FILE",
             "      JSON config file; command-line flags win over its keys",
-            "      default: none; accepted: a readable JSON object file, at most 1 MiB",
+            "      default: none; accepted: a regular file holding one JSON object, at most 1 MiB",
         ]
         for key in OptionKey.allCases {
             lines.append("  \(key.flag) \(key.valueName)")
@@ -25,7 +25,8 @@ enum HelpText {
             "  --version",
             "      print \"mediarelay \(ServerOptions.version)\" and exit",
             "",
-            "Config file keys (JSON object; integers as numbers, forward as an array of strings):",
+            "Config file keys (JSON object; integers as numbers, forward as an array of strings;",
+            "each key at most once; \"reload\": applied on SIGHUP, the others at the next start):",
         ]
         for key in OptionKey.allCases {
             let type = switch key.configType {
@@ -33,13 +34,17 @@ enum HelpText {
             case .integer: "integer"
             case .stringArray: "array of strings"
             }
-            lines.append("  \(key.configKey) (\(type)) = \(key.flag)")
+            lines.append("  \(key.configKey) (\(type)) = \(key.flag)\(key.isReloadable ? ", reload" : "")")
         }
         lines += [""] + memoryLines + [
             "",
             "Environment:",
             "  \(ServerOptions.tokenEnvironmentVariable)",
             "      control token when neither --control-token nor \"control_token\" is given",
+            "",
+            "Signals:",
+            "  SIGTERM, SIGINT  refuse new sessions, forward for --drain-seconds, exit 0",
+            "  SIGHUP           re-read --config (flags still win) and apply the reload keys",
             "",
             "An --http listener that is not loopback needs a control token.",
             "Bad options exit with code 2 and one line on stderr.",

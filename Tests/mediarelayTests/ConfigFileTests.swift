@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import XCTest
 
 @testable import mediarelay
@@ -124,8 +125,49 @@ final class ConfigFileTests: XCTestCase {
         } catch {
             XCTAssertTrue(error.description.contains("larger than 1 MiB"), error.description)
         }
-        // /dev/zero never ends: the reader must still return.
-        XCTAssertEqual(try ConfigFile.read("/dev/zero").count, ConfigFile.maxBytes + 1)
+        // /dev/zero never ends: it is refused by its type, before a byte is read.
+        XCTAssertThrowsError(try ConfigFile.read("/dev/zero")) { error in
+            XCTAssertEqual("\(error)", "is a character device, not a regular file; expected a JSON file")
+        }
+    }
+
+    /// A FIFO would block the read until a writer came (start-up hung with no output); a
+    /// directory gave "NSCocoaErrorDomain error 256". Both are now named for what they are.
+    func testFIFOsAndDirectoriesAreRefusedByTheirType() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-config-dir-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("fifo.json").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0, String(cString: strerror(errno)))
+        for (path, kind) in [(fifo, "is a FIFO (named pipe), not a regular file"), (directory.path, "is a directory, not a regular file")] {
+            do {
+                _ = try ServerOptions.parse(arguments: ["--config", path], environment: [:])
+                XCTFail("\(path) was accepted")
+            } catch {
+                XCTAssertEqual(error.description, "mediarelay: config \(path): \(kind); expected a JSON file")
+                XCTAssertEqual(error.exitCode, 2)
+            }
+        }
+    }
+
+    func testReadErrorsAreInWordsNotCocoaDomains() throws {
+        do {
+            _ = try ServerOptions.parse(arguments: ["--config", "/nonexistent/mediarelay.json"], environment: [:])
+            XCTFail("a missing file was accepted")
+        } catch {
+            XCTAssertTrue(error.description.contains("ENOENT"), error.description)
+            XCTAssertTrue(error.description.lowercased().contains("no such file or directory"), error.description)
+            XCTAssertFalse(error.description.contains("Cocoa"), error.description)
+        }
+    }
+
+    /// Decoding kept the first of two equal keys without a word.
+    func testDuplicateKeysAreRefusedByName() {
+        refusal(["--config", "c.json"], files: ["c.json": #"{"workers": 2, "engine": "mmsg", "workers": 3}"#],
+                mentions: [#"config c.json: key "workers""#, "more than once"])
+        refusal(["--config", "c.json"], files: ["c.json": #"{"log_level": "info", "log\u005flevel": "debug"}"#],
+                mentions: [#"key "log_level""#, "more than once"])
+        XCTAssertNotNil(runOptions(["--config", "c.json"], files: ["c.json": #"{"forward": ["127.0.0.1:1=127.0.0.1:2"], "workers": 2}"#]))
     }
 
     func testTheShippedExampleConfigParses() throws {
