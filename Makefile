@@ -2,13 +2,18 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps test-deps build release test demo bench clean
+.PHONY: deps test-deps build release reference test demo bench clean
 
 # liburing-dev is the only system package the build needs; install it when its header is absent.
+# A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
 		echo "make: installing liburing-dev (needed for the io_uring backend)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liburing-dev; \
+	fi
+	@if ! command -v cc >/dev/null; then \
+		echo "make: installing gcc (builds the C reference forwarder)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gcc; \
 	fi
 
 build: deps
@@ -18,25 +23,40 @@ release: deps
 	$(SWIFT) build -c release
 
 # Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat
-# (its TCP control channel beside the relay) and ffmpeg (a real RTP sender with RTCP on port + 1,
-# through an "rtcp": "pair" session). Installed when missing; tests say so if absent.
+# (its TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
+# through an "rtcp": "pair" session) and coturn (TURN interop). Installed when missing.
 test-deps:
 	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null || ! command -v ffmpeg >/dev/null; then \
 		echo "make: installing iperf3, socat and ffmpeg for the end-to-end tests"; \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends iperf3 socat ffmpeg) || \
 			echo "make: could not install iperf3/socat/ffmpeg; the tests that need them will say they were skipped"; \
 	fi
+	@# coturn (turnserver, turnutils_uclient, turnutils_peer): the TURN interop tests and
+	@# bench/turn-bench.sh. Without it those tests would only skip, so a failed install stops make.
+	@if ! command -v turnutils_uclient >/dev/null || ! command -v turnutils_peer >/dev/null || \
+		! command -v turnserver >/dev/null; then \
+		echo "make: installing coturn for the TURN interop tests"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq coturn) || \
+			{ echo "make: ERROR: could not install coturn (apt-get install coturn); the TURN interop tests need it" >&2; exit 1; }; \
+	fi
 
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-demo: release
+# The C reference forwarder (bench/reference/forwarder.c): what the engine is measured against,
+# built with the system compiler at -O2, as a C program would be.
+CC ?= cc
+reference: deps
+	@mkdir -p .build/reference
+	$(CC) -O2 -Wall -Wextra -o .build/reference/forwarder bench/reference/forwarder.c -luring
+
+demo: release reference
 	bench/demo.sh
 
 # The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
-bench: release
-	.build/release/engine-bench --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
+bench: release reference
+	.build/release/engine-bench --c-forwarder .build/reference/forwarder --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
 
 clean:
 	rm -rf .build

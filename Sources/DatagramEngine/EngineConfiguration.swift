@@ -11,16 +11,21 @@ public struct EngineConfiguration: Sendable {
     public var maxDatagramSize = 2048
     /// UDP GSO on the batched backends (never on perPacket, which is the no-batching baseline).
     public var gso = true
+    /// UDP GRO on receive, where the kernel takes UDP_GRO: a burst of one flow arrives as one
+    /// buffer and is split into its datagrams. On the mmsg backend only for now (io_uring's
+    /// provided buffers are sized for one datagram each; 64 KiB each would be 256 MiB).
+    public var gro = true
     /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
     /// At most this many bytes of io_uring provided buffers per engine: large datagram sizes
     /// get fewer buffers rather than hundreds of MiB per worker.
     public var uringBufferBytes = 32 << 20
 
-    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, maxDatagramSize: Int = 2048) {
+    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
         self.backend = backend
         self.batchSize = batchSize
         self.gso = gso
+        self.gro = gro
         self.maxDatagramSize = maxDatagramSize
     }
 
@@ -41,9 +46,14 @@ public struct EngineConfiguration: Sendable {
     }
 
     /// The bytes of receive buffers one engine (one relay worker) holds for datagrams with
-    /// `backend`: io_uring's provided buffers, or one batch of recvmsg vectors. Sends borrow
-    /// the received bytes, so this is all of it.
+    /// `backend`: io_uring's provided buffers, or one batch of recvmsg vectors (64 KiB each on
+    /// mmsg with GRO, which hands over a whole burst of a flow at once). Sends borrow the
+    /// received bytes, so this is all of it.
     public func receiveBufferBytes(_ backend: Backend) -> Int {
-        backend == .uring ? uringBufferCount * uringBufferSize : batchSize * maxDatagramSize
+        switch backend {
+        case .uring: uringBufferCount * uringBufferSize
+        case .mmsg where gro: batchSize * max(EngineState.groBufferSize, maxDatagramSize)
+        default: batchSize * maxDatagramSize
+        }
     }
 }

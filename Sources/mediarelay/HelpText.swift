@@ -25,7 +25,7 @@ enum HelpText {
             "  --version",
             "      print \"mediarelay \(ServerOptions.version)\" and exit",
             "",
-            "Config file keys (JSON object; integers as numbers, forward as an array of strings;",
+            "Config file keys (JSON object; integers as numbers, repeatable options as arrays of strings;",
             "each key at most once; \"reload\": applied on SIGHUP, the others at the next start):",
         ]
         for key in OptionKey.allCases {
@@ -46,6 +46,16 @@ enum HelpText {
             "  SIGTERM, SIGINT  refuse new sessions, forward for --drain-seconds, exit 0",
             "  SIGHUP           re-read --config (flags still win) and apply the reload keys",
             "",
+            "TURN:",
+            "  --turn-users-file holds one NAME:PASSWORD per line; blank lines and lines starting",
+            "  with # are skipped, blanks around a line are ignored; a NAME appears once.",
+            "  Peers are refused with 403 unless allowed, in this order: --turn-denied-peer refuses;",
+            "  another allocation's relayed address on this server is allowed; the relay's own",
+            "  sockets (control, TURN listeners, forward rules, --ports) are refused; --turn-allowed-peer",
+            "  allows; loopback, 0.0.0.0/8, ::, private (RFC 1918, 100.64/10, fc00::/7), link-local,",
+            "  multicast, broadcast, reserved and documentation blocks (with their ::ffff: and 64:ff9b::",
+            "  forms) are refused; any other peer is allowed.",
+            "",
             "An --http listener that is not loopback needs a control token.",
             "Bad options exit with code 2 and one line on stderr.",
         ]
@@ -60,11 +70,14 @@ enum HelpText {
             return "\(configuration.uringBufferCount) x \(configuration.uringBufferSize) B = \(mebibytes(configuration.receiveBufferBytes(.uring)))"
         }
         let defaults = EngineConfiguration(batchSize: 64, maxDatagramSize: ServerOptions.defaultMaxDatagramSize)
+        var withoutGRO = defaults
+        withoutGRO.gro = false
         return [
             "Receive buffers per worker (all its datagram memory; forwarding borrows them, never copies):",
             "  uring: \(uring(ServerOptions.defaultMaxDatagramSize)) at the default --max-datagram-size; larger sizes get fewer",
             "    buffers, at most \(mebibytes(defaults.uringBufferBytes)) unless two batches need more (65507: \(uring(65_507)))",
-            "  mmsg, perpacket: --batch-size x --max-datagram-size = \(mebibytes(defaults.receiveBufferBytes(.mmsg))) at the defaults",
+            "  mmsg: --batch-size x 64 KiB with --gro on (a buffer takes a whole GRO burst) = \(mebibytes(defaults.receiveBufferBytes(.mmsg)))",
+            "    at the defaults; perpacket, and mmsg with --gro off: --batch-size x --max-datagram-size = \(mebibytes(withoutGRO.receiveBufferBytes(.mmsg)))",
         ]
     }
 

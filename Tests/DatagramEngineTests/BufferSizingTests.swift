@@ -15,7 +15,11 @@ final class BufferSizingTests: XCTestCase {
             XCTAssertEqual(count & (count - 1), 0, "a power of two")
             XCTAssertGreaterThanOrEqual(count, configuration.batchSize * 2)
             XCTAssertLessThanOrEqual(configuration.receiveBufferBytes(.uring), configuration.uringBufferBytes, "\(size)")
-            XCTAssertEqual(configuration.receiveBufferBytes(.mmsg), 64 * size)
+            XCTAssertEqual(configuration.receiveBufferBytes(.perPacket), 64 * size)
+            XCTAssertEqual(configuration.receiveBufferBytes(.mmsg), 64 * 65_536, "GRO buffers take a whole burst")
+            var withoutGRO = configuration
+            withoutGRO.gro = false
+            XCTAssertEqual(withoutGRO.receiveBufferBytes(.mmsg), 64 * size)
         }
         XCTAssertEqual(EngineConfiguration(maxDatagramSize: 2048).uringBufferCount, 4096, "small datagrams keep every buffer")
         XCTAssertEqual(EngineConfiguration(maxDatagramSize: 65_507).uringBufferCount, 256)
