@@ -29,6 +29,7 @@ final class Worker {
         var lastHeard: UInt64 = 0
         var policy: MarkingPolicy
         var relatchAfter: UInt64
+        var relatch: RelatchPolicy
         var rateLimit: UInt64
         var tokens: UInt64 = 0
         var lastRefill: UInt64 = 0
@@ -41,6 +42,9 @@ final class Worker {
         var firstLeg: Int32
         var created: UInt64
         var idleTimeout: UInt64
+
+        /// Its legs, then (in an `"rtcp": "pair"` session) their RTCP companions, in one block.
+        var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
     }
 
     struct RuleState {
@@ -62,8 +66,8 @@ final class Worker {
     let engine: DatagramEngine
     var roles: [SocketRole] = []
     var legs: [LegState] = []
-    /// Free blocks of legs by size, so a session's legs stay contiguous.
-    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound + 1)
+    /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
+    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
     var freeSessions: [Int32] = []
     var sessionsByID: [String: Int32] = [:]
@@ -162,6 +166,7 @@ final class Worker {
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
         if let table = turnTable { stats.turn = table.stats }
+        stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
         let cpu = CPUTime.thread()  // this worker's thread only
         stats.cpuUserSeconds = cpu.userSeconds
