@@ -34,31 +34,27 @@ extension TurnTable {
         var stats = TurnStats()
         stats.counters = counters
         stats.allocations = activeAllocations
-        stats.permissions = activePermissions
-        stats.channels = activeChannels
+        (stats.permissions, stats.channels) = activePermissionsAndChannels
         return stats
     }
 
     var activeAllocations: Int { byClient.count }
-    // Index loops: reduce's closure allocates in debug builds, and stats are taken ten times a
-    // second inside the worker's loop.
-    var activePermissions: Int {
-        var count = 0
-        var index = 0
-        while index < allocations.count {
-            count += allocations[index]?.permissions.count ?? 0
-            index += 1
-        }
-        return count
-    }
+    var activePermissions: Int { activePermissionsAndChannels.permissions }
+    var activeChannels: Int { activePermissionsAndChannels.channels }
 
-    var activeChannels: Int {
-        var count = 0
+    /// One index loop: reduce's closure allocates in debug builds, and stats are taken ten
+    /// times a second inside the worker's loop.
+    var activePermissionsAndChannels: (permissions: Int, channels: Int) {
+        var permissions = 0
+        var channels = 0
         var index = 0
         while index < allocations.count {
-            count += allocations[index]?.channels.count ?? 0
+            if let allocation = allocations[index] {
+                permissions += allocation.permissions.count
+                channels += allocation.channels.count
+            }
             index += 1
         }
-        return count
+        return (permissions, channels)
     }
 }
