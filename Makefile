@@ -4,12 +4,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps test-deps build release reference test demo bench clean
 
-# liburing-dev is the only system package the build needs; install it when its header is absent.
+# The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
+# (libcrypto for STUN/TURN credentials). Each is installed when its header is absent.
 # A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
 		echo "make: installing liburing-dev (needed for the io_uring backend)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liburing-dev; \
+	fi
+	@if [ ! -f /usr/include/openssl/hmac.h ]; then \
+		echo "make: installing libssl-dev (libcrypto, needed for TURN credentials)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libssl-dev; \
 	fi
 	@if ! command -v cc >/dev/null; then \
 		echo "make: installing gcc (builds the C reference forwarder)"; \
@@ -23,11 +28,12 @@ release: deps
 	$(SWIFT) build -c release
 
 # Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat (its
-# TCP control channel beside the relay), systemd-analyze (checks the unit), coturn
+# TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
+# through an "rtcp": "pair" session), systemd-analyze (checks the unit), coturn
 # (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
 # bench/turn-bench.sh) and PyYAML (checks the deploy files). Installed when missing; when that
 # fails, make stops here and says why: under `make test` a missing tool is an error, never a skip.
-TEST_TOOLS := iperf3:iperf3 socat:socat systemd-analyze:systemd \
+TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
 	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn
 test-deps:
 	@missing=""; \
@@ -38,7 +44,7 @@ test-deps:
 	python3 -c 'import yaml' 2>/dev/null || missing="$$missing python3-yaml"; \
 	if [ -n "$$missing" ]; then \
 		echo "make: installing$$missing for the tests"; \
-		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; } || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; } || \
 			{ echo "make: ERROR: could not install$$missing; the tests need them (apt-get install$$missing)" >&2; exit 1; }; \
 	fi; \
 	for pair in $(TEST_TOOLS); do \
