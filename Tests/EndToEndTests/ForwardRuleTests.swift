@@ -81,10 +81,10 @@ final class ForwardRuleTests: XCTestCase {
         let sum = try XCTUnwrap((report["end"] as? [String: Any])?["sum"] as? [String: Any])
         let packets = try XCTUnwrap(sum["packets"] as? Int)
         let lost = try XCTUnwrap(sum["lost_packets"] as? Int)
-        XCTAssertGreaterThan(packets, 1000)
-        // What is claimed is that an unmodified application works through the rule, not a loss
-        // figure (those belong in bench/): with iperf3, socat and the relay sharing a loaded
-        // machine some loss is normal, a broken rule loses everything.
+        // What is claimed is that an unmodified application works through the rule, not a rate
+        // or loss figure (those belong in bench/): on a loaded machine iperf3 may send far
+        // fewer than 20 Mbit/s calls for, and lose some; a broken rule delivers nothing.
+        XCTAssertGreaterThan(packets, 0)
         XCTAssertLessThan(Double(lost) / Double(packets), 0.5, "iperf3 saw \(lost) of \(packets) lost")
     }
 }
