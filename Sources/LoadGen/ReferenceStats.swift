@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// The figures of the C reference forwarder (bench/reference/forwarder.c `--stats FILE`) in the
 /// form of the relay's /v1/stats, so a run through it is measured like a run through the relay:
@@ -20,12 +21,18 @@ public struct ReferenceStats: Sendable {
     public func read() throws(LoadError) -> RelayStats {
         var clock = clockid_t()
         var now = timespec()
-        guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else {
-            throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText())")
+        let clockCode = clock_getcpuclockid(pid, &clock)
+        guard clockCode == 0 else {
+            throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(clockCode))")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LoadError("--forwarder-stats \(path): \(errnoText())") }
-        defer { close(fd) }
+        let read = SystemCall.outcome { Int(clock_gettime(clock, &now)) }
+        guard read == .done(0) else {
+            throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(read))")
+        }
+        let opened = SystemCall.outcome { Int(open(path, O_RDONLY | O_CLOEXEC)) }
+        guard case .done(let descriptor) = opened else { throw LoadError("--forwarder-stats \(path): \(errnoText(opened))") }
+        let fd = Int32(descriptor)
+        defer { SystemCall.close(fd) }
         var counters = [UInt64](repeating: 0, count: 3)
         let length = counters.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard length == 24 else { throw LoadError("--forwarder-stats \(path): expected 24 bytes of counters, read \(length)") }

@@ -1,4 +1,6 @@
 import Glibc
+import CLoadGen
+import SystemSupport
 
 /// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
 /// destination addresses, allocated once in `init` and re-filled per batch, so sending
@@ -19,7 +21,7 @@ final class SendBatch {
     let segmentsPerMessage: Int
     private let buffers: UnsafeMutableRawPointer
     private let iovecs: UnsafeMutablePointer<iovec>
-    private let messages: UnsafeMutableRawPointer
+    private let messages: UnsafeMutablePointer<lg_mmsghdr>
     private let names: UnsafeMutablePointer<sockaddr_storage>
     private let segments: UnsafeMutablePointer<Int>
     private let control: UnsafeMutableRawPointer
@@ -38,8 +40,8 @@ final class SendBatch {
         buffers = .allocate(byteCount: capacity * messageBytes, alignment: 16)
         buffers.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * messageBytes)
         iovecs = .allocate(capacity: capacity)
-        messages = .allocate(byteCount: capacity * MultiMessage.stride, alignment: 8)
-        messages.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * MultiMessage.stride)
+        messages = .allocate(capacity: capacity)
+        messages.initialize(repeating: lg_mmsghdr(), count: capacity)
         names = .allocate(capacity: capacity)
         self.segments = .allocate(capacity: capacity)
         self.segments.initialize(repeating: 0, count: capacity)
@@ -56,14 +58,15 @@ final class SendBatch {
                 // Every message says the same: cut into datagrams of bufferSize. A message of
                 // one datagram is not longer than that, so the kernel sends it as it is.
                 let cmsg = control + i * SendBatch.controlSpace
-                cmsg.storeBytes(of: UInt(ControlMessages.headerSize + 2), as: UInt.self)
+                let headerSize = MemoryLayout<cmsghdr>.size
+                cmsg.storeBytes(of: UInt(headerSize + 2), as: UInt.self)
                 cmsg.storeBytes(of: Int32(IPPROTO_UDP), toByteOffset: 8, as: Int32.self)
                 cmsg.storeBytes(of: SendBatch.udpSegment, toByteOffset: 12, as: Int32.self)
-                cmsg.storeBytes(of: UInt16(self.bufferSize), toByteOffset: ControlMessages.headerSize, as: UInt16.self)
+                cmsg.storeBytes(of: UInt16(self.bufferSize), toByteOffset: headerSize, as: UInt16.self)
                 header.msg_control = cmsg
                 header.msg_controllen = SendBatch.controlSpace
             }
-            MultiMessage.header(messages, i).pointee = header
+            messages[i].msg_hdr = header
         }
     }
 
@@ -95,13 +98,13 @@ final class SendBatch {
         header.encode(into: iovecs[count].iov_base)
         iovecs[count].iov_len = min(max(size, PayloadHeader.size), bufferSize)
         names[count] = destination.storage
-        MultiMessage.header(messages, count).pointee.msg_namelen = destination.length
+        messages[count].msg_hdr.msg_namelen = destination.length
         segments[count] = 1
         count += 1
     }
 
     private func sameDestination(_ index: Int, _ destination: SocketAddress) -> Bool {
-        guard MultiMessage.header(messages, index).pointee.msg_namelen == destination.length else { return false }
+        guard messages[index].msg_hdr.msg_namelen == destination.length else { return false }
         return withUnsafeBytes(of: destination.storage) { memcmp(names + index, $0.baseAddress!, Int(destination.length)) == 0 }
     }
 
@@ -114,22 +117,19 @@ final class SendBatch {
         var next = 0
         var stalls = 0
         while next < count {
-            let n = MultiMessage.send(fd, messages + next * MultiMessage.stride, UInt32(count - next), 0)
-            if n > 0 {
-                for i in next..<(next + Int(n)) { sent += segments[i] }
-                next += Int(n)
-                continue
-            }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN {
-                guard stalls < 5 else { break }
+            switch SystemCall.outcome({ Int(lg_sendmmsg(fd, messages + next, UInt32(count - next), 0)) }) {
+            case .done(let n) where n > 0:
+                for i in next..<(next + n) { sent += segments[i] }
+                next += n
+            case .wouldBlock:
+                guard stalls < 5 else { return sent }
                 stalls += 1
                 var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&p, 1, 1)
-                continue
+                SystemCall.ignoringFailure { Int(poll(&p, 1, 1)) }
+            case .done, .failed:
+                // Skip the datagram that failed (e.g. ECONNREFUSED left by an ICMP error) and go on.
+                next += 1
             }
-            // Skip the datagram that failed (e.g. ECONNREFUSED left by an ICMP error) and go on.
-            next += 1
         }
         return sent
     }

@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Dispatch
 import Synchronization
 

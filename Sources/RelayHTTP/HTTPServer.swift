@@ -4,6 +4,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemSupport
 
 /// A small, bounded HTTP/1.1 server for the relay's control API and metrics.
 ///
@@ -39,9 +40,10 @@ public final class HTTPServer: Sendable {
     ) throws {
         let fd = try ListeningSocket.open(host: host, port: port)
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
-            let code = errno
-            Glibc.close(fd)
+        let piped = SystemCall.outcome { Int(pipe(&pipeFDs)) }
+        guard case .done = piped else {
+            let code: Int32 = if case .failed(let code) = piped { code } else { EAGAIN }
+            SystemCall.close(fd)
             throw HTTPServerError(
                 address: "\(host):\(port)", errno: code,
                 description: "cannot start the HTTP server on \(host):\(port): pipe: \(SystemCallError.explain(code))")
@@ -92,7 +94,7 @@ public final class HTTPServer: Sendable {
         guard !alreadyStopped else { return }
         if wasStarted, let finished {
             var byte: UInt8 = 1
-            _ = Glibc.write(wakeWriteFD, &byte, 1)
+            SystemCall.ignoringFailure { Glibc.write(wakeWriteFD, &byte, 1) }
             finished.wait()
         }
         SocketCall.close(listenFD)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemSupport
 
 /// The accept/serve loop of one `HTTPServer`: poll() over the listener, a wake pipe and every
 /// connection, on a single thread.

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import SystemSupport
 
 /// Reads the `--config` file with plain system calls, so that every refusal is one sentence a
 /// person can act on (never a Cocoa error domain) and nothing can make start-up or a reload
@@ -14,25 +15,21 @@ enum ConfigFileReader {
     /// At most `limit` bytes of the regular file at `path`.
     static func read(_ path: String, limit: Int) throws(Failure) -> Data {
         var status = stat()
-        guard stat(path, &status) == 0 else { throw failure("stat", errno) }
+        _ = try call("stat") { Int(stat(path, &status)) }
         // Checked before opening: opening a FIFO or a device can block or have side effects.
         try requireRegular(status)
         // O_NONBLOCK: if the path was swapped for a FIFO since stat, open and read return at
         // once instead of waiting for a writer; fstat then refuses it.
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw failure("open", errno) }
-        defer { close(fd) }
-        guard fstat(fd, &status) == 0 else { throw failure("fstat", errno) }
+        let fd = Int32(try call("open") { Int(open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) })
+        defer { SystemCall.close(fd) }
+        _ = try call("fstat") { Int(fstat(fd, &status)) }
         try requireRegular(status)
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while data.count < limit {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, limit - data.count)) }
+            let wanted = limit - data.count
+            let count = try call("read") { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, wanted)) } }
             if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure("read", errno)
-            }
             data.append(contentsOf: chunk[0..<count])
         }
         return data
@@ -50,6 +47,15 @@ enum ConfigFileReader {
         default: kind = "of an unknown kind"
         }
         throw Failure(description: "is \(kind), not a regular file; expected a JSON file")
+    }
+
+    /// One call through the gate; EAGAIN (a FIFO swapped in after stat) is a failure here too.
+    private static func call(_ name: String, _ body: () -> Int) throws(Failure) -> Int {
+        switch SystemCall.outcome(body) {
+        case .done(let result): return result
+        case .wouldBlock: throw failure(name, EAGAIN)
+        case .failed(let code): throw failure(name, code)
+        }
     }
 
     private static func failure(_ call: String, _ code: Int32) -> Failure {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SystemSupport
 
 /// Lifecycle log lines on stderr, one per event, `mediarelay[LEVEL] message`. Never per packet.
 ///
@@ -38,10 +39,11 @@ struct Log: Sendable {
     func warning(_ message: String) { write(.warning, message) }
     func error(_ message: String) { write(.error, message) }
 
-    /// One write(2) per line: lines from different threads never interleave.
-    private static func emit(_ line: String) {
+    /// One write(2) per line (through the gate, so a signal cannot cut it): lines from
+    /// different threads never interleave.
+    static func emit(_ line: String) {
         var bytes = Array(line.utf8)
-        _ = Glibc.write(2, &bytes, bytes.count)
+        SystemCall.ignoringFailure { Glibc.write(2, &bytes, bytes.count) }
     }
 
     /// An atomic needs a stable address: it lives in a class the copies share.

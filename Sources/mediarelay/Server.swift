@@ -30,7 +30,7 @@ struct Server {
         var settings = RelaySettings(ports: options.ports.low...options.ports.high, relayAddress: relayAddress,
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
-        settings.engine = EngineConfiguration(backend: BackendChoice(rawValue: options.engine.rawValue)!,
+        settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
                                               batchSize: options.batchSize, gso: options.gso)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions

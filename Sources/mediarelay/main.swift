@@ -7,8 +7,7 @@ let command: ParsedCommand
 do {
     command = try ServerOptions.parse(arguments: arguments, environment: environment)
 } catch {
-    var line = Array((error.description + "\n").utf8)
-    _ = write(2, &line, line.count)
+    Log.emit(error.description + "\n")
     exit(error.exitCode)
 }
 

@@ -8,7 +8,7 @@ import XCTest
 /// 20,000 datagrams through a session pair and a forward rule while every allocation is counted.
 final class WorkerAllocationTests: XCTestCase {
     func testForwardingAllocatesNothingOnEveryBackend() throws {
-        for backend in [BackendChoice.perPacket, .mmsg, .uring] {
+        for backend in [Backend.perPacket, .mmsg, .uring] {
             let peers = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
             let a = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
             let b = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)

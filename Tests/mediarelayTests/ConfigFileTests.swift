@@ -155,7 +155,7 @@ final class ConfigFileTests: XCTestCase {
             XCTFail("a missing file was accepted")
         } catch {
             XCTAssertTrue(error.description.contains("ENOENT"), error.description)
-            XCTAssertTrue(error.description.contains("No such file or directory"), error.description)
+            XCTAssertTrue(error.description.lowercased().contains("no such file or directory"), error.description)
             XCTAssertFalse(error.description.contains("Cocoa"), error.description)
         }
     }

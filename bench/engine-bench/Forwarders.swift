@@ -35,7 +35,7 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     private var clock = clockid_t()
     private var worker: Thread?
 
-    init(backend: BackendChoice, gso useGSO: Bool, destination: Endpoint) {
+    init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
         let worker = Thread { [self] in
             thread = pthread_self()
             let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO))

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends
 // 200-byte datagrams at a paced rate to a forwarder, which forwards each one (with its TOS
@@ -14,7 +15,7 @@ import Glibc
 
 struct Configuration {
     let name: String
-    let backend: BackendChoice
+    let backend: Backend
     let gso: Bool
 }
 
