@@ -76,7 +76,9 @@ public final class DatagramEngine {
         SystemCall.close(waker.descriptor)
     }
 
-    /// What the engine has done so far (plain integers, owned by this thread).
+    /// What the engine has done so far (plain integers, owned by this thread). Inlinable, so
+    /// that a caller reading a few of them every turn loads those, not a copy of all of them.
+    @inlinable
     public var counters: EngineCounters { state.counters }
     /// Datagrams the last `receive` returned.
     public var receivedCount: Int { state.receivedCount }

@@ -9,7 +9,7 @@ import Glibc
     // The counters and the turn's count are touched per datagram by this engine's thread only,
     // never while another access to them is open: the dynamic exclusivity check
     // (swift_beginAccess, about 80 instructions a time) buys nothing here.
-    @exclusivity(unchecked) var counters = EngineCounters()
+    @usableFromInline @exclusivity(unchecked) var counters = EngineCounters()
     let sendVectors: SendVectors
     /// Datagrams the current turn received, and whether the waker ended its wait.
     @exclusivity(unchecked) private(set) var receivedCount = 0

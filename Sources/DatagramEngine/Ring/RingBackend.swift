@@ -70,6 +70,9 @@ final class RingBackend {
         }
     }
 
+    /// Inlined into the turn's reap, once per datagram: the call's register spills cost ~20
+    /// instructions a datagram.
+    @inline(__always)
     func handleReceive(_ completion: RingCompletion) {
         let slot = completion.tag.slot
         let generation = completion.tag.generation
