@@ -2,7 +2,9 @@
 # User-space instructions and system calls per forwarded datagram, our engine against the C
 # reference, per backend: counts that do not depend on how busy the machine is, unlike CPU time.
 #
-#   bench/profile-forwarder.sh [COUNT]     (default 20000; ENGINES="mmsg uring" to choose)
+#   bench/profile-forwarder.sh [COUNT]     (default 20000; ENGINES="mmsg uring" to choose,
+#                                           SIDES=swift to skip the C runs, which a change to
+#                                           the engine does not move)
 #
 # Each forwarder runs alone as a process (`engine-bench serve` for ours, .build/reference/forwarder
 # for C) and is sent exactly COUNT datagrams of 200 bytes in bursts of 16 at 4000/s by
@@ -16,6 +18,7 @@ set -eu
 count=${1:-20000}
 half=$((count / 2))
 engines=${ENGINES:-perpacket mmsg mmsg+gso uring uring+gso}
+sides=${SIDES:-swift c}
 out=${OUT:-/tmp/profile-forwarder}
 bench=${BENCH:-.build/release/engine-bench}
 reference=${REFERENCE:-.build/reference/forwarder}
@@ -41,7 +44,8 @@ echo "|---|---:|---:|---:|---:|---:|---|---|"
 for engine in $engines; do
     row="| $engine"
     names=""
-    for side in swift c; do
+    ins_c=- sys_c=- ins_swift=- sys_swift=-
+    for side in $sides; do
         file=$out/$side-$engine
         line1=$(run $side "$engine" $half "valgrind --tool=callgrind --callgrind-out-file=$file-half.cg")
         line2=$(run $side "$engine" $count "valgrind --tool=callgrind --callgrind-out-file=$file.cg")
@@ -55,6 +59,6 @@ for engine in $engines; do
         eval "sys_$side=$(syscalls $file-half.strace $file.strace $forwarded | awk '$1 == "total" { print $2 }')"
         names="$names | $(syscalls $file-half.strace $file.strace $forwarded | awk '$1 != "total" && $2 >= 0.01 { printf "%s%s %s", sep, $1, $2; sep = ", " }')"
     done
-    ratio=$(awk -v s="$ins_swift" -v c="$ins_c" 'BEGIN { printf "%.2f", s / c }')
+    ratio=$(awk -v s="$ins_swift" -v c="$ins_c" 'BEGIN { if (c + 0 > 0 && s + 0 > 0) printf "%.2f", s / c; else printf "-" }')
     echo "$row | $ins_swift | $ins_c | $ratio | $sys_swift | $sys_c$names |"
 done

@@ -2,7 +2,8 @@
 # Loopback against a veth pair (issue 11). On loopback a GSO buffer can reach a socket without
 # being cut into datagrams, so loopback may overstate what GSO (and GRO) gain on a real NIC.
 # This runs the same comparison twice: on loopback, then with the relay and the C forwarder in
-# one network namespace and the load generator in another, joined by a veth pair. Both
+# one network namespace and the load generator in another, joined by a veth pair whose offloads
+# are set like a real link's (below). Both
 # namespaces (and so the veth pair) are created here and removed on exit, whatever happens.
 # Needs root (ip netns). Writes bench/results/veth-loopback.* and bench/results/veth.*.
 # LOADS=... picks the loads; extra arguments go to `mediarelay-load compare` (e.g. --quick).
@@ -26,6 +27,13 @@ ip -n "$relay" addr add "$relay_address/24" dev "$relay_link"
 for namespace in "$generator" "$relay"; do ip -n "$namespace" link set lo up; done
 ip -n "$generator" link set "$generator_link" up
 ip -n "$relay" link set "$relay_link" up
+# Like a real link: a GSO buffer is cut into datagrams before it crosses the pair (as a NIC
+# would put them on the wire), and each side may coalesce arrivals again with GRO, as a NIC's
+# driver does. Without this a GSO buffer would cross the pair whole, as on loopback.
+for side in "$generator:$generator_link" "$relay:$relay_link"; do
+	ip netns exec "${side%%:*}" ethtool -K "${side#*:}" tx-udp-segmentation off gro on ||
+		echo "bench/veth.sh: ethtool could not set the offloads of ${side#*:}; GSO buffers may cross whole" >&2
+done
 
 arguments=(--server .build/release/mediarelay --reference .build/reference/forwarder --loads "${LOADS:-50k,200k,video200}" "$@")
 echo "== loopback"
@@ -33,5 +41,15 @@ echo "== loopback"
 echo "== veth: generator in $generator ($generator_address), relay in $relay ($relay_address)"
 ip netns exec "$generator" .build/release/mediarelay-load compare "${arguments[@]}" \
 	--relay-host "$relay_address" --server-prefix "ip netns exec $relay" --out bench/results/veth
+# What the veth pair offloads decides whether a GSO buffer crosses it whole: say it with the results.
+{
+	echo
+	echo "## The veth pair's offloads"
+	echo
+	echo "Relay side ($relay_link), from ethtool -k:"
+	echo
+	ip netns exec "$relay" ethtool -k "$relay_link" 2>/dev/null |
+		grep -E "generic-(segmentation|receive)-offload|udp|gro" | sed 's/^/    /' || echo "    (ethtool not available)"
+} >> bench/results/veth.md
 echo
 cat bench/results/veth-loopback.md bench/results/veth.md

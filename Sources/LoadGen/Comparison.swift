@@ -77,7 +77,7 @@ public struct Comparison: Sendable {
     /// `--engines` picks), each at every worker count asked for (the C forwarder, which has one
     /// thread, at one only).
     public var engines: [EngineSetting] {
-        var chosen = EngineSetting.all + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
+        var chosen = EngineSetting.all + EngineSetting.videoGRO + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
         if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
         return options.workers.flatMap { count in chosen.filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
     }
@@ -181,8 +181,9 @@ public struct Comparison: Sendable {
         log("compare: wrote \(out).md, \(out).csv, \(out).svg")
     }
 
+    /// One line per engine that runs at every load (the video-only GRO pair is in the table).
     func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
-        engines.map { engine in
+        engines.filter { $0.profiles == nil }.map { engine in
             let mine = cells.filter { $0.engine == engine.name }
             let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }

@@ -7,24 +7,38 @@ public struct EngineSetting: Sendable, Equatable {
     /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the
     /// per-packet baseline written in plain C, so the saving that is batching's alone shows.
     public var reference = false
+    /// The profiles this setting runs at (nil: every load).
+    public var profiles: [TrafficProfile]?
 
-    public init(name: String, arguments: [String], reference: Bool = false) {
+    public init(name: String, arguments: [String], reference: Bool = false, profiles: [TrafficProfile]? = nil) {
         self.name = name
         self.arguments = arguments
         self.reference = reference
+        self.profiles = profiles
     }
 
-    /// perpacket, mmsg and uring with GSO off, so batching alone is measured; then uring with GSO.
+    public func runs(at load: LoadPoint) -> Bool { profiles?.contains(load.profile) ?? true }
+
+    /// perpacket, mmsg and uring with GSO and GRO off, so batching alone is measured; then
+    /// uring with GSO.
     public static let all: [EngineSetting] = [
-        EngineSetting(name: "perpacket", arguments: ["--engine", "perpacket", "--gso", "off"]),
-        EngineSetting(name: "mmsg", arguments: ["--engine", "mmsg", "--gso", "off"]),
-        EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off"]),
-        EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on"]),
+        EngineSetting(name: "perpacket", arguments: ["--engine", "perpacket", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "mmsg", arguments: ["--engine", "mmsg", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on", "--gro", "off"]),
+    ]
+
+    /// On video only: mmsg with GSO, without and with the relay's GRO (mmsg has it), so the
+    /// video row shows what GRO adds on the traffic it is for.
+    public static let videoGRO: [EngineSetting] = [
+        EngineSetting(name: "mmsg+gso", arguments: ["--engine", "mmsg", "--gso", "on", "--gro", "off"], profiles: [.video]),
+        EngineSetting(name: "mmsg+gso+gro", arguments: ["--engine", "mmsg", "--gso", "on", "--gro", "on"], profiles: [.video]),
     ]
 
     /// The same engine with `count` workers, named `NAME w<count>` when more than one.
     public func with(workers count: Int) -> EngineSetting {
-        var copy = EngineSetting(name: count == 1 ? name : "\(name) w\(count)", arguments: arguments, reference: reference)
+        var copy = EngineSetting(name: count == 1 ? name : "\(name) w\(count)", arguments: arguments, reference: reference,
+                                 profiles: profiles)
         copy.workers = count
         return copy
     }
@@ -86,6 +100,7 @@ public func comparisonPlan(repeats: Int, loads: [LoadPoint], engines: [EngineSet
     var plan: [PlannedRun] = []
     for r in 0..<repeats {
         for (l, load) in loads.enumerated() {
+            let engines = engines.filter { $0.runs(at: load) }
             for e in 0..<engines.count {
                 let engine = engines[(e + r + l) % engines.count]
                 plan.append(PlannedRun(repeatIndex: r, load: load, engine: engine))

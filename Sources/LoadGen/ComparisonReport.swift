@@ -55,8 +55,12 @@ public enum ComparisonReport {
             s += "\n\n"
         }
         s += "CPU saved per datagram at 50k/s and above (aim: batched at least 25 %, GSO at least 40 %):\n\n"
-        var labels: [String] = []
-        for c in cells where c.load.offeredRate >= 50_000 && !labels.contains(c.load.label) { labels.append(c.load.label) }
+        let labels = loadLabels(of: cells, where: { $0.offeredRate >= 50_000 })
+        for label in loadLabels(of: cells, where: { $0.profile == .video }) {
+            guard let plainCPU = cell("mmsg+gso", label)?.cpuUs?.median, let groCPU = cell("mmsg+gso+gro", label)?.cpuUs?.median else { continue }
+            s += "GRO at \(label): mmsg+gso+gro \(String(format: "%.2f", groCPU)) us per datagram against mmsg+gso's "
+            s += "\(String(format: "%.2f", plainCPU)) us (\(String(format: "%.1f", (1 - groCPU / plainCPU) * 100)) % saved).\n\n"
+        }
         let baselines = ["perpacket"] + (cells.contains { $0.engine == EngineSetting.cPerPacket.name } ? [EngineSetting.cPerPacket.name] : [])
         for baseline in baselines {
             if baselines.count > 1 {
@@ -75,6 +79,13 @@ public enum ComparisonReport {
             }
         }
         return s
+    }
+
+    /// The labels of the loads that match, in table order, once each.
+    static func loadLabels(of cells: [CellSummary], where matches: (LoadPoint) -> Bool) -> [String] {
+        var labels: [String] = []
+        for c in cells where matches(c.load) && !labels.contains(c.load.label) { labels.append(c.load.label) }
+        return labels
     }
 
     /// The relay's CPU from /proc/PID/stat against its own /v1/stats, per engine and in total.

@@ -15,7 +15,7 @@ public enum ComparisonTable {
     public static func rows(_ cells: [CellSummary]) -> [[String]] {
         cells.map { c in
             // The relay reports its backend without "+gso" and the worker count ("uring+gso w2" ran "uring").
-            let backend = String(c.engine.prefix { $0 != " " }).replacingOccurrences(of: "+gso", with: "")
+            let backend = String(c.engine.prefix { $0 != " " }).replacingOccurrences(of: "+gso", with: "").replacingOccurrences(of: "+gro", with: "")
             let engine = c.reportedEngines.isEmpty || c.reportedEngines == [backend]
                 ? c.engine : "\(c.engine) (ran \(c.reportedEngines.joined(separator: ",")))"
             return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate), format(c.sentRate?.median, "%.0f"),

@@ -44,8 +44,8 @@ public struct CompareOptions: Sendable, Equatable {
     public var server = ""
     public var out = "bench/results/latest"
     public var repeats = 3
-    /// 1.5 s: short enough for `make demo`'s 105 runs (7 loads, 4 engines and the C forwarder,
-    /// 3 repeats) to take about 5 minutes on 2 cores (measured: about 0.7 s per run besides
+    /// 1.5 s: short enough for `make demo`'s 111 runs (7 loads, 4 engines and the C forwarder,
+    /// and the GRO pair at video, 3 repeats) to take about 5 minutes on 2 cores (measured: about 0.7 s per run besides
     /// the load, 2 s more for 2,000 sessions).
     public var seconds = 1.5
     public var quick = false

@@ -99,7 +99,7 @@ public enum OptionParser {
                 o.loads = labels
             case "--engines":
                 let names = try list(name, try value(name))
-                let known = (EngineSetting.all + [EngineSetting.cPerPacket]).map(\.name)
+                let known = (EngineSetting.all + EngineSetting.videoGRO + [EngineSetting.cPerPacket]).map(\.name)
                 for engine in names where !known.contains(engine) {
                     throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
                 }

@@ -21,21 +21,17 @@ public struct ReferenceStats: Sendable {
     public func read() throws(LoadError) -> RelayStats {
         var clock = clockid_t()
         var now = timespec()
-        let clockCode = clock_getcpuclockid(pid, &clock)
-        guard clockCode == 0 else {
-            throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(clockCode))")
-        }
+        let found = clock_getcpuclockid(pid, &clock)  // returns the error number itself
+        guard found == 0 else { throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(found))") }
         let read = SystemCall.outcome { Int(clock_gettime(clock, &now)) }
-        guard read == .done(0) else {
-            throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(read))")
-        }
+        guard read == .done(0) else { throw LoadError("CPU clock of the reference forwarder (pid \(pid)): \(errnoText(read))") }
         let opened = SystemCall.outcome { Int(open(path, O_RDONLY | O_CLOEXEC)) }
         guard case .done(let descriptor) = opened else { throw LoadError("--forwarder-stats \(path): \(errnoText(opened))") }
         let fd = Int32(descriptor)
         defer { SystemCall.close(fd) }
         var counters = [UInt64](repeating: 0, count: 3)
-        let length = counters.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard length == 24 else { throw LoadError("--forwarder-stats \(path): expected 24 bytes of counters, read \(length)") }
+        let length = counters.withUnsafeMutableBytes { raw in SystemCall.outcome { pread(fd, raw.baseAddress, raw.count, 0) } }
+        guard length == .done(24) else { throw LoadError("--forwarder-stats \(path): expected 24 bytes of counters, got \(length)") }
         return RelayStats(engine: engine, packetsIn: Double(counters[0]), packetsOut: Double(counters[1]),
                           cpuUserSeconds: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9, cpuSystemSeconds: 0,
                           syscalls: Double(counters[2]))

@@ -53,11 +53,13 @@ public struct CellSummary: Sendable {
         reportedEngines = engines
     }
 
-    /// Groups records by (load, engine) in the order of `loads` and `engines`.
+    /// Groups records by (load, engine) in the order of `loads` and `engines`; an engine that
+    /// did not run at a load (one for some profiles only) has no cell there.
     public static func summarise(_ records: [RunRecord], loads: [LoadPoint], engines: [String]) -> [CellSummary] {
         loads.flatMap { load in
-            engines.map { engine in
-                CellSummary(engine: engine, load: load, records: records.filter { $0.run.load == load && $0.run.engine.name == engine })
+            engines.compactMap { engine in
+                let mine = records.filter { $0.run.load == load && $0.run.engine.name == engine }
+                return mine.isEmpty ? nil : CellSummary(engine: engine, load: load, records: mine)
             }
         }
     }

@@ -28,9 +28,8 @@ final class SendBatch {
     private(set) var count = 0
     private(set) var fd: Int32 = -1
 
-    /// CMSG_SPACE(sizeof(uint16_t)) on 64-bit Linux: a 16-byte header and the data padded to 8.
-    static let controlSpace = 24
-    static let udpSegment: Int32 = 103
+    /// Control space per message: CMSG_SPACE(sizeof(uint16_t)) is 24 on 64-bit Linux.
+    static let controlSpace = 32
 
     init(capacity: Int, bufferSize: Int, segments: Int = 1) {
         self.capacity = capacity
@@ -57,14 +56,10 @@ final class SendBatch {
             if segmentsPerMessage > 1 {
                 // Every message says the same: cut into datagrams of bufferSize. A message of
                 // one datagram is not longer than that, so the kernel sends it as it is.
-                let cmsg = control + i * SendBatch.controlSpace
-                let headerSize = MemoryLayout<cmsghdr>.size
-                cmsg.storeBytes(of: UInt(headerSize + 2), as: UInt.self)
-                cmsg.storeBytes(of: Int32(IPPROTO_UDP), toByteOffset: 8, as: Int32.self)
-                cmsg.storeBytes(of: SendBatch.udpSegment, toByteOffset: 12, as: Int32.self)
-                cmsg.storeBytes(of: UInt16(self.bufferSize), toByteOffset: headerSize, as: UInt16.self)
-                header.msg_control = cmsg
-                header.msg_controllen = SendBatch.controlSpace
+                var size = UInt16(self.bufferSize)
+                header.msg_control = control + i * SendBatch.controlSpace
+                header.msg_controllen = lg_cmsg_write(header.msg_control, SendBatch.controlSpace, Int32(IPPROTO_UDP),
+                                                      lg_udp_segment(), &size, 2)
             }
             messages[i].msg_hdr = header
         }

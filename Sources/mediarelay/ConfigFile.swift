@@ -14,20 +14,29 @@ enum ConfigFile {
         try ConfigFileReader.read(path, limit: maxBytes + 1)
     }
 
-    /// Reads and decodes the file into its top-level object.
-    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
-        let subject = "config \(OptionError.quoted(path))"
+    /// Reads a file given to an option (the config, the TURN users file), refusing one larger
+    /// than `maxBytes` with an error naming `subject`.
+    static func readSmallFile(
+        _ path: String, subject: String, expected: String, readFile: (String) throws -> Data
+    ) throws(OptionError) -> Data {
         let data: Data
         do {
             data = try readFile(path)
         } catch let failure as ConfigFileReader.Failure {
             throw OptionError(subject: subject, problem: failure.description)
         } catch {
-            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected a readable JSON file")
+            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected \(expected)")
         }
         guard data.count <= maxBytes else {
-            throw OptionError(subject: subject, problem: "larger than 1 MiB; expected a small JSON object")
+            throw OptionError(subject: subject, problem: "larger than 1 MiB; expected \(expected) of at most 1 MiB")
         }
+        return data
+    }
+
+    /// Reads and decodes the file into its top-level object.
+    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
+        let subject = "config \(OptionError.quoted(path))"
+        let data = try readSmallFile(path, subject: subject, expected: "a readable JSON file", readFile: readFile)
         // Decoding keeps one of two equal keys without a word; refuse the file instead, since
         // either choice could silently run a setting the operator did not mean.
         if let key = JSONDuplicateKey.first(in: data) {
@@ -61,13 +70,10 @@ enum ConfigFile {
                 throw OptionError(subject: subject, problem: "unknown key; known keys are \(known)")
             }
             let texts = try strings(object[name]!, for: key, subject: subject)
-            if key == .forward {
-                options.forwards = []
-                guard texts.count <= ServerOptions.maxForwardRules else {
-                    throw OptionError(
-                        subject: subject,
-                        problem: "\(texts.count) rules; at most \(ServerOptions.maxForwardRules) are accepted"
-                    )
+            if key.isRepeatable {
+                key.clearList(in: &options)
+                guard texts.count <= key.maxCount else {
+                    throw OptionError(subject: subject, problem: "\(texts.count) values; at most \(key.maxCount) are accepted")
                 }
             }
             for text in texts {

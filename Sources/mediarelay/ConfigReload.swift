@@ -56,7 +56,12 @@ extension OptionKey {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
             .maxSessions:
             true
-        case .engine, .gso, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
+        case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
+            false
+        // The TURN server reads its settings at start; users and secrets may become reloadable
+        // once it can swap them in.
+        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
+            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
         }
     }
@@ -67,6 +72,7 @@ extension OptionKey {
         switch self {
         case .engine: options.engine.rawValue
         case .gso: options.gso ? "on" : "off"
+        case .gro: options.gro ? "on" : "off"
         case .workers: String(options.workers)
         case .forward: options.forwards.map(\.description).joined(separator: ",")
         case .ports: options.ports.description
@@ -83,6 +89,18 @@ extension OptionKey {
         case .maxClients: String(options.maxClients)
         case .maxSessions: String(options.maxSessions)
         case .batchSize: String(options.batchSize)
+        case .turn: options.turnListeners.map(\.description).joined(separator: ",")
+        case .turnRealm: options.turnRealm
+        // Secret, so only compared, never shown: a changed password counts as a change.
+        case .turnUser: options.turnUsers.map { "\($0.name):\($0.password)" }.joined(separator: "\n")
+        case .turnUsersFile: options.turnUsersFile ?? ""
+        case .turnSecret: options.turnSecrets.joined(separator: "\n")
+        case .turnAllowedPeer: options.turnAllowedPeers.map(\.text).joined(separator: ",")
+        case .turnDeniedPeer: options.turnDeniedPeers.map(\.text).joined(separator: ",")
+        case .turnMaxAllocations: String(options.turnMaxAllocations)
+        case .turnMaxAllocationsPerUser: String(options.turnMaxAllocationsPerUser)
+        case .turnBandwidth: String(options.turnBandwidth)
+        case .turnPortShare: String(options.turnPortShare)
         }
     }
 }

@@ -95,7 +95,7 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
                        "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, NNNk, voiceN, videoN")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
-                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, c-perpacket")
+                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, c-perpacket")
     }
 
     func testHelpDocumentsEveryOptionWithDefault() {

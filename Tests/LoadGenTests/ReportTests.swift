@@ -33,10 +33,32 @@ final class ReportTests: XCTestCase {
             XCTAssertEqual(Set(slice.map(\.load.label)).count, 1)
         }
         XCTAssertEqual(plan.map(\.repeatIndex), plan.map(\.repeatIndex).sorted(), "repeat-major")
-        XCTAssertEqual(EngineSetting.all.map(\.arguments.last), ["off", "off", "off", "on"])
+        func value(_ flag: String, _ engine: EngineSetting) -> String? { engine.arguments.firstIndex(of: flag).map { engine.arguments[$0 + 1] } }
+        XCTAssertEqual(EngineSetting.all.map { value("--gso", $0) }, ["off", "off", "off", "on"])
+        XCTAssertEqual(EngineSetting.all.map { value("--gro", $0) }, ["off", "off", "off", "off"], "GRO only where the video rows ask")
         XCTAssertEqual(LoadPoint.standard[5].offeredRate, 100_000, "2000 voice streams x 50/s")
         XCTAssertEqual(LoadPoint.standard.last?.offeredRate, 42_000, "200 video streams x 30 frames/s x 7 datagrams of 1200 B")
         XCTAssertEqual(LoadPoint.standard.last?.senderGSO, true)
+    }
+
+    func testTheGROPairRunsAtVideoLoadsOnlyAndIsReported() {
+        let loads = [LoadPoint.constant(10_000), LoadPoint.video(200)]
+        let engines = EngineSetting.all + EngineSetting.videoGRO
+        let plan = comparisonPlan(repeats: 2, loads: loads, engines: engines)
+        XCTAssertEqual(plan.count, 2 * (4 + 6))
+        XCTAssertFalse(plan.contains { $0.load.profile != .video && $0.engine.profiles != nil })
+        XCTAssertEqual(Set(plan.filter { $0.load.profile == .video }.map(\.engine.name)).count, 6)
+        let records = plan.map { run in
+            var r = LoadResult()
+            let cpu = run.engine.name == "mmsg+gso+gro" ? 0.003 : 0.004
+            r.relay = RelayDelta(before: RelayStats(engine: "mmsg", packetsIn: 0, packetsOut: 0, cpuUserSeconds: 0, cpuSystemSeconds: 0, syscalls: 0),
+                                 after: RelayStats(engine: "mmsg", packetsIn: 1000, packetsOut: 1000, cpuUserSeconds: cpu, cpuSystemSeconds: 0, syscalls: 10))
+            return RunRecord(run: run, result: r, error: nil)
+        }
+        let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))
+        XCTAssertEqual(cells.count, 4 + 6, "no empty cells for engines that did not run at a load")
+        XCTAssertTrue(ComparisonReport.aims(cells).contains("GRO at video200: mmsg+gso+gro 3.00 us per datagram against mmsg+gso's 4.00 us (25.0 % saved)"),
+                      ComparisonReport.aims(cells))
     }
 
     func testCSVHasOneRowPerRunAndTheDocumentedColumns() throws {

@@ -7,21 +7,28 @@ import XCTest
 final class ConfigFileTests: XCTestCase {
     let fullConfig = """
         {
-          "engine": "mmsg", "gso": "off", "workers": 3,
+          "engine": "mmsg", "gso": "off", "gro": "off", "workers": 3,
           "forward": ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"],
           "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1",
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "log_level": "warning",
           "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-          "max_sessions": 60, "batch_size": 32
+          "max_sessions": 60, "batch_size": 32,
+          "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
+          "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
+          "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
+          "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
+          "turn_port_share": 25
         }
         """
+    let usersFile = "# static users\nbob:pw:2\n"
 
     func testEveryKeyIsRead() {
-        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig]) else { return }
+        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig, "users.txt": usersFile]) else { return }
         XCTAssertEqual(options.configPath, "c.json")
         XCTAssertEqual(options.engine, .mmsg)
         XCTAssertFalse(options.gso)
+        XCTAssertFalse(options.gro)
         XCTAssertEqual(options.workers, 3)
         XCTAssertEqual(options.forwards.map(\.description), ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"])
         XCTAssertEqual(options.ports, PortRange(low: 41000, high: 41099))
@@ -38,13 +45,26 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.maxClients, 50)
         XCTAssertEqual(options.maxSessions, 60)
         XCTAssertEqual(options.batchSize, 32)
+        XCTAssertEqual(options.turnListeners, [HostPort(host: "127.0.0.1", port: 3478), HostPort(host: "::1", port: 3478)])
+        XCTAssertEqual(options.turnRealm, "example.org")
+        XCTAssertEqual(options.turnUsers, [TURNUser(name: "alice", password: "pw1"), TURNUser(name: "bob", password: "pw:2")])
+        XCTAssertEqual(options.turnUsersFile, "users.txt")
+        XCTAssertEqual(options.turnSecrets, ["old", "new"])
+        XCTAssertEqual(options.turnAllowedPeers.map(\.text), ["127.0.0.0/8"])
+        XCTAssertEqual(options.turnDeniedPeers.map(\.text), ["127.0.0.9/32", "::1"])
+        XCTAssertEqual(options.turnMaxAllocations, 70)
+        XCTAssertEqual(options.turnMaxAllocationsPerUser, 4)
+        XCTAssertEqual(options.turnBandwidth, 125000)
+        XCTAssertEqual(options.turnPortShare, 25)
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
-            "engine", "gso", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
+            "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
-            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "turn", "turn_realm",
+            "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
+            "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {
@@ -55,7 +75,7 @@ final class ConfigFileTests: XCTestCase {
     func testFlagsWinOverTheFile() {
         guard let options = runOptions(
             ["--engine=uring", "--config", "c.json", "--workers", "1", "--forward", "127.0.0.1:1=127.0.0.1:2", "--control-token", "flag"],
-            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig]
+            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig, "users.txt": usersFile]
         ) else { return }
         XCTAssertEqual(options.engine, .uring)
         XCTAssertEqual(options.workers, 1)

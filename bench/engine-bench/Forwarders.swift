@@ -38,7 +38,7 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
         let worker = Thread { [self] in
             thread = pthread_self()
-            let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO))
+            let engine = try! DatagramEngine(configuration: forwarderConfiguration(backend: backend, gso: useGSO))
             let loopback = Endpoint(host: "127.0.0.1", port: 0)!
             let inbound = try! UDPSocket(binding: loopback)
             _ = try! engine.register(inbound)

@@ -33,7 +33,7 @@ enum Serve {
         }
         let published = statsPath.map(mapStats)
         do {
-            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: configuration.backend, gso: configuration.gso))
+            let engine = try DatagramEngine(configuration: forwarderConfiguration(backend: configuration.backend, gso: configuration.gso))
             let inbound = try UDPSocket(binding: listen)
             _ = try engine.register(inbound)
             let outbound = try engine.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))

@@ -1,7 +1,6 @@
 import DatagramEngine
 import Foundation
 import Glibc
-import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends
 // 200-byte datagrams at a paced rate to a forwarder, which forwards each one (with its TOS
