@@ -10,7 +10,8 @@
 # for C) and is sent exactly COUNT datagrams of 200 bytes in bursts of 16 at 4000/s by
 # `engine-bench --count` (FixedCount.swift). Instructions: valgrind's callgrind over COUNT/2 and
 # COUNT datagrams, the difference divided by the difference in datagrams forwarded, so start-up
-# and shutdown cancel out. System calls: `strace -c -f` over COUNT datagrams, per datagram, by name.
+# and shutdown cancel out. System calls: `strace -c -f` over COUNT datagrams, per datagram, by name
+# (compare them with the engine's own counter, `engine-bench --count` prints it).
 # The callgrind files stay in $OUT (default /tmp/profile-forwarder) for
 # `callgrind_annotate $OUT/swift-mmsg.cg` (the hot functions). Needs a release build and the
 # reference: `swift build -c release --product engine-bench && make reference`.
@@ -33,9 +34,8 @@ run() { # side engine count wrap
     "$bench" --count "$3" --only "$2" --side "$1" --c-forwarder "$reference" --rates 4000 --burst 16 --wrap "$4" 2>/dev/null
 }
 field() { echo "$1" | awk -v key="$2" '{ for (i = 1; i < NF; i++) if ($i == key) print $(i + 1) }'; }
-syscalls() { # half.strace full.strace datagrams: "NAME PER-DATAGRAM" lines, the busiest first
-    awk -v n="$3" 'FNR == 1 { sign = FILENAME == ARGV[1] ? -1 : 1 } $1 ~ /^[0-9.]+$/ && $4 ~ /^[0-9]+$/ { calls[$NF] += sign * $4 }
-        END { for (name in calls) printf "%s %.3f\n", name, calls[name] / n }' "$1" "$2" | sort -k2 -rn
+syscalls() { # file.strace datagrams: "NAME PER-DATAGRAM" lines, the busiest first
+    awk -v n="$2" '$1 ~ /^[0-9.]+$/ && $4 ~ /^[0-9]+$/ { printf "%s %.3f\n", $NF, $4 / n }' "$1" | sort -k2 -rn
 }
 instructions() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
 
@@ -52,12 +52,13 @@ for engine in $engines; do
         forwarded=$(( $(field "$line2" forwarded) - $(field "$line1" forwarded) ))
         per=$(awk -v a="$(instructions $file-half.cg)" -v b="$(instructions $file.cg)" -v n=$forwarded 'BEGIN { printf "%.0f", (b - a) / n }')
         eval "ins_$side=$per"
-        run $side "$engine" $half "strace -c -f -o $file-half.strace" >/dev/null
-        run $side "$engine" $count "strace -c -f -o $file.strace" >/dev/null
-        # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall; the same
-        # difference between the two runs, per name and in total ("total" row).
-        eval "sys_$side=$(syscalls $file-half.strace $file.strace $forwarded | awk '$1 == "total" { print $2 }')"
-        names="$names | $(syscalls $file-half.strace $file.strace $forwarded | awk '$1 != "total" && $2 >= 0.01 { printf "%s%s %s", sep, $1, $2; sep = ", " }')"
+        line=$(run $side "$engine" $count "strace -c -f -o $file.strace")
+        # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall. One run: the
+        # batches a turn finds vary from run to run, so a difference of two runs can mislead;
+        # start-up's few calls are under 0.01 per datagram at 10,000 datagrams.
+        forwarded=$(field "$line" forwarded)
+        eval "sys_$side=$(syscalls $file.strace $forwarded | awk '$1 == "total" { print $2 }')"
+        names="$names | $(syscalls $file.strace $forwarded | awk '$1 != "total" && $2 >= 0.01 { printf "%s%s %s", sep, $1, $2; sep = ", " }')"
     done
     ratio=$(awk -v s="$ins_swift" -v c="$ins_c" 'BEGIN { if (c + 0 > 0 && s + 0 > 0) printf "%.2f", s / c; else printf "-" }')
     echo "$row | $ins_swift | $ins_c | $ratio | $sys_swift | $sys_c$names |"
