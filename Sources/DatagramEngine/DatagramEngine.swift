@@ -80,6 +80,8 @@ public final class DatagramEngine {
     /// that a caller reading a few of them every turn loads those, not a copy of all of them.
     @inlinable
     public var counters: EngineCounters { state.counters }
+    /// The latest datagram dropped as longer than `maxDatagramSize`, if any.
+    public var lastTruncated: TruncatedDatagram? { state.lastTruncated }
     /// Datagrams the last `receive` returned.
     public var receivedCount: Int { state.receivedCount }
     /// Whether the last `receive` returned because `waker` was used.
