@@ -1,4 +1,5 @@
 import Glibc
+import STUN
 
 /// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
 /// destination addresses, allocated once in `init` and re-filled per batch, so sending
@@ -46,14 +47,24 @@ final class SendBatch {
 
     var isFull: Bool { count == capacity }
 
-    /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`.
+    /// Room a ChannelData header takes in front of the payload (size buffers with it).
+    static let channelHeaderSize = ChannelData.headerSize
+
+    /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`; with a
+    /// `channel`, framed as TURN ChannelData (4 more bytes in front, RFC 8656 section 12.4).
     /// The caller flushes first when the batch is full or bound for another socket.
     @inline(__always)
-    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int) {
+    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int, channel: UInt16 = 0) {
         precondition(count < capacity && (count == 0 || fd == self.fd), "flush before switching sockets")
         self.fd = fd
-        header.encode(into: buffers + count * bufferSize)
-        iovecs[count].iov_len = min(max(size, PayloadHeader.size), bufferSize)
+        let buffer = buffers + count * bufferSize
+        let framing = channel == 0 ? 0 : ChannelData.headerSize
+        let payload = min(max(size, PayloadHeader.size), bufferSize - framing)
+        if framing > 0 {
+            ChannelData.writeHeader(channel: channel, length: payload, to: UnsafeMutableRawBufferPointer(start: buffer, count: framing), at: 0)
+        }
+        header.encode(into: buffer + framing)
+        iovecs[count].iov_len = framing + payload
         names[count] = destination.storage
         MultiMessage.header(messages, count).pointee.msg_namelen = destination.length
         count += 1
