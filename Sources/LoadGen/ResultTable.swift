@@ -11,6 +11,12 @@ public enum ResultTable {
             ("profile", "\(r.profile.rawValue), \(r.streams) streams\(r.bidirectional ? ", bidirectional" : ""), TOS \(r.tos)"),
             ("offered", "\(f(r.offeredRate, 0)) datagrams/s for \(f(r.seconds, 2)) s"),
             ("latched", "\(r.latchedStreams) of \(r.streams) streams"),
+        ]
+        if let server = r.turnServer {
+            rows.append(("TURN", "\(r.streams) allocations on \(server), ChannelData on channel 0x4000; "
+                             + "\(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
+        }
+        rows += [
             ("sent", "\(r.sent)"),
             ("received", "\(r.received) (\(f(r.deliveredFraction * 100, 2)) %)"),
             ("lost", "\(r.lost)"),
@@ -29,7 +35,9 @@ public enum ResultTable {
                 ("relay syscalls", "\(f(relay.syscallsPerPacket, 3)) per datagram"),
             ]
         }
-        if let proc = r.relayProcCPUSeconds { rows.append(("relay CPU /proc", "\(f(proc, 3)) s")) }
+        if let proc = r.relayProcCPUSeconds {
+            rows.append(("relay CPU /proc", "\(f(proc, 3)) s, \(f((r.relayProcCPUNsPerDatagram ?? .nan) / 1000, 3)) us per datagram"))
+        }
         if r.pacerSkipped > 0 { rows.append(("pacer behind", "\(r.pacerSkipped) ticks skipped: the generator fell behind")) }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
