@@ -22,13 +22,21 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Test-only tools: iperf3 (an unmodified UDP application through a forward rule) and socat
-# (its TCP control channel beside the relay). Installed when missing; tests say so if absent.
+# Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat
+# (its TCP control channel beside the relay) and coturn (TURN interop). Installed when missing.
 test-deps:
 	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null; then \
 		echo "make: installing iperf3 and socat for the end-to-end tests"; \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iperf3 socat) || \
 			echo "make: could not install iperf3/socat; the iperf3 test will say it was skipped"; \
+	fi
+	@# coturn (turnserver, turnutils_uclient, turnutils_peer): the TURN interop tests and
+	@# bench/turn-bench.sh. Without it those tests would only skip, so a failed install stops make.
+	@if ! command -v turnutils_uclient >/dev/null || ! command -v turnutils_peer >/dev/null || \
+		! command -v turnserver >/dev/null; then \
+		echo "make: installing coturn for the TURN interop tests"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq coturn) || \
+			{ echo "make: ERROR: could not install coturn (apt-get install coturn); the TURN interop tests need it" >&2; exit 1; }; \
 	fi
 
 test: deps test-deps

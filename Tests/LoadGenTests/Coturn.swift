@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import STUN
+@testable import LoadGen
+
+/// coturn's real `turnserver` (Debian's coturn, installed by `make test-deps`) on loopback,
+/// for the load generator's TURN mode to drive. Started with the flags of
+/// ../shared/notes/turn-interop.md; stopped (SIGTERM to its own pid) in `stop` or deinit.
+final class Coturn {
+    let process = Process()
+    let port: UInt16
+    /// The relayed addresses' ports (--min-port ... --max-port).
+    let relayPorts: ClosedRange<UInt16>
+    var address: String { "127.0.0.1:\(port)" }
+    var pid: Int32 { process.processIdentifier }
+
+    static var installed: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
+
+    /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
+    init(auth: [String], relayPorts: Int, extra: [String] = []) throws {
+        port = try Self.freeUDPPort()
+        // A relay range nobody else is likely to use now: 40 ports from a random base.
+        let base = UInt16.random(in: 50_000...59_000)
+        self.relayPorts = base...(base + UInt16(relayPorts) - 1)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
+        process.arguments = [
+            "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1", "--listening-port", String(port),
+            "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp-relay",
+            "--min-port", String(self.relayPorts.lowerBound), "--max-port", String(self.relayPorts.upperBound),
+            "--log-file", "/dev/null", "--no-stdout-log", "--no-software-attribute",
+        ] + auth + extra
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try waitUntilAnswering()
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// Sends STUN Binding requests until one is answered (at most 10 s).
+    private func waitUntilAnswering() throws {
+        let socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let server = try SocketAddress(host: "127.0.0.1", port: port)
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while MonotonicClock.now() < deadline {
+            guard process.isRunning else { throw LoadError("turnserver exited at start (status \(process.terminationStatus))") }
+            let request = MessageBuilder(MessageType(.binding, .request), transactionID: .random()).bytes
+            _ = request.withUnsafeBytes { bytes in server.withSockaddr { sendto(socket.fd, bytes.baseAddress, bytes.count, 0, $0, $1) } }
+            var p = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, 100) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 { return }
+        }
+        throw LoadError("turnserver on \(address) did not answer a Binding request within 10 s")
+    }
+
+    /// How many UDP sockets are bound to 127.0.0.1 on a relay port now (from /proc/net/udp).
+    func boundRelayPorts() -> Int {
+        // Read to the end: the file reports size 0 and runs to thousands of lines on a busy host.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/net/udp"),
+              let data = try? handle.readToEnd() else { return -1 }
+        try? handle.close()
+        let text = String(decoding: data, as: UTF8.self)
+        return text.split(separator: "\n").dropFirst().filter { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 1 else { return false }
+            let local = fields[1].split(separator: ":")
+            guard local.count == 2, local[0] == "0100007F", let port = UInt16(local[1], radix: 16) else { return false }
+            return relayPorts.contains(port)
+        }.count
+    }
+
+    static func freeUDPPort() throws -> UInt16 {
+        try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
+    }
+}
