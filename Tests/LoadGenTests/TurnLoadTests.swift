@@ -101,4 +101,32 @@ final class TurnLoadTests: XCTestCase {
         }
         XCTAssertEqual(coturn.boundRelayPorts(), 0, "coturn closed every relayed socket")
     }
+
+    /// Ctrl-C in the middle of a run: the executable stops, releases every allocation and
+    /// exits 130.
+    func testInterruptReleasesTheAllocations() throws {
+        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10)
+        var products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: products.appendingPathComponent("mediarelay-load").path) && products.path != "/" {
+            products.deleteLastPathComponent()
+        }
+        let process = Process()
+        process.executableURL = products.appendingPathComponent("mediarelay-load")
+        process.arguments = ["--turn", coturn.address, "--turn-user", "load:pw", "--streams", "4", "--profile", "voice",
+                             "--bidirectional", "--seconds", "60", "--no-progress"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        func wait(until done: () -> Bool) {
+            let deadline = MonotonicClock.now() + 20_000_000_000
+            while !done() && MonotonicClock.now() < deadline { MonotonicClock.sleep(until: MonotonicClock.now() + 100_000_000) }
+        }
+        wait { coturn.boundRelayPorts() == 4 }
+        XCTAssertEqual(coturn.boundRelayPorts(), 4, "the generator allocated")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 130)
+        wait { coturn.boundRelayPorts() == 0 }
+        XCTAssertEqual(coturn.boundRelayPorts(), 0, "released on the way out")
+    }
 }
