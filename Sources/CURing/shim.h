@@ -21,11 +21,26 @@
 #include <sys/syscall.h>
 #include <liburing.h>
 
-static inline struct cmsghdr *mr_cmsg_firsthdr(struct msghdr *msg) { return CMSG_FIRSTHDR(msg); }
-static inline struct cmsghdr *mr_cmsg_nexthdr(struct msghdr *msg, struct cmsghdr *cmsg) {
-    return CMSG_NXTHDR(msg, cmsg);
-}
 static inline unsigned char *mr_cmsg_data(struct cmsghdr *cmsg) { return CMSG_DATA(cmsg); }
+
+/// Walks the control messages in `length` bytes at `control`: the first one when `current` is
+/// NULL, else the one after `current`; NULL at the end. Works on any control area (a msghdr's,
+/// or the one inside an io_uring recvmsg buffer), so the engine has one walker for both. The
+/// checks are CMSG_FIRSTHDR's and glibc's CMSG_NXTHDR's, written inline so that walking costs
+/// no call into the C library per message.
+static inline struct cmsghdr *mr_cmsg_walk(void *control, size_t length, struct cmsghdr *current) {
+    unsigned char *end = (unsigned char *)control + length;
+    unsigned char *next;
+    if (current == NULL) {
+        next = (unsigned char *)control;
+    } else {
+        if (current->cmsg_len < sizeof(struct cmsghdr)) return NULL;
+        next = (unsigned char *)current + CMSG_ALIGN(current->cmsg_len);
+    }
+    if (next + sizeof(struct cmsghdr) > end) return NULL;
+    if (current != NULL && next + CMSG_ALIGN(((struct cmsghdr *)next)->cmsg_len) > end) return NULL;
+    return (struct cmsghdr *)next;
+}
 static inline size_t mr_cmsg_space(size_t length) { return CMSG_SPACE(length); }
 static inline size_t mr_cmsg_len(size_t length) { return CMSG_LEN(length); }
 

@@ -1,5 +1,6 @@
 import Glibc
 import CURing
+import SystemSupport
 
 /// Moves UDP datagrams in batches for one thread. One API over three backends chosen at run
 /// time (see `Backend`); the relay's workers each own one engine and use it from their own
@@ -9,102 +10,88 @@ import CURing
 /// read `received(i)`, `enqueue` replies or forwards that borrow the received bytes, `flush`.
 /// Every datagram carries its TOS byte both ways. Nothing here allocates per datagram.
 public final class DatagramEngine {
+    /// The backend doing the work, one type each; every call is one switch over this.
+    private enum Driver {
+        case poll(PollBackend)
+        case ring(RingBackend)
+    }
+
     public let backend: Backend
-    /// Why this backend: the choice asked for, or why `auto` chose it. Never silent.
+    /// Why this backend: the choice asked for, or why auto chose it. Never silent.
     public let backendReason: String
     public let configuration: EngineConfiguration
-    public internal(set) var counters = EngineCounters()
-    /// Datagrams the last `receive` returned.
-    public internal(set) var receivedCount = 0
-    /// Whether the last `receive` returned because `waker` was used.
-    public internal(set) var wasWoken = false
     /// Wakes this engine's `receive` from another thread.
     public let waker: EngineWaker
 
-    let table = SocketTable()
-    let received: UnsafeMutablePointer<ReceivedDatagram>
-    let outgoing: UnsafeMutablePointer<OutgoingDatagram>
-    var outgoingCount = 0
-    let sendVectors: SendVectors
-    let receiveVectors: ReceiveVectors?
-    let poller: EventPoller?
-    let ring: URingDriver?
-    var receiveVectorsUsed = 0
+    private let state: EngineState
+    private let driver: Driver
+    /// Datagrams queued by `enqueue` for the next flush; their bytes are borrowed.
+    private let outgoing: UnsafeMutablePointer<OutgoingDatagram>
+    private var outgoingCount = 0
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) throws(SystemCallError) {
         precondition(configuration.batchSize > 0 && configuration.sendCapacity > 0)
-        self.configuration = configuration
-        let wakeDescriptor = mr_eventfd_nonblocking()
-        guard wakeDescriptor >= 0 else { throw SystemCallError("eventfd", errno: errno) }
-        waker = EngineWaker(descriptor: wakeDescriptor)
-
-        var chosen: Backend
-        var reason: String
-        var ring: URingDriver?
-        switch configuration.backend {
-        case .perPacket: (chosen, reason) = (.perPacket, "asked for perpacket")
-        case .mmsg: (chosen, reason) = (.mmsg, "asked for mmsg")
-        case .uring:
-            do throws(SystemCallError) {
-                ring = try URingDriver(configuration: configuration, wakeDescriptor: wakeDescriptor)
-            } catch {
-                close(wakeDescriptor)
-                throw error
-            }
-            (chosen, reason) = (.uring, "asked for uring")
-        case .auto:
-            do throws(SystemCallError) {
-                ring = try URingDriver(configuration: configuration, wakeDescriptor: wakeDescriptor)
-                (chosen, reason) = (.uring, "auto: io_uring is available")
-            } catch {
-                (chosen, reason) = (.mmsg, "auto: io_uring refused (\(error)); \(URingDriver.refusalAdvice(error.errno))")
-            }
+        let wakeDescriptor = Int32(try SystemCall.require("eventfd") { Int(mr_eventfd_nonblocking()) })
+        let waker = EngineWaker(descriptor: wakeDescriptor)
+        let state = EngineState(configuration: configuration)
+        do throws(SystemCallError) {
+            (backend, backendReason, driver) = try DatagramEngine.start(state, waker: waker)
+        } catch {
+            SystemCall.close(wakeDescriptor)
+            throw error
         }
-        backend = chosen
-        backendReason = reason
-        self.ring = ring
-        received = .allocate(capacity: configuration.batchSize)
+        self.configuration = configuration
+        self.waker = waker
+        self.state = state
         outgoing = .allocate(capacity: configuration.sendCapacity)
-        sendVectors = SendVectors(capacity: configuration.sendCapacity)
-        if chosen == .uring {
-            receiveVectors = nil
-            poller = nil
-        } else {
-            receiveVectors = ReceiveVectors(capacity: configuration.batchSize, payloadSize: configuration.maxDatagramSize)
+    }
+
+    /// Builds the backend asked for; for auto, io_uring when the kernel allows it, else mmsg.
+    private static func start(_ state: EngineState, waker: EngineWaker) throws(SystemCallError) -> (Backend, String, Driver) {
+        switch state.configuration.backend {
+        case .perPacket?:
+            return (.perPacket, "asked for perpacket", .poll(try PollBackend(state: state, batched: false, waker: waker)))
+        case .mmsg?:
+            return (.mmsg, "asked for mmsg", .poll(try PollBackend(state: state, batched: true, waker: waker)))
+        case .uring?:
+            return (.uring, "asked for uring", .ring(try RingBackend(state: state, waker: waker)))
+        case nil:
             do throws(SystemCallError) {
-                let poller = try EventPoller(capacity: max(64, configuration.batchSize))
-                try poller.add(wakeDescriptor, tag: EventPoller.wakeTag)
-                self.poller = poller
+                return (.uring, "auto: io_uring is available", .ring(try RingBackend(state: state, waker: waker)))
             } catch {
-                close(wakeDescriptor)
-                throw error
+                let reason = "auto: io_uring refused (\(error)); \(Ring.refusalAdvice(error.errno))"
+                return (.mmsg, reason, .poll(try PollBackend(state: state, batched: true, waker: waker)))
             }
         }
     }
 
     deinit {
-        // The ring goes first so that no receive is still pointing into memory freed below.
-        ring?.shutDown()
-        received.deallocate()
         outgoing.deallocate()
-        close(waker.descriptor)
+        // The backend goes with this object; a ring's pending read of the eventfd holds its own
+        // reference to the file, so closing the descriptor first is safe.
+        SystemCall.close(waker.descriptor)
     }
 
-    /// Whether GSO may merge sends on this engine: asked for, and a batched backend.
-    var gsoActive: Bool { configuration.gso && backend != .perPacket }
+    /// What the engine has done so far (plain integers, owned by this thread).
+    public var counters: EngineCounters { state.counters }
+    /// Datagrams the last `receive` returned.
+    public var receivedCount: Int { state.receivedCount }
+    /// Whether the last `receive` returned because `waker` was used.
+    public var wasWoken: Bool { state.wasWoken }
 
     /// Starts receiving on `socket`; the engine keeps it open until `unregister`.
     public func register(_ socket: UDPSocket) throws(SystemCallError) -> SocketID {
-        let id = table.add(socket, gso: gsoActive)
-        if let ring {
-            ring.arm(slot: Int(id.slot), generation: id.generation, descriptor: socket.descriptor)
-        } else if let poller {
+        let id = state.table.add(socket, gso: state.gsoActive)
+        switch driver {
+        case .poll(let poll):
             do throws(SystemCallError) {
-                try poller.add(socket.descriptor, tag: UInt64(id.generation) << 32 | UInt64(UInt32(id.slot)))
+                try poll.register(id, descriptor: socket.descriptor)
             } catch {
-                table.release(Int(id.slot))
+                state.table.release(Int(id.slot))
                 throw error
             }
+        case .ring(let ring):
+            ring.register(id, descriptor: socket.descriptor)
         }
         return id
     }
@@ -116,55 +103,41 @@ public final class DatagramEngine {
     /// to the kernel together and are awaited together, so closing many sockets at once (a
     /// wave of expired sessions) costs a few system calls, not a few per socket.
     public func unregister(_ ids: [SocketID]) {
-        var waiting: [(slot: Int, generation: UInt32)] = []
-        for id in ids {
-            guard let slot = table.lookup(id) else { continue }
-            if let ring {
-                table.deactivate(slot)
-                if ring.cancel(slot: slot, generation: id.generation) {
-                    waiting.append((slot, id.generation))
-                } else {
-                    table.release(slot)
-                }
-            } else {
-                poller?.remove(table[slot].descriptor)
-                table.release(slot)
-            }
+        switch driver {
+        case .poll(let poll): poll.unregister(ids)
+        case .ring(let ring): ring.unregister(ids)
         }
-        if let ring, !waiting.isEmpty { finishCancellations(waiting, ring: ring) }
     }
 
     /// Whether GSO is on for this socket now (off after the kernel refused it once).
     public func gsoEnabled(_ id: SocketID) -> Bool {
-        guard let slot = table.lookup(id) else { return false }
-        return table[slot].gsoEnabled
+        guard let slot = state.table.lookup(id) else { return false }
+        return state.table[slot].gsoEnabled
     }
 
     /// Test and diagnostics hook: turns GSO off or on for one socket, as a refusal would.
     public func setGSO(_ enabled: Bool, for id: SocketID) {
-        guard let slot = table.lookup(id) else { return }
-        table[slot].gsoEnabled = enabled && gsoActive
+        guard let slot = state.table.lookup(id) else { return }
+        state.table[slot].gsoEnabled = enabled && state.gsoActive
     }
 
     /// The number of sockets registered and receiving.
-    public var socketCount: Int { table.activeCount }
+    public var socketCount: Int { state.table.activeCount }
 
     /// The `index`th datagram of the last receive, `0 ..< receivedCount`.
     @inline(__always)
-    public func received(_ index: Int) -> ReceivedDatagram { received[index] }
+    public func received(_ index: Int) -> ReceivedDatagram { state.received(index) }
 
     /// Takes what is ready now, up to `batchSize` datagrams; waits up to `timeoutMilliseconds`
     /// only when nothing is ready. Returns the number received (0 on timeout or wake-up).
     @discardableResult
     public func receive(timeoutMilliseconds: Int32) -> Int {
-        receivedCount = 0
-        wasWoken = false
-        if ring != nil {
-            receiveWithRing(timeoutMilliseconds: timeoutMilliseconds)
-        } else {
-            receiveWithPoller(timeoutMilliseconds: timeoutMilliseconds)
+        state.beginTurn()
+        switch driver {
+        case .poll(let poll): poll.receive(timeoutMilliseconds: timeoutMilliseconds)
+        case .ring(let ring): ring.receive(timeoutMilliseconds: timeoutMilliseconds)
         }
-        return receivedCount
+        return state.receivedCount
     }
 
     /// Queues one datagram; flushes first when the queue is full. `bytes` must stay valid
@@ -180,97 +153,13 @@ public final class DatagramEngine {
     /// socket (mmsg), or one submit for all (uring). Returns when the kernel has taken them.
     public func flush() {
         guard outgoingCount > 0 else { return }
-        sendVectors.build(outgoing, count: outgoingCount, table: table, gso: gsoActive) { code, segments in
-            counters.sendErrors.add(code, UInt64(segments))
+        state.sendVectors.build(outgoing, count: outgoingCount, table: state.table, gso: state.gsoActive) { code, segments in
+            state.counters.sendErrors.add(code, UInt64(segments))
         }
         outgoingCount = 0
-        if ring != nil {
-            sendWithRing()
-        } else if backend == .mmsg {
-            sendWithSendmmsg()
-        } else {
-            sendWithSendmsg()
+        switch driver {
+        case .poll(let poll): poll.send()
+        case .ring(let ring): ring.send()
         }
-    }
-
-    // MARK: accounting shared by the backends
-
-    /// Records one received datagram whose payload, source and control bytes are in place.
-    @inline(__always)
-    func accept(socket id: SocketID, slot: Int, source: Endpoint?, control: ReceiveControl,
-                truncated: Bool, payload: UnsafeRawBufferPointer) {
-        if let count = control.overflowCount {
-            counters.kernelDrops &+= UInt64(count &- table[slot].lastOverflow)
-            table[slot].lastOverflow = count
-        }
-        if truncated || payload.count > configuration.maxDatagramSize {
-            counters.truncated &+= 1
-            return
-        }
-        guard let source, receivedCount < configuration.batchSize else { return }
-        let trafficClass = TrafficClass(rawValue: control.trafficClass)
-        received[receivedCount] = ReceivedDatagram(socket: id, source: source, trafficClass: trafficClass, bytes: payload)
-        receivedCount += 1
-        counters.datagramsIn &+= 1
-        counters.bytesIn &+= UInt64(payload.count)
-        counters.ecnIn[Int(control.trafficClass & 3)] &+= 1
-    }
-
-    /// Records a message the kernel took.
-    @inline(__always)
-    func noteSent(_ message: SendVectors.Message) {
-        let segments = UInt64(message.segments)
-        counters.datagramsOut &+= segments
-        counters.bytesOut &+= segments &* UInt64(message.segmentSize)
-        counters.ecnOut[Int(message.trafficClass & 3)] &+= segments
-        if message.segments > 1 {
-            counters.gsoSegments &+= segments
-            counters.gsoSends &+= 1
-        }
-    }
-
-    /// Records a message the kernel refused; a refused GSO send turns GSO off for its socket and
-    /// is sent again one datagram at a time, so no datagram is lost to the fallback.
-    func noteFailed(_ index: Int, errno code: Int32) {
-        let message = sendVectors.messages[index]
-        if message.segments > 1, code == EIO || code == EINVAL {
-            resendWithoutGSO(index)
-        } else {
-            counters.sendErrors.add(code, UInt64(message.segments))
-        }
-    }
-
-    func resendWithoutGSO(_ index: Int) {
-        let message = sendVectors.messages[index]
-        let slot = Int(message.slot)
-        table[slot].gsoEnabled = false
-        counters.gsoFallbacks &+= 1
-        let header = withUnsafeMutablePointer(to: &sendVectors.headers[index].msg_hdr) { $0 }
-        header.pointee.msg_controllen = SendControl.write(
-            into: header.pointee.msg_control, ipv4: table[slot].ipv4 || isIPv4Name(header.pointee.msg_name),
-            trafficClass: message.trafficClass, segmentSize: 0)
-        header.pointee.msg_iovlen = 1
-        var single = message
-        single.segments = 1
-        for segment in 0..<Int(message.segments) {
-            header.pointee.msg_iov = sendVectors.iovecs + Int(message.firstDatagram) + segment
-            while true {
-                counters.syscalls &+= 1
-                if sendmsg(table[slot].descriptor, header, 0) >= 0 {
-                    noteSent(single)
-                } else if errno == EINTR {
-                    continue
-                } else {
-                    counters.sendErrors.add(errno)
-                }
-                break
-            }
-        }
-    }
-
-    private func isIPv4Name(_ name: UnsafeMutableRawPointer?) -> Bool {
-        guard let name else { return false }
-        guard Int32(name.load(as: sa_family_t.self)) == AF_INET6 else { return true }
-        return Endpoint(reading: name, length: socklen_t(MemoryLayout<sockaddr_in6>.size))?.isIPv4 ?? false
     }
 }

@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 
 /// One HTTP/1.1 answer.
@@ -39,16 +40,20 @@ public struct HTTPClient: Sendable {
     public func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [(String, String)] = []) throws(LoadError) -> HTTPResponse {
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         let what = "\(method) http://\(server)\(path)"
-        let fd = socket(Int32(server.family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LoadError("\(what): socket: \(errnoText())") }
-        defer { close(fd) }
-        let rc = server.withSockaddr { connect(fd, $0, $1) }
-        if rc != 0 {
-            guard errno == EINPROGRESS else { throw LoadError("\(what): connect: \(errnoText()); is the relay running there?") }
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let opened = SystemCall.outcome { Int(socket(Int32(server.family), type, 0)) }
+        guard case .done(let socketNumber) = opened else { throw LoadError("\(what): socket: \(errnoText(opened))") }
+        let fd = Int32(socketNumber)
+        defer { SystemCall.close(fd) }
+        let connected = SystemCall.outcome { Int(server.withSockaddr { connect(fd, $0, $1) }) }
+        if connected != .done(0) {
+            guard connected == .failed(EINPROGRESS) else {
+                throw LoadError("\(what): connect: \(errnoText(connected)); is the relay running there?")
+            }
             try wait(fd, for: Int16(POLLOUT), until: deadline, what)
             var soError: Int32 = 0
             var len = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
+            SystemCall.ignoringFailure { Int(getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)) }
             guard soError == 0 else { throw LoadError("\(what): connect: \(errnoText(soError)); is the relay running there?") }
         }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(server)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
@@ -58,28 +63,33 @@ public struct HTTPClient: Sendable {
         let request = Array(head.utf8) + body
         var sent = 0
         while sent < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if n >= 0 { sent += n; continue }
-            if errno == EINTR { continue }
-            guard errno == EAGAIN else { throw LoadError("\(what): send: \(errnoText())") }
-            try wait(fd, for: Int16(POLLOUT), until: deadline, what)
+            let outcome = request.withUnsafeBytes { raw in
+                SystemCall.outcome { send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL)) }
+            }
+            switch outcome {
+            case .done(let n): sent += n
+            case .wouldBlock: try wait(fd, for: Int16(POLLOUT), until: deadline, what)
+            case .failed: throw LoadError("\(what): send: \(errnoText(outcome))")
+            }
         }
         var answer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
+        reading: while true {
             if let complete = HTTPResponseParser.complete(answer) { return complete }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-            if n > 0 {
+            let outcome = chunk.withUnsafeMutableBytes { raw in SystemCall.outcome { recv(fd, raw.baseAddress!, raw.count, 0) } }
+            switch outcome {
+            case .done(0): break reading
+            case .done(let n):
                 answer += chunk[0..<n]
                 guard answer.count <= maxResponseBytes else {
                     throw LoadError("\(what): answer longer than \(maxResponseBytes) bytes")
                 }
                 continue
+            case .wouldBlock:
+                try wait(fd, for: Int16(POLLIN), until: deadline, what)
+                continue
+            case .failed: throw LoadError("\(what): recv: \(errnoText(outcome))")
             }
-            if n == 0 { break }
-            if errno == EINTR { continue }
-            guard errno == EAGAIN else { throw LoadError("\(what): recv: \(errnoText())") }
-            try wait(fd, for: Int16(POLLIN), until: deadline, what)
         }
         guard let response = HTTPResponseParser.parse(answer, atEOF: true) else {
             throw LoadError("\(what): malformed or truncated HTTP answer")
@@ -92,9 +102,9 @@ public struct HTTPClient: Sendable {
             let now = MonotonicClock.now()
             guard now < deadline else { throw LoadError("\(what): no answer within \(timeoutMs) ms") }
             var p = pollfd(fd: fd, events: events, revents: 0)
-            let rc = poll(&p, 1, Int32(max(1, (deadline - now) / 1_000_000)))
-            if rc > 0 { return }
-            if rc < 0 && errno != EINTR { throw LoadError("\(what): poll: \(errnoText())") }
+            let outcome = SystemCall.outcome { Int(poll(&p, 1, Int32(max(1, (deadline - now) / 1_000_000)))) }
+            if case .done(let ready) = outcome, ready > 0 { return }
+            if case .failed = outcome { throw LoadError("\(what): poll: \(errnoText(outcome))") }
         }
     }
 }
@@ -110,6 +120,16 @@ extension StringProtocol {
     }
 }
 
-func errnoText(_ code: Int32 = errno) -> String {
-    "\(String(cString: strerror(code))) (errno \(code))"
+/// "Connection refused (ECONNREFUSED)": the C library's text, then the C name.
+func errnoText(_ code: Int32) -> String {
+    "\(String(cString: strerror(code))) (\(ErrnoName.of(code)))"
+}
+
+/// The text of a failed call's errno.
+func errnoText(_ outcome: CallOutcome) -> String {
+    switch outcome {
+    case .failed(let code): errnoText(code)
+    case .wouldBlock: errnoText(EAGAIN)
+    case .done: "no error"
+    }
 }

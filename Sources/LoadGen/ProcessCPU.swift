@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// CPU time of a process as the kernel accounts it in /proc/PID/stat, used to check the
 /// relay's self-reported CPU against an outside view.
@@ -35,24 +36,20 @@ public struct ProcessCPU: Sendable, Equatable {
 
 /// Reads a file of at most 64 KiB (proc files report size 0, so read until EOF).
 func readSmallFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
+    guard case .done(let opened) = SystemCall.outcome({ Int(open(path, O_RDONLY | O_CLOEXEC)) }) else { return nil }
+    let fd = Int32(opened)
+    defer { SystemCall.close(fd) }
     var bytes = [UInt8](repeating: 0, count: 65536)
     var used = 0
     while used < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, $0.count - used) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { break }
+        let outcome = bytes.withUnsafeMutableBytes { raw in
+            SystemCall.outcome { read(fd, raw.baseAddress! + used, raw.count - used) }
+        }
+        guard case .done(let n) = outcome, n > 0 else { break }
         used += n
     }
     return String(decoding: bytes[0..<used], as: UTF8.self)
 }
 
 /// CPU seconds this process has used (getrusage RUSAGE_SELF), user + system.
-public func ownCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
+public func ownCPUSeconds() -> Double { CPUTime.process().totalSeconds }

@@ -1,4 +1,6 @@
 import Glibc
+import CLoadGen
+import SystemSupport
 
 /// Preallocated vectors for one recvmmsg call: buffers, iovecs, mmsghdrs, source addresses
 /// and control space for the TOS cmsg, allocated once in `init`.
@@ -12,7 +14,7 @@ final class ReceiveBatch {
     private let buffers: UnsafeMutableRawPointer
     private let controls: UnsafeMutableRawPointer
     private let iovecs: UnsafeMutablePointer<iovec>
-    private let messages: UnsafeMutableRawPointer
+    private let messages: UnsafeMutablePointer<lg_mmsghdr>
     private let names: UnsafeMutablePointer<sockaddr_storage>
 
     init(capacity: Int, bufferSize: Int) {
@@ -21,8 +23,8 @@ final class ReceiveBatch {
         buffers = .allocate(byteCount: capacity * bufferSize, alignment: 16)
         controls = .allocate(byteCount: capacity * Self.controlSize, alignment: 8)
         iovecs = .allocate(capacity: capacity)
-        messages = .allocate(byteCount: capacity * MultiMessage.stride, alignment: 8)
-        messages.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * MultiMessage.stride)
+        messages = .allocate(capacity: capacity)
+        messages.initialize(repeating: lg_mmsghdr(), count: capacity)
         names = .allocate(capacity: capacity)
         for i in 0..<capacity {
             iovecs[i] = iovec(iov_base: buffers + i * bufferSize, iov_len: bufferSize)
@@ -32,7 +34,7 @@ final class ReceiveBatch {
             header.msg_iovlen = 1
             header.msg_name = UnsafeMutableRawPointer(names + i)
             header.msg_control = controls + i * Self.controlSize
-            MultiMessage.header(messages, i).pointee = header
+            messages[i].msg_hdr = header
         }
     }
 
@@ -48,31 +50,28 @@ final class ReceiveBatch {
     func receive(from fd: Int32) -> Int {
         for i in 0..<capacity {
             // The kernel overwrites these with what it filled in; give the full room back.
-            MultiMessage.header(messages, i).pointee.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            MultiMessage.header(messages, i).pointee.msg_controllen = Self.controlSize
-            MultiMessage.header(messages, i).pointee.msg_flags = 0
+            messages[i].msg_hdr.msg_namelen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            messages[i].msg_hdr.msg_controllen = Self.controlSize
+            messages[i].msg_hdr.msg_flags = 0
         }
-        while true {
-            let n = MultiMessage.receive(fd, messages, UInt32(capacity), Int32(MSG_DONTWAIT), nil)
-            if n >= 0 { return Int(n) }
-            if errno == EINTR { continue }
-            return 0
-        }
+        let outcome = SystemCall.outcome { Int(lg_recvmmsg(fd, messages, UInt32(capacity), Int32(MSG_DONTWAIT))) }
+        if case .done(let count) = outcome { return count }
+        return 0
     }
 
     @inline(__always) func payload(_ i: Int) -> UnsafeRawPointer { UnsafeRawPointer(buffers + i * bufferSize) }
-    @inline(__always) func length(_ i: Int) -> Int { MultiMessage.length(messages, i) }
-    @inline(__always) func truncated(_ i: Int) -> Bool { MultiMessage.header(messages, i).pointee.msg_flags & Int32(MSG_TRUNC) != 0 }
+    @inline(__always) func length(_ i: Int) -> Int { Int(messages[i].msg_len) }
+    @inline(__always) func truncated(_ i: Int) -> Bool { messages[i].msg_hdr.msg_flags & Int32(MSG_TRUNC) != 0 }
 
     /// The datagram's TOS byte, 0 when the kernel attached none.
     @inline(__always) func tos(_ i: Int) -> UInt8 {
-        ControlMessages.tos(in: controls + i * Self.controlSize, length: Int(MultiMessage.header(messages, i).pointee.msg_controllen)) ?? 0
+        ControlMessages.tos(in: controls + i * Self.controlSize, length: Int(messages[i].msg_hdr.msg_controllen)) ?? 0
     }
 
     func source(_ i: Int) -> SocketAddress {
         var address = SocketAddress()
         address.storage = names[i]
-        address.length = MultiMessage.header(messages, i).pointee.msg_namelen
+        address.length = messages[i].msg_hdr.msg_namelen
         return address
     }
 }

@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 
 /// The sockets and flows of one run, and the latching that must happen before measuring.
@@ -111,7 +112,7 @@ struct RunSetup: Sendable {
         let deadline = MonotonicClock.now() + 2_000_000_000
         while seenCount < streams, MonotonicClock.now() < deadline {
             var p = pollfd(fd: latchWitness.fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&p, 1, 10)
+            SystemCall.ignoringFailure { Int(poll(&p, 1, 10)) }
             drain()
         }
         if seenCount < streams {

@@ -1,5 +1,7 @@
 import Glibc
+import CLoadGen
 import STUN
+import SystemSupport
 
 /// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
 /// destination addresses, allocated once in `init` and re-filled per batch, so sending
@@ -13,7 +15,7 @@ final class SendBatch {
     let bufferSize: Int
     private let buffers: UnsafeMutableRawPointer
     private let iovecs: UnsafeMutablePointer<iovec>
-    private let messages: UnsafeMutableRawPointer
+    private let messages: UnsafeMutablePointer<lg_mmsghdr>
     private let names: UnsafeMutablePointer<sockaddr_storage>
     private(set) var count = 0
     private(set) var fd: Int32 = -1
@@ -24,8 +26,8 @@ final class SendBatch {
         buffers = .allocate(byteCount: capacity * self.bufferSize, alignment: 16)
         buffers.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * self.bufferSize)
         iovecs = .allocate(capacity: capacity)
-        messages = .allocate(byteCount: capacity * MultiMessage.stride, alignment: 8)
-        messages.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * MultiMessage.stride)
+        messages = .allocate(capacity: capacity)
+        messages.initialize(repeating: lg_mmsghdr(), count: capacity)
         names = .allocate(capacity: capacity)
         for i in 0..<capacity {
             iovecs[i] = iovec(iov_base: buffers + i * self.bufferSize, iov_len: 0)
@@ -34,7 +36,7 @@ final class SendBatch {
             header.msg_iov = iovecs + i
             header.msg_iovlen = 1
             header.msg_name = UnsafeMutableRawPointer(names + i)
-            MultiMessage.header(messages, i).pointee = header
+            messages[i].msg_hdr = header
         }
     }
 
@@ -66,7 +68,7 @@ final class SendBatch {
         header.encode(into: buffer + framing)
         iovecs[count].iov_len = framing + payload
         names[count] = destination.storage
-        MultiMessage.header(messages, count).pointee.msg_namelen = destination.length
+        messages[count].msg_hdr.msg_namelen = destination.length
         count += 1
     }
 
@@ -79,18 +81,19 @@ final class SendBatch {
         var next = 0
         var stalls = 0
         while next < count {
-            let n = MultiMessage.send(fd, messages + next * MultiMessage.stride, UInt32(count - next), 0)
-            if n > 0 { sent += Int(n); next += Int(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno == EAGAIN {
-                guard stalls < 5 else { break }
+            switch SystemCall.outcome({ Int(lg_sendmmsg(fd, messages + next, UInt32(count - next), 0)) }) {
+            case .done(let n) where n > 0:
+                sent += n
+                next += n
+            case .wouldBlock:
+                guard stalls < 5 else { return sent }
                 stalls += 1
                 var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&p, 1, 1)
-                continue
+                SystemCall.ignoringFailure { Int(poll(&p, 1, 1)) }
+            case .done, .failed:
+                // Skip the datagram that failed (e.g. ECONNREFUSED left by an ICMP error) and go on.
+                next += 1
             }
-            // Skip the datagram that failed (e.g. ECONNREFUSED left by an ICMP error) and go on.
-            next += 1
         }
         return sent
     }

@@ -1,3 +1,4 @@
+import SystemSupport
 import Foundation
 import Glibc
 import Synchronization
@@ -16,10 +17,10 @@ public final class ServerProcess: Sendable {
     public init(path: String, arguments: [String], startTimeoutMs: Int = 10_000) throws(LoadError) {
         guard access(path, X_OK) == 0 else { throw LoadError("--server \(path): not an executable file (build it first: swift build -c release)") }
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw LoadError("pipe: \(errnoText())") }
+        let piped = SystemCall.outcome { Int(pipe(&fds)) }
+        guard piped == .done(0) else { throw LoadError("pipe: \(errnoText(piped))") }
         // Neither end may leak into the relay beyond its stderr (dup2 clears the flag there).
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        for fd in fds { SystemCall.ignoringFailure { Int(fcntl(fd, F_SETFD, FD_CLOEXEC)) } }
         let readEnd = fds[0], writeEnd = fds[1]
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -35,9 +36,9 @@ public final class ServerProcess: Sendable {
         defer { for p in environment { free(p) } }
         var child: pid_t = 0
         let rc = posix_spawn(&child, path, &actions, nil, argv, environment)
-        close(writeEnd)
+        SystemCall.close(writeEnd)
         guard rc == 0 else {
-            close(readEnd)
+            SystemCall.close(readEnd)
             throw LoadError("starting \(path): \(errnoText(rc))")
         }
         pid = child
@@ -51,10 +52,9 @@ public final class ServerProcess: Sendable {
             let now = MonotonicClock.now()
             guard now < deadline else { break }
             var p = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, Int32((deadline - now) / 1_000_000 + 1)) > 0 else { continue }
-            let n = read(readEnd, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            guard case .done(let ready) = SystemCall.outcome({ Int(poll(&p, 1, Int32((deadline - now) / 1_000_000 + 1))) }),
+                  ready > 0 else { continue }
+            guard case .done(let n) = SystemCall.outcome({ read(readEnd, &chunk, chunk.count) }), n > 0 else { break }
             for line in lines.append(chunk[0..<n]) {
                 seen.append(line)
                 if found == nil { found = Self.listeningAddress(in: line) }
@@ -63,8 +63,8 @@ public final class ServerProcess: Sendable {
         guard let found else {
             kill(child, SIGKILL)
             var status: Int32 = 0
-            waitpid(child, &status, 0)
-            close(readEnd)
+            SystemCall.ignoringFailure { Int(waitpid(child, &status, 0)) }
+            SystemCall.close(readEnd)
             let last = seen.suffix(3).joined(separator: " | ")
             throw LoadError("\(path) \(arguments.joined(separator: " ")): no 'http listening on' line within \(startTimeoutMs) ms\(last.isEmpty ? "" : "; it said: \(last)")")
         }
@@ -96,14 +96,12 @@ public final class ServerProcess: Sendable {
         var lines = started
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+            guard case .done(let n) = SystemCall.outcome({ read(fd, &chunk, chunk.count) }), n > 0 else { break }
             for line in lines.append(chunk[0..<n]) {
                 tail.withLock { $0.append(line); if $0.count > 20 { $0.removeFirst() } }
             }
         }
-        close(fd)
+        SystemCall.close(fd)
     }
 
     /// The relay's last stderr lines.
@@ -119,13 +117,15 @@ public final class ServerProcess: Sendable {
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         var status: Int32 = 0
         while MonotonicClock.now() < deadline {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { return status }
-            if r < 0 && errno != EINTR { return nil }
+            switch SystemCall.outcome({ Int(waitpid(pid, &status, WNOHANG)) }) {
+            case .done(let reaped) where reaped == Int(pid): return status
+            case .failed: return nil
+            default: break
+            }
             MonotonicClock.sleep(until: MonotonicClock.now() + 10_000_000)
         }
         kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
+        SystemCall.ignoringFailure { Int(waitpid(pid, &status, 0)) }
         return nil
     }
 }

@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 import STUN
 
@@ -34,7 +35,8 @@ public struct TrafficReceiver: Sendable {
         var polls = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var stopSeenAt: UInt64 = 0
         while true {
-            let ready = poll(&polls, nfds_t(polls.count), 5)
+            var ready = 0
+            if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), 5)) }) { ready = count }
             let afterPoll = MonotonicClock.now()
             if ready > 0 {
                 for p in polls.indices where polls[p].revents != 0 {

@@ -1,3 +1,4 @@
+import SystemSupport
 /// One direction of one stream: which socket it leaves from and where it goes.
 public struct Flow: Sendable {
     public let socket: UDPSocket

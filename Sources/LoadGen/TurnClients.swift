@@ -1,5 +1,6 @@
 import Glibc
 import STUN
+import SystemSupport
 
 /// The TURN side of a load run (`--turn`): N clients of one TURN server, each with its own
 /// socket and allocation, a permission for the generator's peer socket and channel 0x4000
@@ -145,15 +146,20 @@ final class TurnClients {
     /// The local address the kernel would send from toward `server` (a connected UDP socket
     /// sends nothing), with port 0.
     static func localAddress(toward server: SocketAddress) throws(LoadError) -> SocketAddress {
-        let fd = socket(server.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LoadError("UDP socket toward \(server): \(errnoText())") }
-        defer { close(fd) }
-        guard server.withSockaddr({ connect(fd, $0, $1) }) == 0 else { throw LoadError("no route to TURN server \(server): \(errnoText())") }
+        let opened = SystemCall.outcome { Int(socket(server.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)) }
+        guard case .done(let socketNumber) = opened else { throw LoadError("UDP socket toward \(server): \(errnoText(opened))") }
+        let fd = Int32(socketNumber)
+        defer { SystemCall.close(fd) }
+        let connected = SystemCall.outcome { Int(server.withSockaddr { connect(fd, $0, $1) }) }
+        guard connected == .done(0) else { throw LoadError("no route to TURN server \(server): \(errnoText(connected))") }
         var local = SocketAddress()
         local.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &local.storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &local.length) }
+        let named = SystemCall.outcome {
+            withUnsafeMutablePointer(to: &local.storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(getsockname(fd, $0, &local.length)) }
+            }
         }
+        guard named == .done(0) else { throw LoadError("getsockname toward TURN server \(server): \(errnoText(named))") }
         return try SocketAddress(host: local.host, port: 0)
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import STUN
+import SystemSupport
 
 /// Runs one STUN transaction for each of many TURN clients at once (RFC 8489 section 6.2.1
 /// over UDP): a bounded number in flight, retransmissions with a doubling timeout, and the
@@ -64,8 +65,11 @@ struct TurnTransactions {
                     continue
                 }
                 let client = clients[entry.client]
-                _ = entry.bytes.withUnsafeBytes { bytes in
-                    client.server.withSockaddr { sendto(client.socket.fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+                // A request the kernel refuses is lost like one the network drops: retransmitted.
+                SystemCall.ignoringFailure {
+                    entry.bytes.withUnsafeBytes { bytes in
+                        client.server.withSockaddr { sendto(client.socket.fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+                    }
                 }
                 let timeout = min(Self.firstTimeoutNs << UInt64(entry.attempt), Self.maxTimeoutNs)
                 pending[id]?.attempt += 1
@@ -109,14 +113,16 @@ struct TurnTransactions {
             return inbox.take()
         case .sockets:
             var polls = Set(fds).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            guard poll(&polls, nfds_t(polls.count), waitMs) > 0 else { return [] }
+            guard case .done(let ready) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), waitMs)) }), ready > 0 else {
+                return []
+            }
             var received: [(fd: Int32, bytes: [UInt8])] = []
             var buffer = [UInt8](repeating: 0, count: 2048)
             for p in polls where p.revents != 0 {
-                while true {
-                    let n = buffer.withUnsafeMutableBytes { recv(p.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                    if n < 0 && errno == EINTR { continue }
-                    if n < 0 { break }
+                // Until the socket is empty (or fails: an ICMP error queued on it, say).
+                while case .done(let n) = SystemCall.outcome({
+                    buffer.withUnsafeMutableBytes { recv(p.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                }) {
                     received.append((p.fd, Array(buffer[0..<n])))
                 }
             }

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// An owned, non-blocking UDP socket that reports each datagram's TOS / Traffic Class byte.
 ///
@@ -16,48 +17,50 @@ public final class UDPSocket: Sendable {
     public init(bindTo address: SocketAddress, tos: UInt8) throws(LoadError) {
         let family = address.family
         self.family = family
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LoadError("UDP socket for \(address): \(errnoText())") }
+        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let opened = SystemCall.outcome { Int(socket(family, type, 0)) }
+        guard case .done(let socketNumber) = opened else { throw LoadError("UDP socket for \(address): \(errnoText(opened))") }
+        let fd = Int32(socketNumber)
         self.fd = fd
-        var on: Int32 = 1
-        var value = Int32(tos)
         // Large buffers absorb the bursts of a batch, so that what is lost is the relay's doing,
         // not the generator's. The plain options first (capped at net.core.[rw]mem_max), then
         // FORCE, which root may use past the cap: the other order would undo FORCE.
-        var buffer: Int32 = 4 << 20
-        let int32Size = socklen_t(MemoryLayout<Int32>.size)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, int32Size)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, int32Size)
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, int32Size)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, int32Size)
-        var ok = true
+        for name in [SO_RCVBUF, SO_SNDBUF, SO_RCVBUFFORCE, SO_SNDBUFFORCE] {
+            _ = UDPSocket.set(fd, SOL_SOCKET, name, 4 << 20)
+        }
+        var failed: CallOutcome = .done(0)
         if family == AF_INET6 {
-            ok = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, &on, int32Size) == 0
-                && setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, &value, int32Size) == 0
+            failed = UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1)
+            if failed == .done(0) { failed = UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, Int32(tos)) }
             // Dual-stack sockets receive IPv4 too, and report its TOS only with IP_RECVTOS.
-            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVTOS, &on, int32Size)
+            _ = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
         } else {
-            ok = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVTOS, &on, int32Size) == 0
-                && setsockopt(fd, Int32(IPPROTO_IP), IP_TOS, &value, int32Size) == 0
+            failed = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
+            if failed == .done(0) { failed = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_TOS, Int32(tos)) }
         }
-        guard ok else {
-            let e = errnoText()
-            close(fd)
-            throw LoadError("UDP socket for \(address): setting TOS options: \(e)")
+        guard failed == .done(0) else {
+            SystemCall.close(fd)
+            throw LoadError("UDP socket for \(address): setting TOS options: \(errnoText(failed))")
         }
-        let rc = address.withSockaddr { bind(fd, $0, $1) }
-        guard rc == 0 else {
-            let e = errnoText()
-            close(fd)
-            throw LoadError("bind \(address): \(e)")
+        let bound = SystemCall.outcome { Int(address.withSockaddr { bind(fd, $0, $1) }) }
+        guard bound == .done(0) else {
+            SystemCall.close(fd)
+            throw LoadError("bind \(address): \(errnoText(bound))")
         }
         var local = SocketAddress()
         local.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &local.storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &local.length) }
+        SystemCall.ignoringFailure {
+            withUnsafeMutablePointer(to: &local.storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(getsockname(fd, $0, &local.length)) }
+            }
         }
         localAddress = local
     }
 
-    deinit { close(fd) }
+    private static func set(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) -> CallOutcome {
+        var value = value
+        return SystemCall.outcome { Int(setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size))) }
+    }
+
+    deinit { SystemCall.close(fd) }
 }

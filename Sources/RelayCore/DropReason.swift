@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// Why a datagram was not forwarded. Every drop is counted under exactly one reason.
 public enum DropReason: Int, Sendable, CaseIterable {
     /// From a peer no rule or session knows (e.g. not the upstream of a forward client).
@@ -52,6 +54,6 @@ public struct DropCounts: Sendable {
     }
 
     public mutating func merge(_ other: DropCounts) {
-        for index in counts.indices { counts[index] &+= other.counts[index] }
+        counts.add(other.counts)
     }
 }

@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Dispatch
 import Synchronization
 
@@ -14,6 +15,8 @@ public final class Relay: Sendable {
     private let directory = Mutex<[String: Int]>([:])
     private let nextWorker = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
+    /// `settings.maxSessions` until a reload changes it.
+    private let sessionCap: Atomic<Int>
     /// How long a control call waits for a worker before answering 503.
     let replyTimeout: DispatchTimeInterval
 
@@ -21,7 +24,8 @@ public final class Relay: Sendable {
         self.settings = settings
         self.replyTimeout = replyTimeout
         workers = (0..<max(1, settings.workers)).map { WorkerShared(index: $0) }
-        ruleShares = settings.rules.map { _ in RuleShared() }
+        ruleShares = settings.rules.map(RuleShared.init)
+        sessionCap = Atomic(settings.maxSessions)
     }
 
     /// Starts every worker and waits until each has its engine and listeners. Returns the
@@ -79,12 +83,26 @@ public final class Relay: Sendable {
 
     public var sessionCount: Int { directory.withLock { $0.count } }
 
+    /// The session cap now in force: `settings.maxSessions` until `updateLimits` changes it.
+    public var maxSessions: Int { sessionCap.load(ordering: .relaxed) }
+
+    /// Changes the caps that may change while the relay runs (a config reload): the session cap
+    /// and every forward rule's client cap and client idle timeout. Existing sessions and
+    /// clients stay, even beyond a lowered cap; only new ones are refused.
+    public func updateLimits(_ limits: RelayLimits) {
+        sessionCap.store(limits.maxSessions, ordering: .relaxed)
+        for share in ruleShares {
+            share.maxClients.store(limits.maxClientsPerRule, ordering: .relaxed)
+            share.idleTimeoutSeconds.store(limits.clientIdleTimeoutSeconds, ordering: .relaxed)
+        }
+    }
+
     public func createSession(_ request: SessionRequest) -> Result<SessionInfo, RelayError> {
         guard !isDraining else { return .failure(.draining) }
         let id = Relay.newSessionID()
         func reserve() -> Int? {
             directory.withLock { directory in
-                guard directory.count < settings.maxSessions else { return nil }
+                guard directory.count < maxSessions else { return nil }
                 let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
                 directory[id] = index
                 return index
@@ -92,7 +110,7 @@ public final class Relay: Sendable {
         }
         // At the cap, forget sessions the workers expired since, then try once more.
         guard let index = reserve() ?? { _ = sessions(); return reserve() }() else {
-            return .failure(.sessionCapReached(settings.maxSessions))
+            return .failure(.sessionCapReached(maxSessions))
         }
         guard let result = ask(index, { reply in .create(request, id: id, reply: reply) }) else {
             // The worker may still create it later: have it deleted then, so nothing is orphaned.

@@ -33,7 +33,7 @@ extension Worker {
     /// A new client of `rule`: refused (and counted) beyond the rule's cap or when no port is free.
     func addClient(_ rule: Int, _ source: Endpoint) -> Int? {
         let shared = rules[rule].shared
-        if shared.clients.add(1, ordering: .relaxed).newValue > rules[rule].rule.maxClients {
+        if shared.clients.add(1, ordering: .relaxed).newValue > shared.maxClients.load(ordering: .relaxed) {
             shared.clients.subtract(1, ordering: .relaxed)
             drops.add(.clientCap)
             return nil
@@ -69,7 +69,7 @@ extension Worker {
     func expireClients() {
         for index in clients.indices {
             guard let state = clients[index] else { continue }
-            let timeout = UInt64(rules[Int(state.rule)].rule.idleTimeoutSeconds) * 1_000_000_000
+            let timeout = UInt64(rules[Int(state.rule)].shared.idleTimeoutSeconds.load(ordering: .relaxed)) * 1_000_000_000
             if now &- state.lastHeard > timeout {
                 removeClient(Int32(index))
                 lifecycle.clientsExpired &+= 1

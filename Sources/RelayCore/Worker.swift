@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Glibc
 
 /// One relay worker: a dedicated thread that owns an engine, the forward-rule listeners of
@@ -141,10 +142,9 @@ final class Worker {
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
         stats.publishedAt = now
-        var usage = rusage()
-        getrusage(1 /* RUSAGE_THREAD: this worker's thread only */, &usage)
-        stats.cpuUserSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        stats.cpuSystemSeconds = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        let cpu = CPUTime.thread()  // this worker's thread only
+        stats.cpuUserSeconds = cpu.userSeconds
+        stats.cpuSystemSeconds = cpu.systemSeconds
         shared.published.withLock { $0 = stats }
     }
 

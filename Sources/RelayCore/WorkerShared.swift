@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Synchronization
 
 /// A command the control plane hands to a worker. The worker runs it on its own thread, so a
@@ -40,7 +41,7 @@ public struct WorkerStats: Sendable {
 }
 
 /// How many sessions and forward clients a worker opened and closed, and why they closed.
-public struct LifecycleCounts: Sendable {
+public struct LifecycleCounts: Sendable, SummedCounters {
     public var sessionsCreated: UInt64 = 0
     public var sessionsDeleted: UInt64 = 0
     public var sessionsExpired: UInt64 = 0
@@ -49,13 +50,11 @@ public struct LifecycleCounts: Sendable {
 
     public init() {}
 
-    public mutating func merge(_ other: LifecycleCounts) {
-        sessionsCreated &+= other.sessionsCreated
-        sessionsDeleted &+= other.sessionsDeleted
-        sessionsExpired &+= other.sessionsExpired
-        clientsCreated &+= other.clientsCreated
-        clientsExpired &+= other.clientsExpired
+    public static var summedFields: [WritableKeyPath<LifecycleCounts, UInt64>] {
+        [\.sessionsCreated, \.sessionsDeleted, \.sessionsExpired, \.clientsCreated, \.clientsExpired]
     }
+
+    public mutating func merge(_ other: LifecycleCounts) { add(other) }
 }
 
 /// The part of a worker other threads may touch: its inbox, its published stats and its
@@ -97,7 +96,16 @@ final class WorkerShared: Sendable {
     }
 }
 
-/// Per-rule state shared by every worker: the client count the cap applies to.
+/// Per-rule state shared by every worker: the client count the cap applies to, and the cap and
+/// idle timeout themselves, which a reload may change while the workers run. Read once per new
+/// client and once per expiry sweep, never per datagram.
 final class RuleShared: Sendable {
     let clients = Atomic<Int>(0)
+    let maxClients: Atomic<Int>
+    let idleTimeoutSeconds: Atomic<Int>
+
+    init(_ rule: ForwardRule) {
+        maxClients = Atomic(rule.maxClients)
+        idleTimeoutSeconds = Atomic(rule.idleTimeoutSeconds)
+    }
 }

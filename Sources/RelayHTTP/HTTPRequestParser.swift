@@ -18,7 +18,7 @@ enum RequestParseResult: Equatable {
 /// Contract: stateless and total: any byte sequence gives one of the three results, never a
 /// trap. It accepts only origin-form targets, HTTP/1.0 and HTTP/1.1, CRLF line ends and
 /// Content-Length framing; it refuses Transfer-Encoding (501, or 400 with Content-Length, the
-/// request smuggling case) rather than guessing. It keeps no state: once a head is complete it
+/// request smuggling case) and a repeated Authorization or Host (400) rather than guessing. It keeps no state: once a head is complete it
 /// says how many bytes the whole request needs, and the caller waits for them.
 struct HTTPRequestParser {
     let limits: HTTPLimits
@@ -54,6 +54,11 @@ struct HTTPRequestParser {
             case .success(let field): request.headers.add(field.name, field.value)
             case .failure(let failure): return .invalid(status: failure.status, reason: failure.reason)
             }
+        }
+        // Two credentials or two hosts leave the server to pick one, and a proxy in front may
+        // pick the other: refuse rather than guess (RFC 9112 section 3.2 demands it for Host).
+        for name in ["Authorization", "Host"] where request.headers.values(for: name).count > 1 {
+            return .invalid(status: 400, reason: "more than one \(name) header; send it once")
         }
         let bodyLength: Int
         switch contentLength(request.headers) {

@@ -4,6 +4,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemSupport
 
 /// A small, bounded HTTP/1.1 server for the relay's control API and metrics.
 ///
@@ -21,6 +22,7 @@ public final class HTTPServer: Sendable {
     private let wakeReadFD: Int32
     private let wakeWriteFD: Int32
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    private let priorityPaths: [String]
     private let state = Mutex(RunState())
 
     private struct RunState {
@@ -29,15 +31,19 @@ public final class HTTPServer: Sendable {
         var finished: DispatchSemaphore?
     }
 
+    /// - Parameter priorityPaths: paths (such as "/healthz") whose GET requests are answered
+    ///   before the other requests read in the same turn, so a liveness probe never waits
+    ///   behind API calls; their handling must be cheap.
     public init(
-        host: String, port: UInt16, limits: HTTPLimits = .init(),
+        host: String, port: UInt16, limits: HTTPLimits = .init(), priorityPaths: [String] = [],
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws {
         let fd = try ListeningSocket.open(host: host, port: port)
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
-            let code = errno
-            Glibc.close(fd)
+        let piped = SystemCall.outcome { Int(pipe(&pipeFDs)) }
+        guard case .done = piped else {
+            let code: Int32 = if case .failed(let code) = piped { code } else { EAGAIN }
+            SystemCall.close(fd)
             throw HTTPServerError(
                 address: "\(host):\(port)", errno: code,
                 description: "cannot start the HTTP server on \(host):\(port): pipe: \(SystemCallError.explain(code))")
@@ -50,6 +56,7 @@ public final class HTTPServer: Sendable {
         self.boundPort = ListeningSocket.boundPort(fd)
         self.limits = limits
         self.handler = handler
+        self.priorityPaths = priorityPaths
     }
 
     deinit {
@@ -68,8 +75,9 @@ public final class HTTPServer: Sendable {
         }
         guard shouldStart else { return }
         let (listenFD, wakeFD, limits, handler) = (self.listenFD, wakeReadFD, self.limits, self.handler)
+        let priorityPaths = self.priorityPaths
         let thread = Thread {
-            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, handler: handler).run()
+            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, priorityPaths: priorityPaths, handler: handler).run()
             finished.signal()
         }
         thread.name = "mediarelay-http"
@@ -86,7 +94,7 @@ public final class HTTPServer: Sendable {
         guard !alreadyStopped else { return }
         if wasStarted, let finished {
             var byte: UInt8 = 1
-            _ = Glibc.write(wakeWriteFD, &byte, 1)
+            SystemCall.ignoringFailure { Glibc.write(wakeWriteFD, &byte, 1) }
             finished.wait()
         }
         SocketCall.close(listenFD)

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Contract: `init` accepts only a JSON object (an empty body counts as `{}`, so a POST with
 /// every field defaulted needs no body) and, when `allowedKeys` is given, refuses any other
-/// key by name. Each getter returns nil when the key is absent and throws a
+/// key by name, and refuses a key given twice in any object (naming it). Each getter returns nil when the key is absent and throws a
 /// `JSONObjectError` naming the field, the expected type and the value when it is present but
 /// wrong; `null` is a wrong value, not an absent one. Booleans and fractional numbers are never
 /// integers, although JSONSerialization hands all three back as NSNumber.
@@ -21,6 +21,12 @@ public struct JSONObjectReader {
         if isBlank {
             parsed = [String: Any]()
         } else {
+            // Before parsing: JSONSerialization keeps the last of two equal keys without a word,
+            // and keys that differ as bytes but not as Swift strings could not both live in the
+            // dictionary the object becomes.
+            if let key = JSONDuplicateKey.first(in: data) {
+                throw JSONObjectError(field: key, description: "field \"\(key.prefix(64))\" appears more than once; give each field once")
+            }
             // fragmentsAllowed, so that `3` or `"x"` is told "must be a JSON object" rather
             // than the less helpful "not valid JSON".
             guard let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {

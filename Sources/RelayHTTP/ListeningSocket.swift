@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemSupport
 
 /// Opening the server's non-blocking listening TCP socket on an IP literal.
 ///
@@ -16,68 +17,60 @@ enum ListeningSocket {
         let shown = isIPv6 ? "[\(literal)]:\(port)" : "\(literal):\(port)"
 
         var storage = sockaddr_storage()
-        let length: socklen_t
-        if isIPv6 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
-            guard inet_pton(AF_INET6, literal, &address.sin6_addr) == 1 else {
-                throw notALiteral(shown, literal)
-            }
-            withUnsafeBytes(of: address) { source in
-                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: source) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            guard inet_pton(AF_INET, literal, &address.sin_addr) == 1 else {
-                throw notALiteral(shown, literal)
-            }
-            withUnsafeBytes(of: address) { source in
-                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: source) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        guard let length = socketAddress(literal, isIPv6: isIPv6, port: port, into: &storage) else {
+            throw notALiteral(shown, literal)
         }
-
-        let fd = socket(
-            isIPv6 ? AF_INET6 : AF_INET,
-            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw failure(shown, "cannot create a socket for", errno) }
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let opened = SystemCall.outcome { Int(socket(isIPv6 ? AF_INET6 : AF_INET, type, 0)) }
+        guard case .done(let socketNumber) = opened else { throw failure(shown, "cannot create a socket for", opened) }
+        let fd = Int32(socketNumber)
         // SO_REUSEADDR lets a restarted server bind while old connections sit in TIME_WAIT; it
         // does not let two live servers share the port on Linux.
         var one: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))) }
         if isIPv6 {
             // "::" means dual-stack (the contract); other IPv6 addresses are v6 only anyway.
             var v6only: Int32 = literal == "::" ? 0 : 1
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6only, socklen_t(MemoryLayout<Int32>.size))
+            SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6only, socklen_t(MemoryLayout<Int32>.size))) }
         }
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        var outcome = SystemCall.outcome {
+            withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(bind(fd, $0, length)) }
+            }
         }
-        if bound != 0 {
-            let code = errno
-            Glibc.close(fd)
-            throw failure(shown, "cannot listen on", code)
-        }
-        if listen(fd, 128) != 0 {
-            let code = errno
-            Glibc.close(fd)
-            throw failure(shown, "cannot listen on", code)
+        if case .done = outcome { outcome = SystemCall.outcome { Int(listen(fd, 128)) } }
+        guard case .done = outcome else {
+            SystemCall.close(fd)
+            throw failure(shown, "cannot listen on", outcome)
         }
         return fd
+    }
+
+    /// Writes the IPv4 or IPv6 socket address for `literal` and `port`; nil when `literal` is
+    /// not an address. sin_port and sin6_port share an offset; the address fields do not.
+    private static func socketAddress(_ literal: String, isIPv6: Bool, port: UInt16,
+                                      into storage: inout sockaddr_storage) -> socklen_t? {
+        let family = isIPv6 ? AF_INET6 : AF_INET
+        let addressOffset = isIPv6 ? MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)! : MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!
+        let parsed = withUnsafeMutableBytes(of: &storage) { raw in
+            raw.storeBytes(of: sa_family_t(family), toByteOffset: 0, as: sa_family_t.self)
+            raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)
+            return inet_pton(family, literal, raw.baseAddress! + addressOffset) == 1
+        }
+        guard parsed else { return nil }
+        return socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
     }
 
     /// The local port of a bound socket (the kernel's choice when 0 was asked for).
     static func boundPort(_ fd: Int32) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let ok = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        let named = SystemCall.outcome {
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(getsockname(fd, $0, &length)) }
+            }
         }
-        guard ok == 0 else { return 0 }
+        guard case .done = named else { return 0 }
         return withUnsafeBytes(of: storage) { raw in
             // sin_port and sin6_port sit at the same offset, right after the family.
             UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: MemoryLayout<sa_family_t>.size, as: UInt16.self))
@@ -91,7 +84,8 @@ enum ListeningSocket {
                 + "use e.g. 127.0.0.1, 0.0.0.0, ::1 or ::")
     }
 
-    private static func failure(_ shown: String, _ doing: String, _ code: Int32) -> HTTPServerError {
+    private static func failure(_ shown: String, _ doing: String, _ outcome: CallOutcome) -> HTTPServerError {
+        let code: Int32 = if case .failed(let code) = outcome { code } else { EAGAIN }
         let advice: String
         switch code {
         case EADDRINUSE:

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemSupport
 
 /// The accept/serve loop of one `HTTPServer`: poll() over the listener, a wake pipe and every
 /// connection, on a single thread.
@@ -8,13 +9,16 @@ import Glibc
 /// Contract: `run()` returns after a byte arrives on the wake descriptor, having closed every
 /// connection (not the listener or the wake pipe, which the server owns). Nothing a client
 /// sends can block it: all sockets are non-blocking, output is buffered per connection, and
-/// every connection always has a deadline (read, idle, write or linger).
+/// every connection always has a deadline (request head, request, idle, write or linger).
 final class ServeLoop {
     private let listenFD: Int32
     private let wakeFD: Int32
     private let limits: HTTPLimits
     private let parser: HTTPRequestParser
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    /// "GET /healthz " and "GET /healthz?" for each priority path: a buffered request starting
+    /// with one of these is answered before the others of its turn.
+    private let priorityPrefixes: [[UInt8]]
     private var connections: [Int32: Connection] = [:]
     private var servedCount = 0
     private var rejectedCount = 0
@@ -28,8 +32,12 @@ final class ServeLoop {
     private let outputBacklogLimit = 256 * 1024
     private let lingerDiscardLimit = 1024 * 1024
 
-    init(listenFD: Int32, wakeFD: Int32, limits: HTTPLimits, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+    init(
+        listenFD: Int32, wakeFD: Int32, limits: HTTPLimits, priorityPaths: [String],
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
         self.listenFD = listenFD
+        self.priorityPrefixes = priorityPaths.flatMap { [Array("GET \($0) ".utf8), Array("GET \($0)?".utf8)] }
         self.wakeFD = wakeFD
         self.limits = limits
         self.parser = HTTPRequestParser(limits: limits)
@@ -67,9 +75,15 @@ final class ServeLoop {
                 continue
             }
             if pollSet[0].revents != 0 { break }
+            var ready: [Connection] = []
             for entry in pollSet.dropFirst(2) where entry.revents != 0 {
-                if let connection = connections[entry.fd] { service(connection, events: entry.revents) }
+                if let connection = connections[entry.fd], service(connection, events: entry.revents) {
+                    ready.append(connection)
+                }
             }
+            // Health checks first: a probe must not wait behind API calls read in the same turn.
+            for connection in ready where isPriority(connection) { process(connection) }
+            for connection in ready where !connection.isClosed { process(connection) }
             // Accept after serving, so that connections closed in this turn free their slots.
             if pollSet[1].revents != 0 { acceptPending() }
             expireDeadlines(now: MonotonicClock.now())
@@ -96,7 +110,7 @@ final class ServeLoop {
             return 0
         case .serving:
             if let started = connection.requestStartedAt {
-                return started + MonotonicClock.nanoseconds(limits.readTimeout)
+                return started + MonotonicClock.nanoseconds(requestTimeout(connection))
             }
             return connection.idleSince + MonotonicClock.nanoseconds(limits.idleTimeout)
         }
@@ -115,14 +129,16 @@ final class ServeLoop {
             }
             guard let fd else { return }
             let now = MonotonicClock.now()
-            if servedCount >= limits.maxConnections, let idle = oldestIdleConnection() {
-                // Idle keep-alive connections give way to new ones: otherwise anyone could hold
-                // every slot by sending one request per connection now and then.
-                close(idle)
+            if servedCount >= limits.maxConnections, let victim = evictionCandidate() {
+                close(victim)
             }
             if servedCount < limits.maxConnections {
                 servedCount += 1
-                connections[fd] = Connection(fd: fd, rejected: false, now: now)
+                let connection = Connection(fd: fd, rejected: false, now: now)
+                connections[fd] = connection
+                // A client's request usually arrives with its connection: answering it now
+                // keeps it from being the oldest waiter when later newcomers evict one.
+                if readOnce(connection) { process(connection) }
             } else if rejectedCount < limits.maxConnections {
                 // Tell the client why, rather than leaving it to guess from a reset.
                 rejectedCount += 1
@@ -136,49 +152,69 @@ final class ServeLoop {
         }
     }
 
-    /// The served connection idle longest between requests, with nothing left to write.
-    private func oldestIdleConnection() -> Connection? {
-        var oldest: Connection?
+    /// The connection a newcomer at the cap replaces: the one that has waited longest on an
+    /// incomplete request (so clients that trickle bytes, or send none, cannot hold the cap),
+    /// else the one idle longest between requests (so neither can idle keep-alive ones); nil
+    /// when every slot is busy answering. Waiting clients go before idle ones because an idle
+    /// connection has at least completed a request.
+    private func evictionCandidate() -> Connection? {
+        var waiting: (connection: Connection, since: UInt64)?
+        var idle: Connection?
         for connection in connections.values
-        where !connection.rejected && connection.phase == .serving && connection.requestStartedAt == nil
-            && !connection.hasPendingOutput && connection.inbound.isEmpty {
-            if oldest == nil || connection.idleSince < oldest!.idleSince { oldest = connection }
-        }
-        return oldest
-    }
-
-    private func service(_ connection: Connection, events: Int16) {
-        if events & Int16(POLLNVAL | POLLERR) != 0 {
-            close(connection)
-            return
-        }
-        if events & Int16(POLLOUT) != 0 {
-            flush(connection)
-            if connection.isClosed { return }
-            if connection.phase == .serving, !connection.hasPendingOutput, !connection.inbound.isEmpty {
-                process(connection)
-                if connection.isClosed { return }
+        where !connection.rejected && connection.phase == .serving && !connection.hasPendingOutput {
+            if let started = connection.requestStartedAt {
+                if waiting == nil || started < waiting!.since { waiting = (connection, started) }
+            } else if connection.inbound.isEmpty, idle == nil || connection.idleSince < idle!.idleSince {
+                idle = connection
             }
         }
+        return waiting?.connection ?? idle
+    }
+
+    /// The head must come within `headTimeout`; once it is parsed, the body has what is left of
+    /// `readTimeout`.
+    private func requestTimeout(_ connection: Connection) -> Double {
+        connection.bytesNeeded > 0 ? limits.readTimeout : min(limits.headTimeout, limits.readTimeout)
+    }
+
+    private func isPriority(_ connection: Connection) -> Bool {
+        !connection.isClosed && priorityPrefixes.contains { connection.inbound.starts(with: $0) }
+    }
+
+    /// Writes and reads what the events allow; true when buffered requests are to be answered
+    /// (the caller does that, so it can answer health checks first).
+    private func service(_ connection: Connection, events: Int16) -> Bool {
+        if events & Int16(POLLNVAL | POLLERR) != 0 {
+            close(connection)
+            return false
+        }
+        var hasInput = false
+        if events & Int16(POLLOUT) != 0 {
+            flush(connection)
+            if connection.isClosed { return false }
+            hasInput = connection.phase == .serving && !connection.hasPendingOutput && !connection.inbound.isEmpty
+        }
         if events & Int16(POLLIN) != 0 {
-            readOnce(connection)
+            hasInput = readOnce(connection) || hasInput
         } else if events & Int16(POLLHUP) != 0 {
             // Both directions are gone: nothing more can be read or written.
             close(connection)
         }
+        return hasInput && !connection.isClosed
     }
 
-    private func readOnce(_ connection: Connection) {
+    /// One read; true when the connection now holds input worth parsing.
+    private func readOnce(_ connection: Connection) -> Bool {
         let result: IOResult
         do {
             result = try SocketCall.read(connection.fd, into: readChunk)
         } catch {
             close(connection)
-            return
+            return false
         }
         switch result {
         case .wouldBlock:
-            return
+            return false
         case .endOfFile:
             connection.peerFinishedSending = true
             if connection.phase != .lingering, connection.hasPendingOutput {
@@ -186,18 +222,18 @@ final class ServeLoop {
             } else {
                 close(connection)
             }
+            return false
         case .processed(let count):
             if connection.phase == .lingering {
                 connection.discardedWhileLingering += count
                 if connection.discardedWhileLingering > lingerDiscardLimit { close(connection) }
-                return
+                return false
             }
-            guard connection.phase == .serving else { return }
+            guard connection.phase == .serving else { return false }
             if connection.requestStartedAt == nil { connection.requestStartedAt = MonotonicClock.now() }
             connection.inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: readChunk[0..<count]))
             // A body still arriving: wait for all of it rather than parse the head again.
-            if connection.inbound.count < connection.bytesNeeded { return }
-            process(connection)
+            return connection.inbound.count >= connection.bytesNeeded
         }
     }
 
@@ -288,9 +324,10 @@ final class ServeLoop {
                 close(connection)
             } else if connection.requestStartedAt != nil {
                 connection.inbound.removeAll()
+                let what = connection.bytesNeeded > 0 ? "request" : "request head"
+                let seconds = requestTimeout(connection)
                 connection.requestStartedAt = nil
-                let seconds = limits.readTimeout
-                respond(connection, .error(408, "no complete request within \(seconds) s"), closing: true)
+                respond(connection, .error(408, "no complete \(what) within \(seconds) s"), closing: true)
                 flush(connection)
             } else {
                 close(connection)

@@ -1,4 +1,5 @@
 import Foundation
+import RelayHTTP
 
 /// The JSON config file given with `--config FILE`: one object whose keys are the options'
 /// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers are JSON numbers,
@@ -7,26 +8,41 @@ enum ConfigFile {
     /// A config is a few hundred bytes; anything near this is not a config file.
     static let maxBytes = 1 << 20
 
-    /// Reads at most `maxBytes + 1` bytes, so a huge file or a device never gets read whole.
+    /// Reads at most `maxBytes + 1` bytes of a regular file, so a huge file never gets read
+    /// whole; FIFOs, directories and devices are refused without waiting on them.
     static func read(_ path: String) throws -> Data {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CocoaError(.fileReadNoSuchFile)
+        try ConfigFileReader.read(path, limit: maxBytes + 1)
+    }
+
+    /// Reads a file given to an option (the config, the TURN users file), refusing one larger
+    /// than `maxBytes` with an error naming `subject`.
+    static func readSmallFile(
+        _ path: String, subject: String, expected: String, readFile: (String) throws -> Data
+    ) throws(OptionError) -> Data {
+        let data: Data
+        do {
+            data = try readFile(path)
+        } catch let failure as ConfigFileReader.Failure {
+            throw OptionError(subject: subject, problem: failure.description)
+        } catch {
+            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected \(expected)")
         }
-        defer { try? handle.close() }
-        return try handle.read(upToCount: maxBytes + 1) ?? Data()
+        guard data.count <= maxBytes else {
+            throw OptionError(subject: subject, problem: "larger than 1 MiB; expected \(expected) of at most 1 MiB")
+        }
+        return data
     }
 
     /// Reads and decodes the file into its top-level object.
     static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
         let subject = "config \(OptionError.quoted(path))"
-        let data: Data
-        do {
-            data = try readFile(path)
-        } catch {
-            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected a readable JSON file")
-        }
-        guard data.count <= maxBytes else {
-            throw OptionError(subject: subject, problem: "larger than 1 MiB; expected a small JSON object")
+        let data = try readSmallFile(path, subject: subject, expected: "a readable JSON file", readFile: readFile)
+        // Decoding keeps one of two equal keys without a word; refuse the file instead, since
+        // either choice could silently run a setting the operator did not mean.
+        if let key = JSONDuplicateKey.first(in: data) {
+            throw OptionError(
+                subject: "\(subject): key \"\(OptionError.quoted(key))\"",
+                problem: "appears more than once; give each key once")
         }
         let value: JSONValue
         do {
@@ -54,13 +70,10 @@ enum ConfigFile {
                 throw OptionError(subject: subject, problem: "unknown key; known keys are \(known)")
             }
             let texts = try strings(object[name]!, for: key, subject: subject)
-            if key == .forward {
-                options.forwards = []
-                guard texts.count <= ServerOptions.maxForwardRules else {
-                    throw OptionError(
-                        subject: subject,
-                        problem: "\(texts.count) rules; at most \(ServerOptions.maxForwardRules) are accepted"
-                    )
+            if key.isRepeatable {
+                key.clearList(in: &options)
+                guard texts.count <= key.maxCount else {
+                    throw OptionError(subject: subject, problem: "\(texts.count) values; at most \(key.maxCount) are accepted")
                 }
             }
             for text in texts {
@@ -110,10 +123,7 @@ enum ConfigFile {
             }
             return context.debugDescription
         }
-        if let cocoa = error as? CocoaError, cocoa.code == .fileReadNoSuchFile {
-            return "no such file or not readable"
-        }
-        return (error as NSError).localizedDescription
+        return String(describing: error)
     }
 }
 

@@ -3,14 +3,13 @@ import RelayCore
 import RelayHTTP
 
 /// The HTTP routes: the session API (bearer token when configured), stats, metrics, health.
+/// The token and session defaults are read per request, so a reload reaches the next one.
 struct ControlAPI: Sendable {
     let relay: Relay
-    let token: String?
+    let settings: ReloadableSettings
     let engine: String
     let engineReason: String
     let started: Date
-    let defaults: MarkingPolicy
-    let idleTimeout: Int
 
     var router: HTTPRouter {
         var router = HTTPRouter()
@@ -54,7 +53,7 @@ struct ControlAPI: Sendable {
     }
 
     private func authorized(_ request: HTTPRequest, _ body: () -> HTTPResponse) -> HTTPResponse {
-        guard isAuthorized(request, token: token) else {
+        guard isAuthorized(request, token: settings.values.controlToken) else {
             var response = HTTPResponse.error(401, "missing or wrong bearer token (Authorization: Bearer TOKEN)")
             response.headers.set("WWW-Authenticate", "Bearer")
             return response
@@ -64,8 +63,10 @@ struct ControlAPI: Sendable {
 
     private func create(_ request: HTTPRequest) -> HTTPResponse {
         let sessionRequest: SessionRequest
+        let values = settings.values
         do {
-            sessionRequest = try SessionJSON.request(from: request.body, defaults: defaults, idleTimeout: idleTimeout)
+            sessionRequest = try SessionJSON.request(from: request.body, defaults: values.sessionPolicy,
+                                                     idleTimeout: values.sessionIdleTimeoutSeconds)
         } catch {
             return .error(400, error.description)
         }

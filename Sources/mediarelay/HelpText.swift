@@ -10,7 +10,7 @@ enum HelpText {
             "Options (--opt value or --opt=value):",
             "  --config FILE",
             "      JSON config file; command-line flags win over its keys",
-            "      default: none; accepted: a readable JSON object file, at most 1 MiB",
+            "      default: none; accepted: a regular file holding one JSON object, at most 1 MiB",
         ]
         for key in OptionKey.allCases {
             lines.append("  \(key.flag) \(key.valueName)")
@@ -23,7 +23,8 @@ enum HelpText {
             "  --version",
             "      print \"mediarelay \(ServerOptions.version)\" and exit",
             "",
-            "Config file keys (JSON object; integers as numbers, forward as an array of strings):",
+            "Config file keys (JSON object; integers as numbers, repeatable options as arrays of strings;",
+            "each key at most once; \"reload\": applied on SIGHUP, the others at the next start):",
         ]
         for key in OptionKey.allCases {
             let type = switch key.configType {
@@ -31,13 +32,27 @@ enum HelpText {
             case .integer: "integer"
             case .stringArray: "array of strings"
             }
-            lines.append("  \(key.configKey) (\(type)) = \(key.flag)")
+            lines.append("  \(key.configKey) (\(type)) = \(key.flag)\(key.isReloadable ? ", reload" : "")")
         }
         lines += [
             "",
             "Environment:",
             "  \(ServerOptions.tokenEnvironmentVariable)",
             "      control token when neither --control-token nor \"control_token\" is given",
+            "",
+            "Signals:",
+            "  SIGTERM, SIGINT  refuse new sessions, forward for --drain-seconds, exit 0",
+            "  SIGHUP           re-read --config (flags still win) and apply the reload keys",
+            "",
+            "TURN:",
+            "  --turn-users-file holds one NAME:PASSWORD per line; blank lines and lines starting",
+            "  with # are skipped, blanks around a line are ignored; a NAME appears once.",
+            "  Peers are refused with 403 unless allowed, in this order: --turn-denied-peer refuses;",
+            "  another allocation's relayed address on this server is allowed; the relay's own",
+            "  sockets (control, TURN listeners, forward rules, --ports) are refused; --turn-allowed-peer",
+            "  allows; loopback, 0.0.0.0/8, ::, private (RFC 1918, 100.64/10, fc00::/7), link-local,",
+            "  multicast, broadcast, reserved and documentation blocks (with their ::ffff: and 64:ff9b::",
+            "  forms) are refused; any other peer is allowed.",
             "",
             "An --http listener that is not loopback needs a control token.",
             "Bad options exit with code 2 and one line on stderr.",

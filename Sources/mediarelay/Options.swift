@@ -40,6 +40,26 @@ struct ServerOptions: Equatable, Sendable {
     var maxClients = 10000
     var maxSessions = 10000
     var batchSize = 64
+
+    // TURN (RFC 8656): parsed here, served by the relay's TURN tables.
+    var turnListeners: [HostPort] = []
+    var turnRealm = "mediarelay"
+    /// `--turn-user` values, followed by the users of `turnUsersFile` once `parse` has read it.
+    var turnUsers: [TURNUser] = []
+    var turnUsersFile: String? = nil
+    var turnSecrets: [String] = []
+    var turnAllowedPeers: [AddressRange] = []
+    var turnDeniedPeers: [AddressRange] = []
+    var turnMaxAllocations = 10000
+    /// 0: no limit per user (a shared static user may serve every client of an application).
+    var turnMaxAllocationsPerUser = 0
+    /// Bytes per second per allocation; 0: no limit.
+    var turnBandwidth = 0
+    /// Percent of `ports` that relayed addresses may hold.
+    var turnPortShare = 50
+
+    /// Ports of the pool TURN may hold: at least one when TURN is on.
+    var turnPortLimit: Int { max(1, ports.count * turnPortShare / 100) }
 }
 
 /// What the command line asks for: run the server, or print help or the version and exit 0.

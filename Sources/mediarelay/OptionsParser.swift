@@ -32,9 +32,9 @@ extension ServerOptions {
             options.configPath = path
         }
 
-        // A forward rule on the command line replaces the file's list rather than adding to it,
-        // the same "flags win" rule as every other option.
-        if line.values.contains(where: { $0.key == .forward }) { options.forwards = [] }
+        // A list on the command line (forward rules, TURN listeners, users, ...) replaces the
+        // file's list rather than adding to it, the same "flags win" rule as every other option.
+        for key in Set(line.values.map(\.key)) where key.isRepeatable { key.clearList(in: &options) }
         for (key, value) in line.values {
             do throws(ValueProblem) {
                 try key.apply(value, to: &options)
@@ -51,6 +51,9 @@ extension ServerOptions {
             } catch {
                 throw OptionError(subject: tokenEnvironmentVariable, problem: error.expected)
             }
+        }
+        if let path = options.turnUsersFile {
+            options.turnUsers += try TURNUsersFile.load(path: path, readFile: readFile)
         }
         if !given.contains(.advertiseAddress) {
             options.advertiseAddress = IPLiteral.isWildcard(options.relayAddress) ? "127.0.0.1" : options.relayAddress
@@ -89,6 +92,7 @@ extension ServerOptions {
                 problem: "listen address \(rule.listen) is used by another rule; each rule needs its own"
             )
         }
+        try validateTURN()
     }
 }
 
@@ -129,7 +133,8 @@ struct CommandLineTokens {
                 throw OptionError(subject: OptionError.quoted(flag), problem: "unknown option (see --help)")
             }
             if key?.isRepeatable != true && !seen.insert(flag).inserted {
-                throw OptionError(subject: flag, problem: "given more than once; only --forward may be repeated")
+                let lists = OptionKey.allCases.filter(\.isRepeatable).map(\.flag).joined(separator: ", ")
+                throw OptionError(subject: flag, problem: "given more than once; only \(lists) may be repeated")
             }
             if inline == nil, index < arguments.endIndex, !arguments[index].hasPrefix("--") {
                 inline = arguments[index]
@@ -140,11 +145,8 @@ struct CommandLineTokens {
                 throw OptionError(subject: flag, problem: "missing value; expected \(accepted)")
             }
             if let key {
-                if key == .forward && values.count(where: { $0.key == .forward }) >= ServerOptions.maxForwardRules {
-                    throw OptionError(
-                        subject: flag,
-                        problem: "more than \(ServerOptions.maxForwardRules) rules; at most \(ServerOptions.maxForwardRules) are accepted"
-                    )
+                if key.isRepeatable && values.count(where: { $0.key == key }) >= key.maxCount {
+                    throw OptionError(subject: flag, problem: "given more than \(key.maxCount) times; at most \(key.maxCount) are accepted")
                 }
                 values.append((key, value))
             } else {

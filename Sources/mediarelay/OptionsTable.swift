@@ -5,7 +5,8 @@ import RelayCore
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
-        batchSize
+        batchSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
+        turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
@@ -32,6 +33,17 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "--max-clients"
         case .maxSessions: "--max-sessions"
         case .batchSize: "--batch-size"
+        case .turn: "--turn"
+        case .turnRealm: "--turn-realm"
+        case .turnUser: "--turn-user"
+        case .turnUsersFile: "--turn-users-file"
+        case .turnSecret: "--turn-secret"
+        case .turnAllowedPeer: "--turn-allowed-peer"
+        case .turnDeniedPeer: "--turn-denied-peer"
+        case .turnMaxAllocations: "--turn-max-allocations"
+        case .turnMaxAllocationsPerUser: "--turn-max-allocations-per-user"
+        case .turnBandwidth: "--turn-bandwidth"
+        case .turnPortShare: "--turn-port-share"
         }
     }
 
@@ -44,17 +56,31 @@ enum OptionKey: String, CaseIterable, Sendable {
 
     var configType: ConfigType {
         switch self {
-        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize: .integer
-        case .forward: .stringArray
+        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize,
+            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare: .integer
+        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: .stringArray
         default: .string
         }
     }
 
-    /// Only forward rules accumulate; any other option given twice is a mistake worth reporting.
-    var isRepeatable: Bool { self == .forward }
+    /// Lists accumulate; any other option given twice is a mistake worth reporting.
+    var isRepeatable: Bool { configType == .stringArray }
 
-    /// The token is never echoed back in an error message: it would end up in logs.
-    var isSecret: Bool { self == .controlToken }
+    /// How many values a list takes at most: each forward rule and TURN listener costs a socket
+    /// per worker, and a list far longer than any real one is a generated config gone wrong.
+    var maxCount: Int {
+        switch self {
+        case .forward: ServerOptions.maxForwardRules
+        case .turn: 64
+        case .turnSecret: 16
+        case .turnUser: 10_000
+        default: 1024
+        }
+    }
+
+    /// Tokens, passwords and secrets are never echoed back in an error message: it would end
+    /// up in logs.
+    var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret }
 
     var valueName: String {
         switch self {
@@ -71,6 +97,15 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecn: "preserve|clear"
         case .logLevel: "L"
         case .drainSeconds, .idleTimeout: "S"
+        case .turn: "HOST:PORT"
+        case .turnRealm: "REALM"
+        case .turnUser: "NAME:PASSWORD"
+        case .turnUsersFile: "PATH"
+        case .turnSecret: "SECRET"
+        case .turnAllowedPeer, .turnDeniedPeer: "CIDR"
+        case .turnMaxAllocations, .turnMaxAllocationsPerUser: "N"
+        case .turnBandwidth: "BYTES"
+        case .turnPortShare: "PERCENT"
         }
     }
 
@@ -94,6 +129,14 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "10000"
         case .maxSessions: "10000"
         case .batchSize: "64"
+        case .turn: "none (no TURN server)"
+        case .turnRealm: "mediarelay"
+        case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
+        case .turnUsersFile: "none"
+        case .turnMaxAllocations: "10000"
+        case .turnMaxAllocationsPerUser: "0 (no limit per user)"
+        case .turnBandwidth: "0 (no limit)"
+        case .turnPortShare: "50"
         }
     }
 
@@ -103,6 +146,9 @@ enum OptionKey: String, CaseIterable, Sendable {
     static let capRange = 1...1_000_000
     static let batchRange = 1...1024
     static let maxTokenLength = 1024
+    static let perUserRange = 0...1_000_000
+    static let bandwidthRange = 0...1_000_000_000
+    static let portShareRange = 1...100
 
     var accepted: String {
         switch self {
@@ -123,6 +169,16 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .idleTimeout: integers(Self.idleTimeoutRange)
         case .maxClients, .maxSessions: integers(Self.capRange)
         case .batchSize: integers(Self.batchRange)
+        case .turn: "HOST:PORT with an IP literal, [addr]:port for IPv6, PORT in 1...65535; repeatable, at most \(maxCount)"
+        case .turnRealm: TURNRealm.accepted
+        case .turnUser: TURNUser.accepted + "; repeatable"
+        case .turnUsersFile: "a readable text file, at most 1 MiB: one NAME:PASSWORD per line, # starts a comment line"
+        case .turnSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
+        case .turnAllowedPeer, .turnDeniedPeer: "a CIDR block such as 192.0.2.0/24 or 2001:db8::/32 (no host bits) or one address; repeatable"
+        case .turnMaxAllocations: integers(Self.capRange)
+        case .turnMaxAllocationsPerUser: integers(Self.perUserRange)
+        case .turnBandwidth: integers(Self.bandwidthRange)
+        case .turnPortShare: integers(Self.portShareRange)
         }
     }
 
@@ -146,6 +202,17 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "clients per forward rule"
         case .maxSessions: "sessions at once"
         case .batchSize: "datagrams per receive call at most"
+        case .turn: "TURN (RFC 8656) listener over UDP, usually port 3478"
+        case .turnRealm: "realm of the TURN long-term credentials"
+        case .turnUser: "a static TURN user"
+        case .turnUsersFile: "file of static TURN users, read at start"
+        case .turnSecret: "shared secret of REST-API credentials (coturn's use-auth-secret); give two to rotate"
+        case .turnAllowedPeer: "peers TURN clients may reach even inside the default deny list"
+        case .turnDeniedPeer: "peers TURN clients may never reach; wins over --turn-allowed-peer"
+        case .turnMaxAllocations: "TURN allocations at once"
+        case .turnMaxAllocationsPerUser: "TURN allocations at once per username"
+        case .turnBandwidth: "bytes per second relayed per TURN allocation; past it datagrams are counted and dropped"
+        case .turnPortShare: "percent of --ports that TURN relayed addresses may hold, so TURN cannot starve sessions"
         }
     }
 
@@ -180,15 +247,55 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: options.maxClients = try integer(text, in: Self.capRange)
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
+        case .turn: options.turnListeners.append(try HostPort(parsing: text))
+        case .turnRealm: options.turnRealm = try TURNRealm.check(text)
+        case .turnUser: options.turnUsers.append(try TURNUser(parsing: text))
+        case .turnUsersFile:
+            guard !text.isEmpty else { throw ValueProblem(expected: "expected \(accepted)") }
+            options.turnUsersFile = text
+        case .turnSecret: options.turnSecrets.append(try Self.visibleASCII(text, expected: accepted))
+        case .turnAllowedPeer: options.turnAllowedPeers.append(try Self.range(text))
+        case .turnDeniedPeer: options.turnDeniedPeers.append(try Self.range(text))
+        case .turnMaxAllocations: options.turnMaxAllocations = try integer(text, in: Self.capRange)
+        case .turnMaxAllocationsPerUser: options.turnMaxAllocationsPerUser = try integer(text, in: Self.perUserRange)
+        case .turnBandwidth: options.turnBandwidth = try integer(text, in: Self.bandwidthRange)
+        case .turnPortShare: options.turnPortShare = try integer(text, in: Self.portShareRange)
+        }
+    }
+
+    /// Empties a list option, so a list given on the command line replaces the config file's.
+    func clearList(in options: inout ServerOptions) {
+        switch self {
+        case .forward: options.forwards = []
+        case .turn: options.turnListeners = []
+        case .turnUser: options.turnUsers = []
+        case .turnSecret: options.turnSecrets = []
+        case .turnAllowedPeer: options.turnAllowedPeers = []
+        case .turnDeniedPeer: options.turnDeniedPeers = []
+        default: break
+        }
+    }
+
+    private static func range(_ text: String) throws(ValueProblem) -> AddressRange {
+        do throws(AddressRangeError) {
+            return try AddressRange(cidr: text)
+        } catch {
+            throw ValueProblem(expected: "\(error.problem); expected a CIDR block such as 192.0.2.0/24 or 2001:db8::/32")
         }
     }
 
     /// The token travels in an `Authorization: Bearer` header, so spaces and control
     /// characters could never match.
     static func token(_ text: String) throws(ValueProblem) -> String {
+        try visibleASCII(text, expected: OptionKey.controlToken.accepted)
+    }
+
+    /// 1...maxTokenLength visible ASCII characters: tokens and secrets are typed and pasted, and
+    /// a space or control character in one is a copy mistake.
+    private static func visibleASCII(_ text: String, expected: String) throws(ValueProblem) -> String {
         let visible = text.utf8.allSatisfy { (0x21...0x7e).contains($0) }
         guard !text.isEmpty, text.utf8.count <= maxTokenLength, visible else {
-            throw ValueProblem(expected: "expected \(OptionKey.controlToken.accepted)")
+            throw ValueProblem(expected: "expected \(expected)")
         }
         return text
     }

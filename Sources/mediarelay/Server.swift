@@ -5,16 +5,23 @@ import RelayCore
 import RelayHTTP
 
 /// The mediarelay process: relay workers, the HTTP thread, and the main thread waiting for
-/// SIGTERM/SIGINT (blocked everywhere else, taken here with sigtimedwait) while it pings the
-/// systemd watchdog.
+/// SIGTERM/SIGINT/SIGHUP (blocked everywhere else, taken here with sigtimedwait, so no signal
+/// handler ever runs) while it pings the systemd watchdog.
 struct Server {
     let options: ServerOptions
+    /// The command line and environment the options came from: a reload parses them again, so
+    /// flags keep winning over the file exactly as at start.
+    let arguments: [String]
+    let environment: [String: String]
     let log: Log
-    let notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
+    let notifier: SystemdNotifier
 
-    init(options: ServerOptions) {
+    init(options: ServerOptions, arguments: [String], environment: [String: String]) {
         self.options = options
+        self.arguments = arguments
+        self.environment = environment
         log = Log(level: options.logLevel)
+        notifier = SystemdNotifier(environment: environment)
     }
 
     /// Everything the relay needs, from validated options (addresses were checked by the parser).
@@ -23,7 +30,7 @@ struct Server {
         var settings = RelaySettings(ports: options.ports.low...options.ports.high, relayAddress: relayAddress,
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
-        settings.engine = EngineConfiguration(backend: BackendChoice(rawValue: options.engine.rawValue)!,
+        settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
                                               batchSize: options.batchSize, gso: options.gso)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
@@ -42,6 +49,7 @@ struct Server {
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGHUP)
         // Blocked before any thread starts, so every thread inherits it and only the main
         // thread's sigtimedwait ever takes these signals.
         pthread_sigmask(SIG_BLOCK, &signals, nil)
@@ -60,13 +68,15 @@ struct Server {
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
 
-        let api = ControlAPI(relay: relay, token: options.controlToken, engine: engine.backend.rawValue,
-                             engineReason: engine.reason, started: Date(),
-                             defaults: relay.settings.defaultPolicy, idleTimeout: options.idleTimeoutSeconds)
+        let reloadable = ReloadableSettings(.init(options))
+        let api = ControlAPI(relay: relay, settings: reloadable, engine: engine.backend.rawValue,
+                             engineReason: engine.reason, started: Date())
         let router = api.router
         let http: HTTPServer
         do {
-            http = try HTTPServer(host: options.http.host, port: options.http.port) { router.respond(to: $0) }
+            http = try HTTPServer(host: options.http.host, port: options.http.port, priorityPaths: ["/healthz"]) {
+                router.respond(to: $0)
+            }
         } catch {
             log.error("\(error)")
             relay.stop()
@@ -77,20 +87,56 @@ struct Server {
         log.always("http listening on \(shownHost):\(http.boundPort)")
         notifyQuietly("READY=1\nSTATUS=forwarding with \(engine.backend.rawValue)")
 
+        var running = options
         var taken: Int32 = 0
-        while taken == 0 { taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() }) }
-        log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(options.drainSeconds) s")
+        while taken != SIGTERM && taken != SIGINT {
+            taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() })
+            if taken == SIGHUP { reload(&running, relay: relay, settings: reloadable) }
+        }
+        log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(running.drainSeconds) s")
         relay.beginDrain()
         notifyQuietly("STOPPING=1")
-        let deadline = Date().addingTimeInterval(Double(options.drainSeconds))
+        let deadline = Date().addingTimeInterval(Double(running.drainSeconds))
         while Date() < deadline {
-            // A second signal ends the drain early.
-            if waitForSignal(&signals, seconds: min(1, deadline.timeIntervalSinceNow), healthy: { relay.workersAreTurning() }) != 0 { break }
+            let next = waitForSignal(&signals, seconds: min(1, deadline.timeIntervalSinceNow), healthy: { relay.workersAreTurning() })
+            // A reload still works while draining; a second SIGTERM/SIGINT ends the drain early.
+            if next == SIGHUP { reload(&running, relay: relay, settings: reloadable) } else if next != 0 { break }
         }
         http.stop()
         relay.stop()
         log.info("stopped")
         return 0
+    }
+
+    /// SIGHUP: parses the command line and the config file again and applies what can change
+    /// while running (token, log level, limits, defaults of new sessions); logs one line saying
+    /// what changed and what waits for a restart. Sessions, sockets and workers are untouched,
+    /// so no datagram is lost. A file that does not parse changes nothing.
+    private func reload(_ running: inout ServerOptions, relay: Relay, settings: ReloadableSettings) {
+        guard let path = running.configPath else {
+            log.always("SIGHUP: started without --config, so there is no file to reload; nothing changed")
+            return
+        }
+        let reloaded: ServerOptions
+        do {
+            guard case .run(let parsed) = try ServerOptions.parse(arguments: arguments, environment: environment) else { return }
+            reloaded = parsed
+        } catch {
+            log.error(OptionError.oneLine("SIGHUP: keeping the running config; \(error.subject): \(error.problem)"))
+            return
+        }
+        let change = ConfigReload(running: running, reloaded: reloaded)
+        running = change.running
+        apply(running, relay: relay, settings: settings)
+        log.always("SIGHUP: reloaded \(OptionError.oneLine(path)): \(change.summary)")
+    }
+
+    /// Hands the reloadable options to whatever reads them.
+    private func apply(_ options: ServerOptions, relay: Relay, settings: ReloadableSettings) {
+        settings.replace(with: .init(options))
+        log.setLevel(options.logLevel)
+        relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
+                                       clientIdleTimeoutSeconds: options.idleTimeoutSeconds))
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not
@@ -108,7 +154,7 @@ struct Server {
         }
     }
 
-    /// Waits up to `seconds` for SIGTERM/SIGINT (0 when none came), pinging the watchdog only
+    /// Waits up to `seconds` for SIGTERM/SIGINT/SIGHUP (0 when none came), pinging the watchdog only
     /// while the workers are turning: a stuck worker lets systemd restart the relay.
     private func waitForSignal(_ signals: inout sigset_t, seconds: Double, healthy: () -> Bool) -> Int32 {
         let interval = notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }

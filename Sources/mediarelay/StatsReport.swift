@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RelayCore
 import RelayHTTP
+import SystemSupport
 
 /// /v1/stats and /metrics, from the workers' latest snapshots and the kernel's accounting of
 /// the whole process's CPU (getrusage), so the CPU per packet includes every thread.
@@ -33,13 +34,12 @@ struct StatsReport {
         self.engine = engine
         self.engineReason = engineReason
         uptime = Date().timeIntervalSince(started)
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        let cpu = CPUTime.process()
+        cpuUser = cpu.userSeconds
+        cpuSystem = cpu.systemSeconds
         // The workers' own counts: sessions they expired are gone from these at once.
         sessions = total.sessions
-        maxSessions = relay.settings.maxSessions
+        maxSessions = relay.maxSessions
         draining = relay.isDraining
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// Talks to systemd's notify socket without libsystemd (the sd_notify protocol is one datagram
 /// of `KEY=VALUE` lines over AF_UNIX SOCK_DGRAM).
@@ -40,9 +41,10 @@ struct SystemdNotifier: Sendable {
     /// Sends `state` (for example `READY=1`, or several `KEY=VALUE` lines) as one datagram.
     func notify(_ state: String) throws(NotifyError) {
         guard let socketPath else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw NotifyError(call: "socket", errno: errno, socketPath: socketPath) }
-        defer { close(fd) }
+        let opened = SystemCall.outcome { Int(socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)) }
+        guard case .done(let socketNumber) = opened else { throw NotifyError(call: "socket", errno: Self.code(opened), socketPath: socketPath) }
+        let fd = Int32(socketNumber)
+        defer { SystemCall.close(fd) }
 
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -59,16 +61,20 @@ struct SystemdNotifier: Sendable {
         let length = socklen_t(pathOffset + pathBytes.count + (isAbstract ? 0 : 1))
 
         let bytes = Array(state.utf8)
-        while true {
-            let sent = withUnsafePointer(to: &address) { pointer in
+        let sent = SystemCall.outcome {
+            withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                     sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
                 }
             }
-            if sent >= 0 { return }
-            if errno == EINTR { continue }
-            throw NotifyError(call: "sendto", errno: errno, socketPath: socketPath)
         }
+        if case .done = sent { return }
+        throw NotifyError(call: "sendto", errno: Self.code(sent), socketPath: socketPath)
+    }
+
+    private static func code(_ outcome: CallOutcome) -> Int32 {
+        if case .failed(let code) = outcome { return code }
+        return EAGAIN
     }
 
     /// The service is started and forwarding (`Type=notify` waits for this).

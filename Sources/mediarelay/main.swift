@@ -1,13 +1,13 @@
 import Foundation
 import Glibc
 
+let arguments = Array(CommandLine.arguments.dropFirst())
+let environment = ProcessInfo.processInfo.environment
 let command: ParsedCommand
 do {
-    command = try ServerOptions.parse(arguments: Array(CommandLine.arguments.dropFirst()),
-                                      environment: ProcessInfo.processInfo.environment)
+    command = try ServerOptions.parse(arguments: arguments, environment: environment)
 } catch {
-    var line = Array((error.description + "\n").utf8)
-    _ = write(2, &line, line.count)
+    Log.emit(error.description + "\n")
     exit(error.exitCode)
 }
 
@@ -15,5 +15,5 @@ switch command {
 case .help(let text), .version(let text):
     print(text)
 case .run(let options):
-    exit(Server(options: options).run())
+    exit(Server(options: options, arguments: arguments, environment: environment).run())
 }

@@ -4,7 +4,7 @@ import XCTest
 
 /// Every backend moves every byte, DSCP and ECN codepoint as sent, in order per flow.
 final class ConformanceTests: XCTestCase {
-    static let backends: [BackendChoice] = [.perPacket, .mmsg, .uring]
+    static let backends: [Backend] = [.perPacket, .mmsg, .uring]
 
     func testTenThousandDatagramsArriveExactlyAsSentOnEveryBackend() throws {
         for backend in Self.backends {
@@ -73,7 +73,7 @@ final class ConformanceTests: XCTestCase {
         }
     }
 
-    private func roundTrip(backend: BackendChoice, gso: Bool, local: Endpoint) throws {
+    private func roundTrip(backend: Backend, gso: Bool, local: Endpoint) throws {
         let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: gso))
         let sender = try engine.register(UDPSocket(binding: local))
         let receiverSocket = try UDPSocket(binding: local)

@@ -15,7 +15,7 @@ final class EngineBehaviourTests: XCTestCase {
         try "2".write(toFile: path, atomically: false, encoding: .utf8)
         defer { try? previous.write(toFile: path, atomically: false, encoding: .utf8) }
 
-        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .auto))
+        let engine = try DatagramEngine(configuration: EngineConfiguration())
         XCTAssertEqual(engine.backend, .mmsg)
         XCTAssertTrue(engine.backendReason.contains("io_uring refused"), engine.backendReason)
         XCTAssertTrue(engine.backendReason.contains("EPERM"), engine.backendReason)
@@ -34,7 +34,7 @@ final class EngineBehaviourTests: XCTestCase {
     }
 
     func testAutoChoosesIOURingWhenAllowedAndSaysWhy() throws {
-        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .auto))
+        let engine = try DatagramEngine(configuration: EngineConfiguration())
         XCTAssertEqual(engine.backend, .uring)
         XCTAssertEqual(engine.backendReason, "auto: io_uring is available")
     }

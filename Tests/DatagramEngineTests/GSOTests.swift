@@ -6,7 +6,7 @@ import XCTest
 /// and the datagrams go out one by one, none lost.
 final class GSOTests: XCTestCase {
     func testEqualSizeRunsLeaveAsOneSendAndArriveAsSeparateDatagrams() throws {
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let senderSocket = try UDPSocket(binding: Loopback.v4)
             XCTAssertTrue(senderSocket.supportsGSO, "the kernel here supports UDP_SEGMENT")
@@ -62,7 +62,7 @@ final class GSOTests: XCTestCase {
     /// The kernel refuses UDP GSO on a socket whose transmit checksum is off (SO_NO_CHECK):
     /// a real EINVAL from udp_send_skb, no mock. The engine must resend one by one.
     func testKernelRefusalFallsBackWithoutLoss() throws {
-        for backend in [BackendChoice.mmsg, .uring] {
+        for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let senderSocket = try UDPSocket(binding: Loopback.v4)
             var on: Int32 = 1

@@ -86,6 +86,7 @@ final class DeployFilesTests: XCTestCase {
             "Type=notify", "NotifyAccess=main", "KillSignal=SIGTERM", "DynamicUser=yes", "NoNewPrivileges=yes",
             "ProtectSystem=strict", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
             "ExecStart=/usr/local/bin/mediarelay --config /etc/mediarelay/config.json",
+            "ExecReload=/bin/kill -HUP $MAINPID",
         ] {
             XCTAssertTrue(settings.contains(required), "unit lacks \(required)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import STUN
+import SystemSupport
 @testable import LoadGen
 
 /// coturn's real `turnserver` (Debian's coturn, installed by `make test-deps`) on loopback,

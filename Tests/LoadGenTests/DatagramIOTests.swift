@@ -1,3 +1,4 @@
+import SystemSupport
 import Glibc
 import XCTest
 @testable import LoadGen

@@ -1,3 +1,4 @@
+import SystemSupport
 import XCTest
 @testable import LoadGen
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import XCTest
 @testable import LoadGen
 

@@ -8,7 +8,7 @@ import XCTest
 /// 20,000 datagrams through a session pair and a forward rule while every allocation is counted.
 final class WorkerAllocationTests: XCTestCase {
     func testForwardingAllocatesNothingOnEveryBackend() throws {
-        for backend in [BackendChoice.perPacket, .mmsg, .uring] {
+        for backend in [Backend.perPacket, .mmsg, .uring] {
             let peers = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
             let a = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
             let b = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
@@ -21,7 +21,7 @@ final class WorkerAllocationTests: XCTestCase {
             var settings = RelaySettings(ports: 43500...43599, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
             settings.engine = EngineConfiguration(backend: backend)
             settings.rules = [ForwardRule(listen: listen, upstream: upstreamSocket.localEndpoint)]
-            let worker = try Worker(shared: WorkerShared(index: 0), settings: settings, ruleShares: [RuleShared()])
+            let worker = try Worker(shared: WorkerShared(index: 0), settings: settings, ruleShares: settings.rules.map(RuleShared.init))
             guard case .success(let session) = worker.createSession(SessionRequest(), id: "s-test") else {
                 return XCTFail("no session")
             }

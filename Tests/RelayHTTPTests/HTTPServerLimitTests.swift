@@ -34,6 +34,17 @@ final class HTTPServerLimitTests: XCTestCase {
         try assertRefused("G(T /hello HTTP/1.1\r\n\r\n", status: 400, reasonContains: "method")
     }
 
+    /// The first of two credentials used to decide; a proxy in front may have checked the other.
+    func testRepeatedAuthorizationOrHostGets400() throws {
+        try assertRefused(
+            "GET /hello HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", status: 400,
+            reasonContains: "more than one Authorization header")
+        try assertRefused(
+            "GET /hello HTTP/1.1\r\nauthorization: Bearer a\r\nHost: t\r\nAUTHORIZATION: Bearer a\r\n\r\n", status: 400,
+            reasonContains: "more than one Authorization header")
+        try assertRefused("GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400, reasonContains: "more than one Host header")
+    }
+
     func testUnsupportedVersionGets505() throws {
         try assertRefused("GET /hello HTTP/2.0\r\n\r\n", status: 505, reasonContains: "HTTP/1.1")
     }
@@ -160,30 +171,38 @@ final class HTTPServerLimitTests: XCTestCase {
         XCTAssertEqual(try client.readUntilClosed(), [])
     }
 
-    func testConnectionsBeyondTheCapGet503() throws {
+    /// 503 only when no slot can be freed: every admitted connection is busy with a response
+    /// its client does not read (neither waiting on a request nor idle).
+    func testConnectionsBeyondTheCapGet503WhenNoSlotCanBeFreed() throws {
         let server = try startServer(limits: HTTPLimits(maxConnections: 4))
         let admitted = try (0..<4).map { _ in try RawClient(port: server.boundPort) }
-        let fifth = try RawClient(port: server.boundPort)
-        let refused = try XCTUnwrap(fifth.readResponse())
-        XCTAssertEqual(refused.status, 503)
-        XCTAssertTrue(refused.text.contains("too many connections"), refused.text)
-        XCTAssertEqual(try fifth.readUntilClosed(), [])
-        // The admitted ones are served.
-        for client in admitted {
-            try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
-            XCTAssertEqual(try client.readResponse()?.status, 200)
+        // 16 MiB each, more than the kernel's buffers hold while the client does not read.
+        for client in admitted { try client.send(String(repeating: "GET /big HTTP/1.1\r\nHost: t\r\n\r\n", count: 8)) }
+        var refused: RawClient.Response?
+        for _ in 0..<100 where refused?.status != 503 {
+            // Until the server has read all four requests, a newcomer may still evict one.
+            refused = try RawClient(port: server.boundPort).readResponse()
+            if refused?.status != 503 { usleep(20_000) }
         }
-        // Once one leaves, a newcomer gets its slot (the server notices the close in its own time).
-        try admitted[0].send("GET /hello HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-        _ = try admitted[0].readResponse()
-        var status = 0
-        for _ in 0..<100 where status != 200 {
+        XCTAssertEqual(refused?.status, 503)
+        XCTAssertTrue(refused?.text.contains("too many connections") == true, refused?.text ?? "")
+    }
+
+    /// Connections that have not sent a whole request give way at the cap, the longest waiting
+    /// first, so clients that connect and trickle (or send nothing) cannot lock others out.
+    func testWaitingConnectionsGiveWayToNewcomersAtTheCap() throws {
+        let server = try startServer(limits: HTTPLimits(maxConnections: 4))
+        let waiting = try (0..<4).map { _ in try RawClient(port: server.boundPort) }
+        for client in waiting { try client.send("GET /hel") }
+        for _ in 0..<2 {
             let newcomer = try RawClient(port: server.boundPort)
             try newcomer.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
-            status = try newcomer.readResponse()?.status ?? 0
-            if status != 200 { usleep(20_000) }
+            XCTAssertEqual(try newcomer.readResponse()?.status, 200, "served, not refused")
         }
-        XCTAssertEqual(status, 200)
+        XCTAssertEqual(try waiting[0].readUntilClosed(), [], "the longest waiting was closed")
+        // The newest waiting connection kept its slot and can finish its request.
+        try waiting[3].send("lo HTTP/1.1\r\nHost: test\r\n\r\n")
+        XCTAssertEqual(try waiting[3].readResponse()?.status, 200)
     }
 
     /// Idle keep-alive connections give way at the cap: holding every slot by sending one

@@ -31,6 +31,14 @@ final class JSONObjectReaderTests: XCTestCase {
         XCTAssertNil(try body.int("relatch_after_seconds"), "absent is nil, for the caller's default")
     }
 
+    /// JSONSerialization kept the last of two equal keys without a word.
+    func testDuplicateKeysAreRefusedByName() {
+        let text = failure { _ = try self.reader(#"{"legs": 2, "dscp": "zero", "legs": 16}"#) }
+        XCTAssertEqual(text, #"field "legs" appears more than once; give each field once"#)
+        let escaped = failure { _ = try self.reader(#"{"dscp": "zero", "d\u0073cp": "class"}"#) }
+        XCTAssertTrue(escaped.contains(#"field "dscp""#), escaped)
+    }
+
     func testEmptyBodyIsAnEmptyObject() throws {
         XCTAssertTrue(try reader("").object.isEmpty)
         XCTAssertTrue(try reader(" \r\n").object.isEmpty)

@@ -9,6 +9,7 @@ enum ServerFixture {
     static var router: HTTPRouter {
         var router = HTTPRouter()
         router.add("GET", "/hello") { _, _ in .text(200, "hello") }
+        router.add("GET", "/healthz") { _, _ in .text(200, "ok\n") }
         router.add("POST", "/echo") { request, _ in
             HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/octet-stream")]), body: request.body)
         }
@@ -26,9 +27,9 @@ enum ServerFixture {
 
 extension XCTestCase {
     /// A started server on `host`, port 0, stopped when the test ends.
-    func startServer(host: String = "127.0.0.1", limits: HTTPLimits = HTTPLimits()) throws -> HTTPServer {
+    func startServer(host: String = "127.0.0.1", limits: HTTPLimits = HTTPLimits(), priorityPaths: [String] = []) throws -> HTTPServer {
         let router = ServerFixture.router
-        let server = try HTTPServer(host: host, port: 0, limits: limits) { router.respond(to: $0) }
+        let server = try HTTPServer(host: host, port: 0, limits: limits, priorityPaths: priorityPaths) { router.respond(to: $0) }
         server.start()
         addTeardownBlock { server.stop() }
         return server

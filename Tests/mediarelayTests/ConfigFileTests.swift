@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import XCTest
 
 @testable import mediarelay
@@ -12,12 +13,18 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "log_level": "warning",
           "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-          "max_sessions": 60, "batch_size": 32
+          "max_sessions": 60, "batch_size": 32,
+          "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
+          "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
+          "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
+          "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
+          "turn_port_share": 25
         }
         """
+    let usersFile = "# static users\nbob:pw:2\n"
 
     func testEveryKeyIsRead() {
-        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig]) else { return }
+        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig, "users.txt": usersFile]) else { return }
         XCTAssertEqual(options.configPath, "c.json")
         XCTAssertEqual(options.engine, .mmsg)
         XCTAssertFalse(options.gso)
@@ -37,13 +44,26 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.maxClients, 50)
         XCTAssertEqual(options.maxSessions, 60)
         XCTAssertEqual(options.batchSize, 32)
+        XCTAssertEqual(options.turnListeners, [HostPort(host: "127.0.0.1", port: 3478), HostPort(host: "::1", port: 3478)])
+        XCTAssertEqual(options.turnRealm, "example.org")
+        XCTAssertEqual(options.turnUsers, [TURNUser(name: "alice", password: "pw1"), TURNUser(name: "bob", password: "pw:2")])
+        XCTAssertEqual(options.turnUsersFile, "users.txt")
+        XCTAssertEqual(options.turnSecrets, ["old", "new"])
+        XCTAssertEqual(options.turnAllowedPeers.map(\.text), ["127.0.0.0/8"])
+        XCTAssertEqual(options.turnDeniedPeers.map(\.text), ["127.0.0.9/32", "::1"])
+        XCTAssertEqual(options.turnMaxAllocations, 70)
+        XCTAssertEqual(options.turnMaxAllocationsPerUser, 4)
+        XCTAssertEqual(options.turnBandwidth, 125000)
+        XCTAssertEqual(options.turnPortShare, 25)
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
             "engine", "gso", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
-            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "turn", "turn_realm",
+            "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
+            "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {
@@ -54,7 +74,7 @@ final class ConfigFileTests: XCTestCase {
     func testFlagsWinOverTheFile() {
         guard let options = runOptions(
             ["--engine=uring", "--config", "c.json", "--workers", "1", "--forward", "127.0.0.1:1=127.0.0.1:2", "--control-token", "flag"],
-            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig]
+            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig, "users.txt": usersFile]
         ) else { return }
         XCTAssertEqual(options.engine, .uring)
         XCTAssertEqual(options.workers, 1)
@@ -123,8 +143,49 @@ final class ConfigFileTests: XCTestCase {
         } catch {
             XCTAssertTrue(error.description.contains("larger than 1 MiB"), error.description)
         }
-        // /dev/zero never ends: the reader must still return.
-        XCTAssertEqual(try ConfigFile.read("/dev/zero").count, ConfigFile.maxBytes + 1)
+        // /dev/zero never ends: it is refused by its type, before a byte is read.
+        XCTAssertThrowsError(try ConfigFile.read("/dev/zero")) { error in
+            XCTAssertEqual("\(error)", "is a character device, not a regular file; expected a JSON file")
+        }
+    }
+
+    /// A FIFO would block the read until a writer came (start-up hung with no output); a
+    /// directory gave "NSCocoaErrorDomain error 256". Both are now named for what they are.
+    func testFIFOsAndDirectoriesAreRefusedByTheirType() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-config-dir-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("fifo.json").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0, String(cString: strerror(errno)))
+        for (path, kind) in [(fifo, "is a FIFO (named pipe), not a regular file"), (directory.path, "is a directory, not a regular file")] {
+            do {
+                _ = try ServerOptions.parse(arguments: ["--config", path], environment: [:])
+                XCTFail("\(path) was accepted")
+            } catch {
+                XCTAssertEqual(error.description, "mediarelay: config \(path): \(kind); expected a JSON file")
+                XCTAssertEqual(error.exitCode, 2)
+            }
+        }
+    }
+
+    func testReadErrorsAreInWordsNotCocoaDomains() throws {
+        do {
+            _ = try ServerOptions.parse(arguments: ["--config", "/nonexistent/mediarelay.json"], environment: [:])
+            XCTFail("a missing file was accepted")
+        } catch {
+            XCTAssertTrue(error.description.contains("ENOENT"), error.description)
+            XCTAssertTrue(error.description.lowercased().contains("no such file or directory"), error.description)
+            XCTAssertFalse(error.description.contains("Cocoa"), error.description)
+        }
+    }
+
+    /// Decoding kept the first of two equal keys without a word.
+    func testDuplicateKeysAreRefusedByName() {
+        refusal(["--config", "c.json"], files: ["c.json": #"{"workers": 2, "engine": "mmsg", "workers": 3}"#],
+                mentions: [#"config c.json: key "workers""#, "more than once"])
+        refusal(["--config", "c.json"], files: ["c.json": #"{"log_level": "info", "log\u005flevel": "debug"}"#],
+                mentions: [#"key "log_level""#, "more than once"])
+        XCTAssertNotNil(runOptions(["--config", "c.json"], files: ["c.json": #"{"forward": ["127.0.0.1:1=127.0.0.1:2"], "workers": 2}"#]))
     }
 
     func testTheShippedExampleConfigParses() throws {

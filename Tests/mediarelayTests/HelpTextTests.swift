@@ -9,7 +9,9 @@ final class HelpTextTests: XCTestCase {
         "--config", "--engine", "--gso", "--workers", "--forward", "--ports", "--relay-address",
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
-        "--batch-size", "--help", "--version",
+        "--batch-size", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
+        "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
+        "--turn-bandwidth", "--turn-port-share", "--help", "--version",
     ]
 
     func testHelpMentionsEveryFlagOfTheContract() {

@@ -6,7 +6,8 @@ import XCTest
 /// Parses with an in-memory file system so config tests never touch the disk.
 func parse(_ arguments: [String], environment: [String: String] = [:], files: [String: String] = [:]) throws(OptionError) -> ParsedCommand {
     try ServerOptions.parse(arguments: arguments, environment: environment) { path in
-        guard let text = files[path] else { throw CocoaError(.fileReadNoSuchFile) }
+        // A missing file fails as the real reader fails on a path that does not exist.
+        guard let text = files[path] else { return try ConfigFileReader.read("/nonexistent/\(path)", limit: 16) }
         return Data(text.utf8)
     }
 }

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends
 // 200-byte datagrams at a paced rate to a forwarder thread, which forwards each one (with its
@@ -10,7 +11,7 @@ import Glibc
 
 struct Configuration {
     let name: String
-    let backend: BackendChoice
+    let backend: Backend
     let gso: Bool
 }
 
@@ -69,11 +70,7 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-func threadCPU() -> Double {
-    var usage = rusage()
-    getrusage(1 /* RUSAGE_THREAD */, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
+func threadCPU() -> Double { CPUTime.thread().totalSeconds }
 
 struct Measurement {
     var delivered: Double

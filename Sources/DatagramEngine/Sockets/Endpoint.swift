@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// An IP address and UDP port, IPv4 or IPv6, in one fixed-size value that is cheap to copy,
 /// compare and hash: the relay keys its tables by it on the packet path.
@@ -150,5 +151,12 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         } else {
             return nil
         }
+    }
+}
+
+extension SystemCallError {
+    /// An error about a call on `address`.
+    init(_ operation: String, errno: Int32, address: Endpoint, advice: String? = nil) {
+        self.init(operation, errno: errno, address: address.description, advice: advice)
     }
 }

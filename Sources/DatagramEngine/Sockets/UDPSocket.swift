@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 import CURing
 
 /// Options for a UDP socket the engine will drive.
@@ -35,11 +36,11 @@ public final class UDPSocket {
 
     public init(binding endpoint: Endpoint, options: SocketOptions = SocketOptions()) throws(SystemCallError) {
         let family = endpoint.isIPv4 ? AF_INET : AF_INET6
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else {
-            throw SystemCallError("cannot create a UDP socket for", errno: errno, address: endpoint,
-                                  advice: family == AF_INET6 ? "is IPv6 enabled on this host?" : nil)
-        }
+        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = Int32(try SystemCall.require("cannot create a UDP socket for", address: endpoint.description,
+                                              advice: { _ in family == AF_INET6 ? "is IPv6 enabled on this host?" : nil }) {
+            Int(socket(family, type, 0))
+        })
         do throws(SystemCallError) {
             if family == Int32(AF_INET6) {
                 // Only the wildcard is dual-stack; a specific IPv6 address takes IPv6 peers only.
@@ -53,23 +54,9 @@ public final class UDPSocket {
             if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
             receiveBufferBytes = UDPSocket.sizeBuffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, options.receiveBufferBytes)
             sendBufferBytes = UDPSocket.sizeBuffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, options.sendBufferBytes)
-
-            var storage = sockaddr_storage()
-            let length = endpoint.write(to: &storage, family: family)
-            let bound = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-            }
-            guard bound == 0 else { throw UDPSocket.bindError(errno, endpoint) }
-            var length2 = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let named = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length2) }
-            }
-            guard named == 0, let local = Endpoint(reading: &storage, length: length2) else {
-                throw SystemCallError("getsockname", errno: errno, address: endpoint)
-            }
-            localEndpoint = local
+            localEndpoint = try UDPSocket.bind(fd, to: endpoint, family: family)
         } catch {
-            close(fd)
+            SystemCall.close(fd)
             throw error
         }
         descriptor = fd
@@ -77,12 +64,33 @@ public final class UDPSocket {
         supportsGSO = UDPSocket.probeGSO(fd)
     }
 
-    deinit { close(descriptor) }
+    deinit { SystemCall.close(descriptor) }
+
+    /// Binds and reads back the address the kernel chose (the port, for port 0).
+    private static func bind(_ fd: Int32, to endpoint: Endpoint, family: Int32) throws(SystemCallError) -> Endpoint {
+        var storage = sockaddr_storage()
+        var length = endpoint.write(to: &storage, family: family)
+        _ = try SystemCall.require("cannot bind UDP", address: endpoint.description, advice: bindAdvice) {
+            withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(Glibc.bind(fd, $0, length)) }
+            }
+        }
+        length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try SystemCall.require("getsockname", address: endpoint.description) {
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(getsockname(fd, $0, &length)) }
+            }
+        }
+        guard let local = Endpoint(reading: &storage, length: length) else {
+            throw SystemCallError("getsockname", errno: EAFNOSUPPORT, address: endpoint)
+        }
+        return local
+    }
 
     static func set(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ endpoint: Endpoint) throws(SystemCallError) {
         var value = value
-        if setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) != 0 {
-            throw SystemCallError("setsockopt(\(level), \(name)) on", errno: errno, address: endpoint)
+        _ = try SystemCall.require("setsockopt(\(level), \(name)) on", address: endpoint.description) {
+            Int(setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)))
         }
     }
 
@@ -91,14 +99,14 @@ public final class UDPSocket {
     static func sizeBuffer(_ fd: Int32, _ name: Int32, _ forceName: Int32, _ bytes: Int) -> Int {
         var want = Int32(clamping: bytes)
         let size = socklen_t(MemoryLayout<Int32>.size)
-        _ = setsockopt(fd, SOL_SOCKET, name, &want, size)
         var granted: Int32 = 0
         var length = size
-        _ = getsockopt(fd, SOL_SOCKET, name, &granted, &length)
+        SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, name, &want, size)) }
+        SystemCall.ignoringFailure { Int(getsockopt(fd, SOL_SOCKET, name, &granted, &length)) }
         // The kernel reports double what it was asked for (bookkeeping overhead).
         if Int(granted) < bytes * 2 {
-            _ = setsockopt(fd, SOL_SOCKET, forceName, &want, size)
-            _ = getsockopt(fd, SOL_SOCKET, name, &granted, &length)
+            SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, forceName, &want, size)) }
+            SystemCall.ignoringFailure { Int(getsockopt(fd, SOL_SOCKET, name, &granted, &length)) }
         }
         return Int(granted)
     }
@@ -108,20 +116,21 @@ public final class UDPSocket {
     static func probeGSO(_ fd: Int32) -> Bool {
         var size: Int32 = 1200
         let length = socklen_t(MemoryLayout<Int32>.size)
-        guard setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length) == 0 else { return false }
+        guard case .done = SystemCall.outcome({ Int(setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length)) }) else {
+            return false
+        }
         size = 0
-        _ = setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length)
+        SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_segment(), &size, length)) }
         return true
     }
 
-    static func bindError(_ code: Int32, _ endpoint: Endpoint) -> SystemCallError {
-        let advice: String? = switch code {
+    static func bindAdvice(_ code: Int32) -> String? {
+        switch code {
         case EADDRINUSE: "another socket holds this port: stop it or choose another port"
         case EACCES: "ports below 1024 need root or CAP_NET_BIND_SERVICE"
         case EADDRNOTAVAIL: "this address is not configured on any interface of this host"
         case EAFNOSUPPORT: "this address family is disabled on this host"
         default: nil
         }
-        return SystemCallError("cannot bind UDP", errno: code, address: endpoint, advice: advice)
     }
 }

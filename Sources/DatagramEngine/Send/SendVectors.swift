@@ -2,8 +2,10 @@ import Glibc
 import CURing
 
 /// The preallocated vectors a batch of sends is built in: one iovec per outgoing datagram and,
-/// per message, an mr_mmsghdr, a destination address and control space. Allocated once; every
-/// flush re-points them at the datagrams of that flush.
+/// per message, an mmsghdr, a destination address and control space. Allocated once and never
+/// moved (io_uring keeps a message's address until its send completes); every flush re-points
+/// them at the datagrams of that flush. The pointers stay in here: a backend asks for
+/// `header(at:)` or `headers(from:)` and hands them to the kernel.
 ///
 /// Building merges runs of datagrams into one UDP GSO message when the socket allows it and
 /// the run shares socket, destination, TOS byte and size. A change of TOS byte never splits
@@ -24,11 +26,11 @@ final class SendVectors {
     static let maxGSOBytes = 65_000
 
     let capacity: Int
-    let headers: UnsafeMutablePointer<mr_mmsghdr>
-    let iovecs: UnsafeMutablePointer<iovec>
-    let addresses: UnsafeMutablePointer<sockaddr_storage>
-    let control: UnsafeMutableRawPointer
-    let messages: UnsafeMutablePointer<Message>
+    private let headers: UnsafeMutablePointer<mr_mmsghdr>
+    private let iovecs: UnsafeMutablePointer<iovec>
+    private let addresses: UnsafeMutablePointer<sockaddr_storage>
+    private let control: UnsafeMutableRawPointer
+    private let messages: UnsafeMutablePointer<Message>
     private(set) var count = 0
 
     init(capacity: Int) {
@@ -39,7 +41,7 @@ final class SendVectors {
         iovecs.initialize(repeating: iovec(), count: capacity)
         addresses = .allocate(capacity: capacity)
         addresses.initialize(repeating: sockaddr_storage(), count: capacity)
-        control = .allocate(byteCount: capacity * SendControl.capacity, alignment: 16)
+        control = .allocate(byteCount: capacity * SendMetadata.capacity, alignment: 16)
         messages = .allocate(capacity: capacity)
         messages.initialize(repeating: Message(slot: 0, firstDatagram: 0, segments: 0, segmentSize: 0, trafficClass: 0), count: capacity)
     }
@@ -51,6 +53,20 @@ final class SendVectors {
         control.deallocate()
         messages.deallocate()
     }
+
+    @inline(__always)
+    func message(_ index: Int) -> Message { messages[index] }
+
+    /// The msghdr of message `index`, for sendmsg or an io_uring SENDMSG: it stays where it is
+    /// until the next `build`.
+    @inline(__always)
+    func header(at index: Int) -> UnsafeMutablePointer<msghdr> {
+        UnsafeMutableRawPointer(headers + index).assumingMemoryBound(to: msghdr.self)
+    }
+
+    /// Messages `index...` as the mmsghdr vector sendmmsg takes.
+    @inline(__always)
+    func headers(from index: Int) -> UnsafeMutablePointer<mr_mmsghdr> { headers + index }
 
     /// Builds messages for `datagrams[0..<count]`. Datagrams whose socket is gone or whose
     /// destination the socket cannot reach are reported through `unsendable` and skipped.
@@ -85,8 +101,8 @@ final class SendVectors {
                 index += segments
                 continue
             }
-            let controlSpace = control + count * SendControl.capacity
-            let controlLength = SendControl.write(
+            let controlSpace = control + count * SendMetadata.capacity
+            let controlLength = SendMetadata.write(
                 into: controlSpace, ipv4: entry.ipv4 || first.destination.isIPv4,
                 trafficClass: first.trafficClass.rawValue, segmentSize: segments > 1 ? UInt16(size) : 0)
             headers[count].msg_hdr = msghdr(
@@ -99,5 +115,23 @@ final class SendVectors {
             count += 1
             index += segments
         }
+    }
+
+    /// Turns GSO message `index` into a plain one for its first segment: the segment-size cmsg
+    /// is dropped, one iovec. `pointAt(segment:of:)` then walks it over the other segments.
+    func unmerge(_ index: Int) {
+        let header = header(at: index)
+        let message = messages[index]
+        let ipv4 = Int32(addresses[index].ss_family) == AF_INET
+            || Endpoint(reading: addresses + index, length: header.pointee.msg_namelen)?.isIPv4 == true
+        header.pointee.msg_controllen = SendMetadata.write(
+            into: control + index * SendMetadata.capacity, ipv4: ipv4,
+            trafficClass: message.trafficClass, segmentSize: 0)
+        header.pointee.msg_iovlen = 1
+    }
+
+    /// Points the (unmerged) message `index` at its `segment`th datagram.
+    func pointAt(segment: Int, of index: Int) {
+        header(at: index).pointee.msg_iov = iovecs + Int(messages[index].firstDatagram) + segment
     }
 }

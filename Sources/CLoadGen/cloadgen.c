@@ -1,0 +1,30 @@
+// Compiled with _GNU_SOURCE (unlike the Swift Glibc module), so recvmmsg and sendmmsg are the
+// C library's own.
+#define _GNU_SOURCE
+#include "cloadgen.h"
+#include <string.h>
+
+struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *current) {
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_control = control;
+    message.msg_controllen = length;
+    struct cmsghdr *next = current == NULL ? CMSG_FIRSTHDR(&message) : CMSG_NXTHDR(&message, current);
+    if (next == NULL || next->cmsg_len < CMSG_LEN(0)) return NULL;
+    if ((unsigned char *)next + next->cmsg_len > (unsigned char *)control + length) return NULL;
+    return next;
+}
+
+unsigned char *lg_cmsg_data(struct cmsghdr *cmsg) { return CMSG_DATA(cmsg); }
+
+size_t lg_cmsg_data_length(const struct cmsghdr *cmsg) { return cmsg->cmsg_len - CMSG_LEN(0); }
+
+_Static_assert(sizeof(struct lg_mmsghdr) == sizeof(struct mmsghdr), "mmsghdr layout");
+
+int lg_recvmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags) {
+    return recvmmsg(fd, (struct mmsghdr *)vector, length, flags, NULL);
+}
+
+int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags) {
+    return sendmmsg(fd, (struct mmsghdr *)vector, length, flags);
+}

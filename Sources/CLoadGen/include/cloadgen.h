@@ -1,0 +1,26 @@
+// The load generator's own small C side: what Swift cannot import from the C library (the
+// CMSG_* macros; struct mmsghdr, recvmmsg and sendmmsg, which glibc declares only under
+// _GNU_SOURCE). Deliberately not the relay's CURing shim: the load generator is the outside
+// check that marks cross the relay intact, so it shares no packet code with the relay.
+#ifndef MEDIARELAY_CLOADGEN_H
+#define MEDIARELAY_CLOADGEN_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/// Walks the control messages in `length` bytes at `control`: the first one when `current` is
+/// NULL, else the next; NULL at the end or where a message would run past `length`.
+struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *current);
+/// The data of a control message, and how many bytes of it there are.
+unsigned char *lg_cmsg_data(struct cmsghdr *cmsg);
+size_t lg_cmsg_data_length(const struct cmsghdr *cmsg);
+
+/// The kernel's struct mmsghdr.
+struct lg_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+int lg_recvmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags);
+int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags);
+
+#endif

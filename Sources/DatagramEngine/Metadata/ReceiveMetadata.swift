@@ -1,0 +1,41 @@
+import Glibc
+import CURing
+
+/// What the kernel said about one received datagram in its control messages. The one walker
+/// over received control messages, for every backend: recvmsg / recvmmsg fill a msghdr's
+/// control area, io_uring a control area inside the provided buffer; both are bytes here.
+///
+/// A new control message (UDP_GRO's segment size, for one) is one more field and one more
+/// branch in `read`.
+struct ReceiveMetadata {
+    var trafficClass: UInt8 = 0
+    /// The socket's cumulative drop counter (SO_RXQ_OVFL), when the kernel sent it.
+    var overflowCount: UInt32? = nil
+
+    /// Reads the control messages in `length` bytes at `control`; unknown ones are ignored.
+    @inline(__always)
+    init(control: UnsafeMutableRawPointer?, length: Int) {
+        guard let control else { return }
+        var cmsg = mr_cmsg_walk(control, length, nil)
+        while let current = cmsg {
+            read(current)
+            cmsg = mr_cmsg_walk(control, length, current)
+        }
+    }
+
+    @inline(__always)
+    private mutating func read(_ cmsg: UnsafeMutablePointer<cmsghdr>) {
+        let level = cmsg.pointee.cmsg_level
+        let type = cmsg.pointee.cmsg_type
+        let data = UnsafeRawPointer(mr_cmsg_data(cmsg)!)
+        let length = Int(cmsg.pointee.cmsg_len) - Int(mr_cmsg_len(0))
+        if level == Int32(IPPROTO_IP), type == IP_TOS, length >= 1 {
+            // IP_RECVTOS delivers a single byte.
+            trafficClass = data.load(as: UInt8.self)
+        } else if level == Int32(IPPROTO_IPV6), type == IPV6_TCLASS, length >= 4 {
+            trafficClass = UInt8(truncatingIfNeeded: data.loadUnaligned(as: Int32.self))
+        } else if level == SOL_SOCKET, type == mr_so_rxq_ovfl(), length >= 4 {
+            overflowCount = data.loadUnaligned(as: UInt32.self)
+        }
+    }
+}

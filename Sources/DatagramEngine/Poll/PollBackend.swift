@@ -1,0 +1,153 @@
+import Glibc
+import CURing
+import SystemSupport
+
+/// The perPacket and mmsg backends: epoll says which sockets are ready, then recvmsg per
+/// datagram or recvmmsg per socket; sendmsg per message or sendmmsg per run of one socket.
+/// Both use the same vectors and metadata handling: only the system calls differ.
+final class PollBackend {
+    private let state: EngineState
+    private let batched: Bool
+    private let poller: EventPoller
+    private let vectors: ReceiveVectors
+    private let waker: EngineWaker
+    /// Receive slots the last turn used: only those need `prepare` again.
+    private var slotsUsed = 0
+
+    /// `batched`: recvmmsg / sendmmsg (mmsg) rather than one call per datagram (perPacket).
+    init(state: EngineState, batched: Bool, waker: EngineWaker) throws(SystemCallError) {
+        self.state = state
+        self.batched = batched
+        self.waker = waker
+        let configuration = state.configuration
+        vectors = ReceiveVectors(capacity: configuration.batchSize, payloadSize: configuration.maxDatagramSize)
+        poller = try EventPoller(capacity: max(64, configuration.batchSize))
+        try poller.add(waker.descriptor, tag: EventPoller.wakeTag)
+    }
+
+    func register(_ id: SocketID, descriptor: Int32) throws(SystemCallError) {
+        try poller.add(descriptor, tag: EventPoller.tag(id))
+    }
+
+    func unregister(_ ids: [SocketID]) {
+        for id in ids {
+            guard let slot = state.table.lookup(id) else { continue }
+            poller.remove(state.table[slot].descriptor)
+            state.table.release(slot)
+        }
+    }
+
+    // MARK: receive
+
+    func receive(timeoutMilliseconds: Int32) {
+        vectors.prepare(0..<slotsUsed)
+        let ready = poller.wait(timeout: timeoutMilliseconds)
+        state.counters.syscalls &+= 1
+        var used = 0
+        for event in 0..<ready {
+            let tag = poller.tag(event)
+            if tag == EventPoller.wakeTag {
+                waker.drain()
+                state.counters.syscalls &+= 1
+                state.wasWoken = true
+                continue
+            }
+            let id = EventPoller.socket(tag)
+            guard used < vectors.capacity, let slot = state.table.lookup(id) else { continue }
+            let descriptor = state.table[slot].descriptor
+            used = batched ? receiveMany(descriptor, id: id, slot: slot, used: used)
+                           : receiveEach(descriptor, id: id, slot: slot, used: used)
+        }
+        slotsUsed = used
+    }
+
+    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
+    private func receiveMany(_ descriptor: Int32, id: SocketID, slot: Int, used: Int) -> Int {
+        let room = vectors.capacity - used
+        let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT)
+        let outcome = SystemCall.outcome { Int(mr_recvmmsg(descriptor, vectors.headers(from: used), UInt32(room), flags)) }
+        state.counters.syscalls &+= 1
+        guard case .done(let count) = outcome, count > 0 else { return used }
+        state.counters.noteBatch(count)
+        for index in used..<(used + count) { deliver(index, id: id, slot: slot) }
+        return used + count
+    }
+
+    /// recvmsg until the socket is empty or the slots are full.
+    private func receiveEach(_ descriptor: Int32, id: SocketID, slot: Int, used start: Int) -> Int {
+        var used = start
+        while used < vectors.capacity {
+            let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT)) }
+            state.counters.syscalls &+= 1
+            guard case .done(let length) = outcome else { break }
+            vectors.setLength(length, at: used)
+            state.counters.noteBatch(1)
+            deliver(used, id: id, slot: slot)
+            used += 1
+        }
+        return used
+    }
+
+    @inline(__always)
+    private func deliver(_ index: Int, id: SocketID, slot: Int) {
+        let datagram = vectors.datagram(at: index)
+        _ = state.deliver(socket: id, slot: slot, source: datagram.source, metadata: datagram.metadata,
+                          truncated: datagram.truncated, payload: datagram.payload)
+    }
+
+    // MARK: send
+
+    func send() {
+        if batched { sendRuns() } else { sendEach() }
+    }
+
+    private func sendEach() {
+        let vectors = state.sendVectors
+        for index in 0..<vectors.count {
+            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            state.counters.syscalls &+= 1
+            switch SystemCall.outcome({ sendmsg(descriptor, vectors.header(at: index), 0) }) {
+            case .done: state.sent(index)
+            case .wouldBlock: state.refused(index, errno: EAGAIN)
+            case .failed(let code): state.refused(index, errno: code)
+            }
+        }
+    }
+
+    /// One sendmmsg per run of messages for one socket, repeated until the run is sent.
+    private func sendRuns() {
+        let vectors = state.sendVectors
+        var start = 0
+        let total = vectors.count
+        while start < total {
+            let slot = vectors.message(start).slot
+            var end = start + 1
+            while end < total && vectors.message(end).slot == slot { end += 1 }
+            let descriptor = state.table[Int(slot)].descriptor
+            var next = start
+            while next < end {
+                state.counters.syscalls &+= 1
+                let outcome = SystemCall.outcome { Int(mr_sendmmsg(descriptor, vectors.headers(from: next), UInt32(end - next), 0)) }
+                switch outcome {
+                case .done(let sent) where sent > 0:
+                    for index in next..<(next + sent) { state.sent(index) }
+                    next += sent
+                case .done:
+                    // Only an empty vector gives 0; never spin on it.
+                    state.refused(next..<end, errno: EAGAIN)
+                    next = end
+                case .wouldBlock, .failed(ENOBUFS):
+                    // The socket's buffer is full: the rest of the run would fail the same way,
+                    // one system call each. Count them all and move on.
+                    state.refused(next..<end, errno: outcome == .wouldBlock ? EAGAIN : ENOBUFS)
+                    next = end
+                case .failed(let code):
+                    // sendmmsg reports the error of the first message it could not send.
+                    state.refused(next, errno: code)
+                    next += 1
+                }
+            }
+            start = end
+        }
+    }
+}

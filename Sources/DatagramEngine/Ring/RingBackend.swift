@@ -1,0 +1,151 @@
+import Glibc
+import CURing
+import SystemSupport
+
+/// The io_uring backend's state machine: receives arrive as completions of one multishot
+/// RECVMSG per socket, into provided buffers that are lent to the turn's sends and given back
+/// on the next receive; all the sends of a flush go out in one submit, across sockets. The
+/// ring itself (memory, tags, reaping) is `Ring`'s.
+final class RingBackend {
+    let state: EngineState
+    let ring: Ring
+    /// Sockets whose receive must be (re-)armed before the turn waits.
+    var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
+    private var outstandingSends = 0
+
+    init(state: EngineState, waker: EngineWaker) throws(SystemCallError) {
+        let configuration = state.configuration
+        ring = try Ring(buffers: max(configuration.uringBuffers, configuration.batchSize * 2),
+                        payloadSize: configuration.maxDatagramSize, wakeDescriptor: waker.descriptor)
+        self.state = state
+        toArm.reserveCapacity(1024)
+    }
+
+    func register(_ id: SocketID, descriptor: Int32) {
+        toArm.append((Int(id.slot), id.generation, descriptor))
+    }
+
+    // MARK: receive
+
+    func receive(timeoutMilliseconds: Int32) {
+        ring.recycleHeld()
+        while ring.stashCount > 0 && !state.isFull {
+            handle(ring.takeKept())
+        }
+        // Re-arm after the stash: a receive that ended there (out of buffers) must be armed
+        // again before this turn waits, or its socket's datagrams wait for the timeout.
+        armPending()
+        if state.receivedCount == 0 && !state.wasWoken {
+            if reapForTurn() == 0 {
+                ring.submitAndWait(milliseconds: timeoutMilliseconds)
+                _ = reapForTurn()
+            }
+        }
+        // Receives that ended in this turn are armed now, and re-arms and the wake-up read reach
+        // the kernel even in turns that found completions waiting and so did not enter it.
+        armPending()
+        if ring.pendingSubmissions > 0 { ring.submit() }
+        ring.commitRecycled()
+        state.counters.noteBatch(state.receivedCount)
+        state.counters.syscalls &+= ring.takeSyscalls()
+    }
+
+    private func reapForTurn() -> Int {
+        ring.reap { completion in
+            handle(completion)
+            return !state.isFull
+        }
+    }
+
+    private func handle(_ completion: RingCompletion) {
+        switch completion.tag.kind {
+        case .receive: handleReceive(completion)
+        case .send: handleSend(completion)
+        case .wake:
+            state.wasWoken = true
+            ring.prepareWakeRead()
+        case .cancel, nil: break
+        }
+    }
+
+    func handleReceive(_ completion: RingCompletion) {
+        let slot = completion.tag.slot
+        let generation = completion.tag.generation
+        let current = state.table.holds(slot: slot, generation: generation)
+        let active = current && state.table[slot].active
+        if completion.flags & UInt32(IORING_CQE_F_BUFFER) != 0 {
+            let id = UInt16(truncatingIfNeeded: completion.flags >> UInt32(IORING_CQE_BUFFER_SHIFT))
+            if active && completion.result >= 0 && deliver(id, length: completion.result, slot: slot, generation: generation) {
+                ring.hold(id)
+            } else {
+                ring.recycle(id)
+            }
+        }
+        if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
+            if active && (completion.result >= 0 || completion.result == -ENOBUFS || completion.result == -EINTR) {
+                // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
+                state.counters.receiveRestarts &+= 1
+                toArm.append((slot, generation, state.table[slot].descriptor))
+            } else if active {
+                // A lasting error (the socket is unusable): re-arming would spin. The socket
+                // stays registered but deaf; the failure is counted.
+                state.counters.receiveFailures &+= 1
+            } else if current {
+                state.table.release(slot)
+            }
+        }
+    }
+
+    /// Reads one provided buffer; true when it became a received datagram (the buffer is lent).
+    @inline(__always)
+    private func deliver(_ id: UInt16, length: Int32, slot: Int, generation: UInt32) -> Bool {
+        guard let datagram = ring.datagram(inBuffer: id, length: length) else {
+            state.counters.truncated &+= 1
+            return false
+        }
+        return state.deliver(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot,
+                             source: datagram.source, metadata: datagram.metadata,
+                             truncated: datagram.truncated, payload: datagram.payload)
+    }
+
+    /// Queues a multishot receive for every socket waiting for one.
+    private func armPending() {
+        guard !toArm.isEmpty else { return }
+        for (slot, generation, descriptor) in toArm {
+            ring.prepareReceive(descriptor: descriptor, tag: RingTag(.receive, generation: generation, slot: slot))
+        }
+        toArm.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: send
+
+    /// Queues one SENDMSG per message, submits them all with one io_uring_enter, and waits
+    /// until every one has completed: the received buffers they point into go back to the
+    /// kernel on the next receive. Receive completions met meanwhile are kept for it.
+    func send() {
+        let vectors = state.sendVectors
+        for index in 0..<vectors.count {
+            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            ring.prepareSend(descriptor: descriptor, header: vectors.header(at: index), tag: RingTag(.send, slot: index))
+        }
+        outstandingSends += vectors.count
+        ring.submitAndGetEvents()
+        while outstandingSends > 0 {
+            let reaped = ring.reap { completion in
+                if completion.tag.kind == .send { handleSend(completion) } else { ring.keep(completion) }
+                return true
+            }
+            if outstandingSends > 0 && reaped == 0 { ring.submitAndWaitOne() }
+        }
+        state.counters.syscalls &+= ring.takeSyscalls()
+    }
+
+    private func handleSend(_ completion: RingCompletion) {
+        outstandingSends -= 1
+        if completion.result >= 0 {
+            state.sent(completion.tag.slot)
+        } else {
+            state.refused(completion.tag.slot, errno: -completion.result)
+        }
+    }
+}

@@ -1,0 +1,28 @@
+/// The user_data of every io_uring submission the engine makes: `kind << 56 | generation << 24
+/// | slot`. The generation makes a completion for a socket that was closed (and its slot
+/// reused) recognisable as stale. Encoded and decoded here only.
+struct RingTag: Hashable {
+    enum Kind: UInt64 {
+        case receive = 1, send = 2, wake = 3, cancel = 4
+    }
+
+    let rawValue: UInt64
+
+    init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    init(_ kind: Kind, generation: UInt32 = 0, slot: Int) {
+        rawValue = kind.rawValue << 56 | UInt64(generation) << 24 | UInt64(slot & 0xFF_FFFF)
+    }
+
+    /// The socket's receive, cancellation of it, or the send of message `slot` of a flush.
+    var kind: Kind? { Kind(rawValue: rawValue >> 56) }
+    var slot: Int { Int(rawValue & 0xFF_FFFF) }
+    var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 24) }
+}
+
+/// One completion, copied out of the completion queue (so that it can be kept for a later turn).
+struct RingCompletion {
+    var tag: RingTag
+    var result: Int32
+    var flags: UInt32
+}

@@ -1,0 +1,16 @@
+/// The caps a running relay can change without a restart (`Relay.updateLimits`); everything
+/// else in `RelaySettings` is fixed for the relay's lifetime.
+public struct RelayLimits: Sendable, Equatable {
+    /// Sessions at once; new sessions beyond it are refused.
+    public var maxSessions: Int
+    /// Clients of each forward rule, across all workers.
+    public var maxClientsPerRule: Int
+    /// A forward client silent this long is forgotten.
+    public var clientIdleTimeoutSeconds: Int
+
+    public init(maxSessions: Int, maxClientsPerRule: Int, clientIdleTimeoutSeconds: Int) {
+        self.maxSessions = maxSessions
+        self.maxClientsPerRule = maxClientsPerRule
+        self.clientIdleTimeoutSeconds = clientIdleTimeoutSeconds
+    }
+}

@@ -1,0 +1,122 @@
+/// What re-reading the config file (SIGHUP) does to the running options: the keys it applies
+/// at once, the keys whose new value waits for a restart, and the options to run with now.
+///
+/// Contract: `running` is the old options with every reloadable value taken from the reloaded
+/// ones; a key that needs a restart keeps its running value, so it is reported again on the
+/// next reload until the relay restarts.
+struct ConfigReload {
+    let applied: [OptionKey]
+    let needsRestart: [OptionKey]
+    let running: ServerOptions
+    private let old: ServerOptions
+
+    init(running old: ServerOptions, reloaded: ServerOptions) {
+        self.old = old
+        let changed = OptionKey.allCases.filter { $0.text(in: old) != $0.text(in: reloaded) }
+        applied = changed.filter(\.isReloadable)
+        needsRestart = changed.filter { !$0.isReloadable }
+        running = old.adoptingReloadable(from: reloaded)
+    }
+
+    /// One log line's worth: `applied log_level info -> debug; needs a restart: workers 2 -> 4`.
+    var summary: String {
+        guard !applied.isEmpty || !needsRestart.isEmpty else { return "nothing changed" }
+        var parts: [String] = []
+        if !applied.isEmpty {
+            parts.append("applied " + applied.map { change($0, to: running) + note($0) }.joined(separator: ", "))
+        }
+        if !needsRestart.isEmpty {
+            parts.append("needs a restart to take effect: " + needsRestart.map { change($0, to: nil) }.joined(separator: ", "))
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// `workers 2 -> 4`; the token's value is never shown.
+    private func change(_ key: OptionKey, to new: ServerOptions?) -> String {
+        if key.isSecret { return "\(key.configKey) (changed)" }
+        let before = OptionError.quoted(key.text(in: old))
+        guard let new else { return "\(key.configKey) (running \(before))" }
+        return "\(key.configKey) \(before) -> \(OptionError.quoted(key.text(in: new)))"
+    }
+
+    private func note(_ key: OptionKey) -> String {
+        switch key {
+        case .dscp, .ecn, .serviceClass: " (new sessions; forward rules keep theirs until a restart)"
+        case .idleTimeout: " (new sessions and forward clients)"
+        default: ""
+        }
+    }
+}
+
+extension OptionKey {
+    /// Whether a reload applies a changed value to the running relay; the rest take effect at
+    /// the next start. Exhaustive on purpose: a new key (TURN users, say) must choose.
+    var isReloadable: Bool {
+        switch self {
+        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
+            .maxSessions:
+            true
+        case .engine, .gso, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
+            false
+        // The TURN server reads its settings at start; users and secrets may become reloadable
+        // once it can swap them in.
+        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
+            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
+            false
+        }
+    }
+
+    /// The value in `options` as the command line would give it ("" when unset): what a reload
+    /// compares to find the keys that changed.
+    func text(in options: ServerOptions) -> String {
+        switch self {
+        case .engine: options.engine.rawValue
+        case .gso: options.gso ? "on" : "off"
+        case .workers: String(options.workers)
+        case .forward: options.forwards.map(\.description).joined(separator: ",")
+        case .ports: options.ports.description
+        case .relayAddress: options.relayAddress
+        case .advertiseAddress: options.advertiseAddress
+        case .http: options.http.description
+        case .controlToken: options.controlToken ?? ""
+        case .dscp: options.dscp.rawValue
+        case .serviceClass: options.serviceClass.rawValue
+        case .ecn: options.ecn.rawValue
+        case .logLevel: options.logLevel.rawValue
+        case .drainSeconds: String(options.drainSeconds)
+        case .idleTimeout: String(options.idleTimeoutSeconds)
+        case .maxClients: String(options.maxClients)
+        case .maxSessions: String(options.maxSessions)
+        case .batchSize: String(options.batchSize)
+        case .turn: options.turnListeners.map(\.description).joined(separator: ",")
+        case .turnRealm: options.turnRealm
+        // Secret, so only compared, never shown: a changed password counts as a change.
+        case .turnUser: options.turnUsers.map { "\($0.name):\($0.password)" }.joined(separator: "\n")
+        case .turnUsersFile: options.turnUsersFile ?? ""
+        case .turnSecret: options.turnSecrets.joined(separator: "\n")
+        case .turnAllowedPeer: options.turnAllowedPeers.map(\.text).joined(separator: ",")
+        case .turnDeniedPeer: options.turnDeniedPeers.map(\.text).joined(separator: ",")
+        case .turnMaxAllocations: String(options.turnMaxAllocations)
+        case .turnMaxAllocationsPerUser: String(options.turnMaxAllocationsPerUser)
+        case .turnBandwidth: String(options.turnBandwidth)
+        case .turnPortShare: String(options.turnPortShare)
+        }
+    }
+}
+
+extension ServerOptions {
+    /// These options with the value of every reloadable key taken from `new`.
+    func adoptingReloadable(from new: ServerOptions) -> ServerOptions {
+        var next = self
+        next.controlToken = new.controlToken
+        next.logLevel = new.logLevel
+        next.dscp = new.dscp
+        next.serviceClass = new.serviceClass
+        next.ecn = new.ecn
+        next.drainSeconds = new.drainSeconds
+        next.idleTimeoutSeconds = new.idleTimeoutSeconds
+        next.maxClients = new.maxClients
+        next.maxSessions = new.maxSessions
+        return next
+    }
+}

@@ -1,0 +1,202 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import XCTest
+
+/// coturn's test tools (Debian's `coturn` package, installed by `make test-deps`) driven for
+/// interop tests: `turnutils_peer` as the echoing peer, `turnutils_uclient` as the TURN client,
+/// and coturn's own `turnserver` to prove this harness against the reference server.
+enum Coturn {
+    static let peerTool = "/usr/bin/turnutils_peer"
+    static let clientTool = "/usr/bin/turnutils_uclient"
+    static let serverTool = "/usr/bin/turnserver"
+
+    /// Skips (a host reason, probed without any code under test) when coturn is not installed.
+    static func requireTools(_ tools: [String] = [peerTool, clientTool]) throws {
+        for tool in tools where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw XCTSkip("\(tool) is not installed (make test-deps installs Debian's coturn)")
+        }
+    }
+
+    /// Sends `probe` to `target` from a fresh loopback socket until anything comes back, for
+    /// at most `seconds`: a started daemon is ready when it answers, not after a fixed sleep.
+    static func waitForAnswer(from target: Endpoint, probe: [UInt8], seconds: Double = 20) throws -> Bool {
+        let peers = try Peers(count: 1, family: Endpoint(host: target.isIPv4 ? "127.0.0.1" : "::1", port: 0)!)
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            peers.send(from: 0, to: target, probe)
+            if !peers.collect(expected: 1, seconds: 0.2).isEmpty { return true }
+        }
+        return false
+    }
+
+    /// A STUN Binding request (RFC 8489: type 0x0001, length 0, magic cookie, transaction id):
+    /// every TURN server answers it without credentials.
+    static let bindingRequest: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xA4, 0x42] + Array(repeating: 0x5A, count: 12)
+}
+
+/// A child process that is always stopped: `stop()` or deinit sends SIGTERM, then SIGKILL.
+final class ChildProcess {
+    let process = Process()
+    private let output = Pipe()
+    private let collected = LineCollector()
+
+    init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = output
+        let collector = collected
+        output.fileHandleForReading.readabilityHandler = { collector.append($0.availableData) }
+        try process.run()
+    }
+
+    /// stdout and stderr so far, interleaved.
+    var text: String { collected.text }
+
+    /// Waits for the exit at most `seconds`; stops the process if it has not exited by then.
+    /// Returns the exit status, or nil when it had to be stopped.
+    func wait(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            stop()
+            return nil
+        }
+        process.waitUntilExit()
+        drain()
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        drain()
+    }
+
+    /// Reads what the handler has not yet seen, so `text` is complete after an exit.
+    private func drain() {
+        output.fileHandleForReading.readabilityHandler = nil
+        if let rest = try? output.fileHandleForReading.readToEnd() { collected.append(rest) }
+    }
+
+    deinit { if process.isRunning { stop() } }
+}
+
+/// `turnutils_peer -L ADDRESS -p PORT`: echoes every datagram back to its sender (with TOS 0:
+/// it cannot be used to check ECN or DSCP marks).
+final class TURNEchoPeer {
+    let endpoint: Endpoint
+    private let child: ChildProcess
+
+    init(address: String = "127.0.0.1") throws {
+        try Coturn.requireTools([Coturn.peerTool])
+        let port = try freeUDPPort()
+        endpoint = Endpoint(host: address, port: port)!
+        child = try ChildProcess(Coturn.peerTool, ["-L", address, "-p", "\(port)"])
+        guard try Coturn.waitForAnswer(from: endpoint, probe: [1, 2, 3]) else {
+            child.stop()
+            throw HarnessError.notReady("turnutils_peer on \(endpoint)", child.text)
+        }
+    }
+
+    func stop() { child.stop() }
+}
+
+/// coturn's `turnserver` on loopback, relaying to loopback peers, with one kind of credentials
+/// (coturn cannot mix static users and the REST secret in one process).
+final class CoturnServer {
+    enum Credentials {
+        case user(name: String, password: String)
+        case restSecret(String)
+    }
+
+    let endpoint: Endpoint
+    let realm = "example.org"
+    private let child: ChildProcess
+    private let directory: URL
+
+    init(credentials: Credentials, relayPorts: ClosedRange<UInt16>, extraArguments: [String] = []) throws {
+        try Coturn.requireTools([Coturn.serverTool])
+        let port = try freeUDPPort()
+        endpoint = Endpoint(host: "127.0.0.1", port: port)!
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-coturn-\(getpid())-\(port)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var arguments = [
+            "-n",  // no /etc/turnserver.conf: only what is written here
+            "--listening-ip", "127.0.0.1", "--listening-port", "\(port)", "--relay-ip", "127.0.0.1",
+            "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls",
+            "--min-port", "\(relayPorts.lowerBound)", "--max-port", "\(relayPorts.upperBound)",
+            "--realm", realm, "--log-file", "stdout", "--simple-log",
+            "--db", directory.appendingPathComponent("turndb").path,
+            "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
+        ]
+        switch credentials {
+        case .user(let name, let password): arguments += ["--lt-cred-mech", "--user", "\(name):\(password)"]
+        case .restSecret(let secret): arguments += ["--use-auth-secret", "--static-auth-secret", secret]
+        }
+        child = try ChildProcess(Coturn.serverTool, arguments + extraArguments)
+        guard try Coturn.waitForAnswer(from: endpoint, probe: Coturn.bindingRequest) else {
+            child.stop()
+            throw HarnessError.notReady("turnserver on \(endpoint)", child.text)
+        }
+    }
+
+    /// The server's log so far (for failure messages).
+    var log: String { child.text }
+
+    var processIdentifier: Int32 { child.process.processIdentifier }
+
+    func stop() {
+        child.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// One `turnutils_uclient` run against a TURN server, bounded in time.
+struct TURNClientRun {
+    /// nil when the client had to be stopped at the deadline.
+    let status: Int32?
+    let output: String
+    /// nil when the output has no verdict lines.
+    let verdict: TURNClientVerdict?
+
+    /// Passed: exited 0 and every byte sent came back.
+    var passed: Bool { status == 0 && verdict?.everyByteEchoed == true }
+
+    /// Runs `turnutils_uclient FLAGS -p PORT -e PEER -r PEERPORT SERVER`; `flags` carries the
+    /// credentials (`-u NAME -w PASSWORD`, or `-u NAME -W SECRET`) and the mode (`-s`, `-y`,
+    /// `-x`, `-m N`, `-n N`, `-l BYTES`, `-z MS`, `-c`).
+    static func run(server: Endpoint, peer: Endpoint, flags: [String], seconds: Double = 60) throws -> TURNClientRun {
+        try runTogether(server: server, peer: peer, flagSets: [flags], seconds: seconds)[0]
+    }
+
+    /// Several clients at once (uclient spends about a second per client connecting on a loaded
+    /// machine, so independent runs side by side keep a test short); each bounded by `seconds`.
+    static func runTogether(server: Endpoint, peer: Endpoint, flagSets: [[String]], seconds: Double = 60) throws -> [TURNClientRun] {
+        try Coturn.requireTools([Coturn.clientTool])
+        let target = ["-p", "\(server.port)", "-e", peer.hostText, "-r", "\(peer.port)", server.hostText]
+        let children = try flagSets.map { try ChildProcess(Coturn.clientTool, $0 + target) }
+        let deadline = Date().addingTimeInterval(seconds)
+        return children.map { child in
+            let status = child.wait(seconds: max(0, deadline.timeIntervalSinceNow))
+            let output = child.text
+            return TURNClientRun(status: status, output: output, verdict: TURNClientVerdict(parsing: output))
+        }
+    }
+
+    /// For failure messages: the command's status and its last lines.
+    var summary: String {
+        let tail = output.split(whereSeparator: \.isNewline).suffix(12).joined(separator: "\n")
+        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)):\n\(tail)"
+    }
+}
+
+enum HarnessError: Error {
+    case notReady(String, String)
+}

@@ -1,0 +1,63 @@
+import XCTest
+
+@testable import mediarelay
+
+final class ConfigReloadTests: XCTestCase {
+    /// Every key differs between these two, so each one's fate on reload is checked.
+    private let before = """
+        {"engine": "mmsg", "gso": "off", "workers": 3, "forward": ["127.0.0.1:7777=127.0.0.1:9000"],
+         "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1", "http": "0.0.0.0:9480",
+         "control_token": "old-token", "dscp": "zero", "service_class": "signaling", "ecn": "clear",
+         "log_level": "warning", "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
+         "max_sessions": 60, "batch_size": 32,
+         "turn": ["127.0.0.1:3478"], "turn_realm": "old.example", "turn_user": ["alice:old-password"],
+         "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_allowed_peer": ["127.0.0.0/8"],
+         "turn_denied_peer": ["127.0.0.9"], "turn_max_allocations": 10, "turn_max_allocations_per_user": 1,
+         "turn_bandwidth": 1000, "turn_port_share": 10}
+        """
+    private let after = """
+        {"engine": "uring", "gso": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
+         "ports": "42000-42099", "relay_address": "0.0.0.0", "advertise_address": "192.0.2.2", "http": "0.0.0.0:9481",
+         "control_token": "new-token", "dscp": "class", "service_class": "interactiveVoice", "ecn": "preserve",
+         "log_level": "debug", "drain_seconds": 5, "idle_timeout_seconds": 30, "max_clients": 5,
+         "max_sessions": 6, "batch_size": 16,
+         "turn": ["127.0.0.1:3479"], "turn_realm": "new.example", "turn_user": ["alice:new-password"],
+         "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_allowed_peer": ["::1"],
+         "turn_denied_peer": ["127.0.0.8"], "turn_max_allocations": 20, "turn_max_allocations_per_user": 2,
+         "turn_bandwidth": 2000, "turn_port_share": 20}
+        """
+    private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n"]
+
+    func testReloadableKeysAreAppliedAndTheRestWaitForARestart() throws {
+        let old = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before]) { $1 }))
+        let new = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": after]) { $1 }))
+        for key in OptionKey.allCases {
+            XCTAssertNotEqual(key.text(in: old), key.text(in: new), "the fixture does not change \(key.configKey)")
+        }
+        let reload = ConfigReload(running: old, reloaded: new)
+        XCTAssertEqual(reload.applied, OptionKey.allCases.filter(\.isReloadable))
+        XCTAssertEqual(reload.needsRestart, OptionKey.allCases.filter { !$0.isReloadable })
+        for key in OptionKey.allCases {
+            // What is applied is what the running options now hold; the rest keeps running.
+            XCTAssertEqual(key.text(in: reload.running), key.text(in: key.isReloadable ? new : old), key.configKey)
+        }
+        XCTAssertEqual(ConfigReload(running: reload.running, reloaded: new).needsRestart, reload.needsRestart,
+                       "still reported on the next reload, until a restart")
+        let summary = reload.summary
+        XCTAssertTrue(summary.hasPrefix("applied control_token (changed), dscp zero -> class (new sessions;"), summary)
+        XCTAssertTrue(summary.contains("max_sessions 60 -> 6"), summary)
+        XCTAssertTrue(summary.contains("; needs a restart to take effect: engine (running mmsg), gso (running off)"), summary)
+        XCTAssertFalse(summary.contains("new-token") || summary.contains("old-token"), "a token in the log")
+        for secret in ["old-password", "new-password", "old-secret", "new-secret", "bob:one", "bob:two"] {
+            XCTAssertFalse(summary.contains(secret), "a TURN password or secret in the log")
+        }
+        XCTAssertTrue(summary.contains("turn_user (changed)") && summary.contains("turn_secret (changed)"), summary)
+        XCTAssertTrue(summary.contains("turn_realm (running old.example)"), summary)
+        XCTAssertFalse(summary.contains("\n"))
+    }
+
+    func testAnUnchangedFileSaysSo() throws {
+        let options = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before]) { $1 }))
+        XCTAssertEqual(ConfigReload(running: options, reloaded: options).summary, "nothing changed")
+    }
+}

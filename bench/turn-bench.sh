@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# TURN relay CPU per relayed datagram: coturn's turnserver and (once it has a TURN listener)
+# mediarelay, under the same uclient workload, interleaved over repeats. See bench/README.md.
+#
+#   bench/turn-bench.sh [--target coturn|mediarelay|both] [--clients 200,2000] [--seconds 10]
+#                       [--repeats 3] [--out FILE]
+#
+# Workload: N turnutils_uclient clients over UDP, each one allocation without RTCP (-c) sending
+# 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
+# A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
+# so datagrams = uclient's tot_send_msgs + tot_recv_msgs.
+# CPU: the server process's threads' time on CPU (/proc/PID/task/*/schedstat, nanoseconds),
+# read just before the clients start and after the last one exits, so allocation set-up is
+# included (a few transactions per client against 50 x seconds datagrams each way).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=coturn
+clients_list=200,2000
+seconds=10
+repeats=3
+out=""
+per_process=200      # uclient connects its clients one after another; 200 per process keeps it short
+workdir=$(mktemp -d /tmp/turn-bench.XXXXXX)
+user=bench
+password=bench-password
+realm=bench.example
+mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by --target mediarelay
+
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --target) target=$2; shift 2 ;;
+        --clients) clients_list=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --repeats) repeats=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        -h|--help) usage 0 ;;
+        *) echo "turn-bench: unknown argument $1" >&2; usage 2 ;;
+    esac
+done
+case "$target" in
+    coturn) targets=(coturn) ;;
+    mediarelay) targets=(mediarelay) ;;
+    both) targets=(coturn mediarelay) ;;
+    *) echo "turn-bench: --target is coturn, mediarelay or both, not $target" >&2; exit 2 ;;
+esac
+for tool in turnserver turnutils_uclient turnutils_peer socat; do
+    command -v "$tool" >/dev/null || { echo "turn-bench: $tool is missing (make test-deps installs coturn and socat)" >&2; exit 1; }
+done
+# Every allocation holds a relayed socket, and coturn a socket per client as well.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+# Only this script's own background jobs are stopped, by their ids.
+cleanup() {
+    local jobs_left
+    jobs_left=$(jobs -p)
+    [ -z "$jobs_left" ] || kill $jobs_left 2>/dev/null || true
+    wait 2>/dev/null || true
+    [ -n "${KEEP_WORKDIR:-}" ] && echo "turn-bench: kept $workdir" >&2 || rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+free_port() {  # a UDP port nobody has bound on this host now
+    local port
+    while :; do
+        port=$((20000 + RANDOM % 10000))
+        [ -n "$(ss -Hunl "sport = :$port" 2>/dev/null)" ] || { echo "$port"; return; }
+    done
+}
+
+# Sends $2 (printf format) to 127.0.0.1:$1 until anything comes back, for at most 20 s.
+udp_answers() {
+    local port=$1 payload=$2 i
+    for i in $(seq 1 100); do
+        if printf "$payload" | socat -T 0.2 - "UDP:127.0.0.1:$port" 2>/dev/null | head -c 1 | grep -q .; then
+            return 0
+        fi
+    done
+    return 1
+}
+stun_binding='\x00\x01\x00\x00\x21\x12\xa4\x42ZZZZZZZZZZZZ'  # any TURN server answers it without credentials
+
+cpu_ns() {  # total on-CPU time of every thread of $1
+    local pid=$1 total=0 run rest file
+    for file in /proc/"$pid"/task/*/schedstat; do
+        { read -r run rest < "$file"; } 2>/dev/null || continue
+        total=$((total + run))
+    done
+    echo "$total"
+}
+
+any_alive() { local pid; for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
+
+# Starts the server under test on TURN port $2 with relayed ports $3-$4; sets server_pid.
+start_server() {
+    local which=$1 port=$2 low=$3 high=$4
+    case "$which" in
+        coturn)
+            turnserver -n --listening-ip 127.0.0.1 --listening-port "$port" --relay-ip 127.0.0.1 \
+                --allow-loopback-peers --no-cli --no-tls --no-dtls --min-port "$low" --max-port "$high" \
+                --lt-cred-mech --user "$user:$password" --realm "$realm" \
+                --log-file /dev/null --no-stdout-log --db "$workdir/turndb" --pidfile "$workdir/turnserver.pid" \
+                >/dev/null 2>&1 &
+            ;;
+        mediarelay)
+            # The slot for mediarelay's own TURN listener (issue 10): uclient is simply pointed
+            # at --turn. Loopback peers must be allowed explicitly, as for any operator.
+            [ -x "$mediarelay" ] || { echo "turn-bench: $mediarelay is missing; build first: swift build -c release" >&2; exit 1; }
+            "$mediarelay" --http 127.0.0.1:0 --ports "$low-$high" --relay-address 127.0.0.1 \
+                --turn "127.0.0.1:$port" --turn-realm "$realm" --turn-user "$user:$password" \
+                --turn-allowed-peer 127.0.0.1/32 --turn-port-share 100 --log-level warning \
+                >/dev/null 2>"$workdir/mediarelay.log" &
+            ;;
+    esac
+    server_pid=$!
+}
+
+# One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost" to results.
+measure() {
+    local which=$1 clients=$2 port low high server processes i n rest before after start end connected
+    port=$(free_port)
+    # Below the kernel's ephemeral range (32768-60999 by default), where thousands of uclient
+    # sockets would take relay ports away from the server, and four ports per client: coturn
+    # answered 508 "no available ports" to 2,000 clients with 2,500 ports.
+    low=10000; high=$((low + 4 * clients + 1000)); [ "$high" -le 19999 ] || high=19999
+    start_server "$which" "$port" "$low" "$high"
+    server=$server_pid
+    if ! udp_answers "$port" "$stun_binding"; then
+        kill "$server" 2>/dev/null || true
+        if [ "$which" = mediarelay ]; then
+            echo "turn-bench: mediarelay does not answer STUN on --turn yet (no TURN listener in this build); skipping it" >&2
+            sed -n '1,3p' "$workdir/mediarelay.log" >&2 || true
+            return 1
+        fi
+        echo "turn-bench: $which did not answer STUN on 127.0.0.1:$port" >&2; exit 1
+    fi
+
+    processes=$(( (clients + per_process - 1) / per_process ))
+    local peer_pids=() client_pids=() logs=()
+    for i in $(seq 1 "$processes"); do
+        local peer_port
+        peer_port=$(free_port)
+        turnutils_peer -L 127.0.0.1 -p "$peer_port" >/dev/null 2>&1 &
+        peer_pids+=($!)
+        echo "$peer_port" > "$workdir/peer-$i"
+        udp_answers "$peer_port" 'ping' || { echo "turn-bench: turnutils_peer did not echo on $peer_port" >&2; exit 1; }
+    done
+
+    before=$(cpu_ns "$server")
+    start=$(date +%s.%N)
+    rest=$clients
+    for i in $(seq 1 "$processes"); do
+        n=$(( rest < per_process ? rest : per_process )); rest=$((rest - n))
+        turnutils_uclient -c -m "$n" -n $((50 * seconds)) -l 160 -z 20 -u "$user" -w "$password" \
+            -p "$port" -e 127.0.0.1 -r "$(cat "$workdir/peer-$i")" 127.0.0.1 > "$workdir/uclient-$i.log" 2>&1 &
+        client_pids+=($!)
+        logs+=("$workdir/uclient-$i.log")
+    done
+    # The data phase starts when every process has connected all its clients.
+    connected=""
+    while [ -z "$connected" ]; do
+        if [ "$(grep -l 'Total connect time' "${logs[@]}" 2>/dev/null | wc -l)" -eq "$processes" ] || ! any_alive "${client_pids[@]}"; then
+            connected=$(date +%s.%N)
+        else
+            sleep 0.2
+        fi
+    done
+    for pid in "${client_pids[@]}"; do wait "$pid" || true; done
+    after=$(cpu_ns "$server")
+    end=$(date +%s.%N)
+    kill "$server" "${peer_pids[@]}" 2>/dev/null || true
+    wait "$server" "${peer_pids[@]}" 2>/dev/null || true
+
+    local sent=0 received=0 lost=0 errors=0 s r l
+    for log in "${logs[@]}"; do
+        s=$(grep -o 'tot_send_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
+        r=$(grep -o 'tot_recv_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
+        l=$(grep -o 'Total lost packets [0-9]*' "$log" | tail -1 | awk '{print $4}')
+        errors=$((errors + $(grep -c ERROR "$log" || true)))
+        sent=$((sent + ${s:-0})); received=$((received + ${r:-0})); lost=$((lost + ${l:-0}))
+    done
+    local datagrams=$((sent + received))
+    if [ "$datagrams" -eq 0 ]; then
+        echo "turn-bench: $which with $clients clients relayed nothing; first lines of a client log:" >&2
+        head -5 "${logs[0]}" >&2
+        exit 1
+    fi
+    awk -v t="$which" -v c="$clients" -v cpu=$((after - before)) -v d="$datagrams" -v s="$start" -v k="$connected" -v e="$end" \
+        -v lost="$lost" -v sent="$sent" -v err="$errors" \
+        'BEGIN { printf "%s %d %.3f %d %.0f %.2f %d\n", t, c, cpu / 1000 / d, d, d / (e - k), (sent ? 100 * lost / sent : 0), err }' \
+        >> "$workdir/results"
+    tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram, %d datagrams, %.0f/s, lost %.2f%%, %d errors\n", $1, $2, $3, $4, $5, $6, $7 }' >&2
+}
+
+IFS=, read -r -a client_counts <<< "$clients_list"
+skipped=()
+for repeat in $(seq 1 "$repeats"); do
+    for clients in "${client_counts[@]}"; do
+        for which in "${targets[@]}"; do
+            if [[ " ${skipped[*]} " == *" $which "* ]]; then continue; fi
+            echo "turn-bench: repeat $repeat/$repeats, $which, $clients clients" >&2
+            measure "$which" "$clients" || skipped+=("$which")
+        done
+    done
+done
+[ -s "$workdir/results" ] || { echo "turn-bench: nothing measured" >&2; exit 1; }
+
+{
+    echo "TURN relay CPU per relayed datagram: $(nproc) CPUs, $(uname -r), coturn $(dpkg-query -W -f='${Version}' coturn 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats"
+    echo
+    echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | relayed/s (mean) | lost (worst) | uclient errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    sort -k1,1 -k2,2n -k3,3n "$workdir/results" | awk '
+        function flush() {
+            if (n == 0) return
+            m = (n % 2) ? us[(n + 1) / 2] : (us[n / 2] + us[n / 2 + 1]) / 2
+            printf "| %s | %d | %d | %.2f (%.2f-%.2f) | %.0f | %.2f%% | %d |\n", key1, key2, key2 * 100, m, us[1], us[n], rate / n, lostmax, errs
+            n = 0; lostmax = 0; errs = 0; rate = 0
+        }
+        { if ($1 != key1 || $2 != key2) { flush(); key1 = $1; key2 = $2 }
+          n++; us[n] = $3; rate += $5; if ($6 > lostmax) lostmax = $6; errs += $7 }
+        END { flush() }'
+    if [ ${#skipped[@]} -gt 0 ]; then echo; echo "Not measured: ${skipped[*]} (no TURN listener answered)."; fi
+} | tee ${out:+"$out"}
