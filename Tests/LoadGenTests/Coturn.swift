@@ -9,6 +9,8 @@ import SystemSupport
 /// ../shared/notes/turn-interop.md; stopped (SIGTERM to its own pid) in `stop` or deinit.
 final class Coturn {
     let process = Process()
+    /// coturn's database and pid file: its defaults under /var are not writable by every user.
+    private let directory: URL
     let port: UInt16
     /// The relayed addresses' ports (--min-port ... --max-port).
     let relayPorts: ClosedRange<UInt16>
@@ -23,8 +25,13 @@ final class Coturn {
         // A relay range nobody else is likely to use now: 40 ports from a random base.
         let base = UInt16.random(in: 50_000...59_000)
         self.relayPorts = base...(base + UInt16(relayPorts) - 1)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("turnload-coturn-\(getpid())-\(port)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
         process.arguments = [
+            "-n",  // no /etc/turnserver.conf: only what is written here
+            "--db", directory.appendingPathComponent("turndb").path,
+            "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
             "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1", "--listening-port", String(port),
             "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp-relay",
             "--min-port", String(self.relayPorts.lowerBound), "--max-port", String(self.relayPorts.upperBound),
@@ -39,9 +46,11 @@ final class Coturn {
     deinit { stop() }
 
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// Sends STUN Binding requests until one is answered (at most 10 s).
