@@ -55,8 +55,11 @@ final class TurnClients {
     /// client that failed and the server's answer; what was allocated is released by `release`.
     func allocate(log: (String) -> Void) throws(LoadError) {
         let transactions = TurnTransactions(answers: .sockets, interruptible: true)
+        // The relayed address must be of the peer's family (443 otherwise); servers default to IPv4.
+        let peerIsIPv6 = peer.localAddress.family == AF_INET6
         let answers = transactions.run(clients, .allocate) { _, builder in
             builder.append(.requestedTransport, [17, 0, 0, 0])
+            if peerIsIPv6 { builder.append(.requestedAddressFamily, [AddressFamily.ipv6.rawValue, 0, 0, 0]) }
             builder.append(.lifetime, uint32: self.requestedLifetime)
         }
         for (client, answer) in zip(clients, answers) where answer?.messageClass == .successResponse {
@@ -131,7 +134,7 @@ final class TurnClients {
     }
 
     private func check(_ answers: [StunMessage?], _ what: String) throws(LoadError) {
-        if interruptRequested.load(ordering: .relaxed) { throw LoadError("interrupted while setting up TURN allocations") }
+        if interruptRequested.load(ordering: .relaxed) { throw LoadError("TURN \(what) at \(server): interrupted") }
         let failed = answers.indices.filter { answers[$0]?.messageClass != .successResponse }
         guard let first = failed.first else { return }
         let reason: String

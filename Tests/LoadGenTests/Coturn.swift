@@ -11,17 +11,20 @@ final class Coturn {
     let process = Process()
     /// coturn's database and pid file: its defaults under /var are not writable by every user.
     private let directory: URL
+    let host: String
     let port: UInt16
     /// The relayed addresses' ports (--min-port ... --max-port).
     let relayPorts: ClosedRange<UInt16>
-    var address: String { "127.0.0.1:\(port)" }
+    var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     var pid: Int32 { process.processIdentifier }
 
     static var installed: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
 
     /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
-    init(auth: [String], relayPorts: Int, extra: [String] = []) throws {
-        port = try Self.freeUDPPort()
+    /// On `host` (127.0.0.1 or ::1), relaying from the same address.
+    init(auth: [String], relayPorts: Int, host: String = "127.0.0.1") throws {
+        self.host = host
+        port = try Self.freeUDPPort(host)
         // A relay range nobody else is likely to use now: 40 ports from a random base.
         let base = UInt16.random(in: 50_000...59_000)
         self.relayPorts = base...(base + UInt16(relayPorts) - 1)
@@ -32,11 +35,11 @@ final class Coturn {
             "-n",  // no /etc/turnserver.conf: only what is written here
             "--db", directory.appendingPathComponent("turndb").path,
             "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
-            "--listening-ip", "127.0.0.1", "--relay-ip", "127.0.0.1", "--listening-port", String(port),
+            "--listening-ip", host, "--relay-ip", host, "--listening-port", String(port),
             "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp-relay",
             "--min-port", String(self.relayPorts.lowerBound), "--max-port", String(self.relayPorts.upperBound),
             "--log-file", "/dev/null", "--no-stdout-log", "--no-software-attribute",
-        ] + auth + extra
+        ] + auth
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -55,8 +58,8 @@ final class Coturn {
 
     /// Sends STUN Binding requests until one is answered (at most 10 s).
     private func waitUntilAnswering() throws {
-        let socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
-        let server = try SocketAddress(host: "127.0.0.1", port: port)
+        let socket = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        let server = try SocketAddress(host: host, port: port)
         let deadline = MonotonicClock.now() + 10_000_000_000
         var buffer = [UInt8](repeating: 0, count: 1024)
         while MonotonicClock.now() < deadline {
@@ -69,7 +72,8 @@ final class Coturn {
         throw LoadError("turnserver on \(address) did not answer a Binding request within 10 s")
     }
 
-    /// How many UDP sockets are bound to 127.0.0.1 on a relay port now (from /proc/net/udp).
+    /// How many UDP sockets are bound to 127.0.0.1 on a relay port now (from /proc/net/udp;
+    /// for servers on 127.0.0.1).
     func boundRelayPorts() -> Int {
         // Read to the end: the file reports size 0 and runs to thousands of lines on a busy host.
         guard let handle = FileHandle(forReadingAtPath: "/proc/net/udp"),
@@ -85,7 +89,7 @@ final class Coturn {
         }.count
     }
 
-    static func freeUDPPort() throws -> UInt16 {
-        try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
+    static func freeUDPPort(_ host: String = "127.0.0.1") throws -> UInt16 {
+        try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0).localAddress.port
     }
 }

@@ -76,6 +76,25 @@ final class TurnLoadTests: XCTestCase {
         XCTAssertEqual(r.dscpKept, 1)
     }
 
+    /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
+    func testIPv6RelayKeepsTheTrafficClass() throws {
+        // A host reason, probed without the code under test: no IPv6 loopback here.
+        guard (try? Coturn.freeUDPPort("::1")) != nil else { throw XCTSkip("no IPv6 loopback (::1) on this host") }
+        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10, host: "::1")
+        let r = try run(coturn, .user(name: "load", password: "pw")) {
+            $0.streams = 3
+            $0.rate = 300
+            $0.tos = 34 << 2 | 1  // AF41 with ECT(1)
+            $0.bidirectional = true
+        }
+        XCTAssertEqual(r.turnServer, "[::1]:\(coturn.port)")
+        XCTAssertEqual(r.latchedStreams, 3)
+        XCTAssertGreaterThan(r.sent, 0)
+        XCTAssertEqual(r.received, r.sent)
+        XCTAssertEqual(r.ecnKept, 1)
+        XCTAssertEqual(r.dscpKept, 1)
+    }
+
     func testWrongPasswordIsRefusedWithTheServersAnswer() throws {
         let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:right", "--realm", "turnload.test"], relayPorts: 4)
         XCTAssertThrowsError(try run(coturn, .user(name: "load", password: "wrong")) { _ in }) { error in
