@@ -25,8 +25,9 @@ final class Coturn {
     init(auth: [String], relayPorts: Int, host: String = "127.0.0.1") throws {
         self.host = host
         port = try Self.freeUDPPort(host)
-        // A relay range nobody else is likely to use now: 40 ports from a random base.
-        let base = UInt16.random(in: 50_000...59_000)
+        // Relayed ports from a random base below the kernel's ephemeral range (32768 and up),
+        // where the generator's own sockets would compete with coturn for them.
+        let base = UInt16.random(in: 10_000...19_000)
         self.relayPorts = base...(base + UInt16(relayPorts) - 1)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("turnload-coturn-\(getpid())-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -72,17 +73,23 @@ final class Coturn {
         throw LoadError("turnserver on \(address) did not answer a Binding request within 10 s")
     }
 
-    /// How many UDP sockets are bound to 127.0.0.1 on a relay port now (from /proc/net/udp;
-    /// for servers on 127.0.0.1).
+    /// How many of coturn's own UDP sockets are bound to 127.0.0.1 on a relay port now (from
+    /// /proc/net/udp, matched to the socket inodes of its descriptors: other programs' sockets
+    /// may sit in the same ports).
     func boundRelayPorts() -> Int {
+        let fdDirectory = "/proc/\(pid)/fd"
+        let inodes = Set(((try? FileManager.default.contentsOfDirectory(atPath: fdDirectory)) ?? []).compactMap { name -> Substring? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fdDirectory)/\(name)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return Substring(target.dropFirst(8).dropLast())
+        })
         // Read to the end: the file reports size 0 and runs to thousands of lines on a busy host.
         guard let handle = FileHandle(forReadingAtPath: "/proc/net/udp"),
               let data = try? handle.readToEnd() else { return -1 }
         try? handle.close()
-        let text = String(decoding: data, as: UTF8.self)
-        return text.split(separator: "\n").dropFirst().filter { line in
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
-            guard fields.count > 1 else { return false }
+            guard fields.count > 9, inodes.contains(fields[9]) else { return false }
             let local = fields[1].split(separator: ":")
             guard local.count == 2, local[0] == "0100007F", let port = UInt16(local[1], radix: 16) else { return false }
             return relayPorts.contains(port)
