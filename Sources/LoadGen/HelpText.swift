@@ -19,7 +19,8 @@ generator's peer socket, then send ChannelData at the profile's rate; the peer s
 --bidirectional sends back to every relayed address, arriving as ChannelData). Allocations are refreshed
 before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. Relay CPU per datagram
 comes from --relay's /v1/stats (mediarelay) or from --relay-pid's /proc/PID/stat per datagram sent
-(any server, e.g. coturn's turnserver). The peer socket binds the local address that routes to the server.
+(any server, e.g. coturn's turnserver). The peer socket binds the local address that routes to the server;
+the server's peer policy must allow it (mediarelay: --turn-allowed-peer; coturn: --allow-loopback-peers).
 
 Options (default in brackets):
   --relay URL            control API, http://HOST:PORT [required unless --target]

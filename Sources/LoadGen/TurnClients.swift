@@ -63,16 +63,21 @@ final class TurnClients {
             builder.append(.lifetime, uint32: self.requestedLifetime)
         }
         for (client, answer) in zip(clients, answers) where answer?.messageClass == .successResponse {
-            guard let relayed = answer?.socketAddress(.xorRelayedAddress) else { continue }
-            client.relayed = relayed
-            client.lifetime = (try? answer?.value(.lifetime, AttributeValue.uint32)) ?? requestedLifetime
+            // Released at the end even if unusable: the server holds it either way.
             allocated.append(client)
+            client.relayed = answer?.socketAddress(.xorRelayedAddress)
+            client.lifetime = (try? answer?.value(.lifetime, AttributeValue.uint32)) ?? requestedLifetime
         }
         try check(answers, "Allocate")
+        if allocated.contains(where: { $0.relayed == nil }) {
+            throw LoadError("TURN Allocate at \(server): a success answer without a usable XOR-RELAYED-ADDRESS")
+        }
         try bindPeer(transactions)
         lastRefresh = MonotonicClock.now()
         let shortest = allocated.map(\.lifetime).min() ?? 0
-        if shortest != requestedLifetime && refreshEvery == nil { log("the server granted allocations of \(shortest) s; refreshing every \(refreshInterval / 1_000_000_000) s") }
+        if shortest != requestedLifetime && refreshEvery == nil {
+            log("the server granted allocations of \(shortest) s; refreshing every \(refreshInterval / 1_000_000_000) s")
+        }
     }
 
     /// Refreshes allocations, permissions and channels once `refreshInterval` has passed since
