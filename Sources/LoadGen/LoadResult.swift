@@ -23,6 +23,8 @@ public struct LoadResult: Sendable {
     /// Fractions of received datagrams whose ECN / DSCP arrived as sent.
     public var ecnKept = 0.0
     public var dscpKept = 0.0
+    /// The TOS bytes datagrams arrived with and how many of each, most frequent first.
+    public var tosSeen: [(tos: UInt8, count: UInt64)] = []
     public var generatorCPUSeconds = 0.0
     public var relay: RelayDelta?
     /// The relay's CPU over the same interval from /proc/PID/stat, when its pid is known.
@@ -58,6 +60,8 @@ public struct LoadResult: Sendable {
         jitterUs = s.meanJitterNs / 1000
         ecnKept = s.received == 0 ? 0 : Double(s.ecnKept) / Double(s.received)
         dscpKept = s.received == 0 ? 0 : Double(s.dscpKept) / Double(s.received)
+        tosSeen = s.tosCounts.indices.filter { s.tosCounts[$0] > 0 }
+            .map { (UInt8($0), s.tosCounts[$0]) }.sorted { $0.count > $1.count }
     }
 
     /// The result as one JSON object (the last stdout line with --json).
@@ -85,6 +89,7 @@ public struct LoadResult: Sendable {
             ("jitter_us", .number(jitterUs)),
             ("ecn_kept", .number(ecnKept)),
             ("dscp_kept", .number(dscpKept)),
+            ("tos_seen", .object(tosSeen.map { (String($0.tos), i($0.count)) })),
             ("generator_cpu_seconds", .number(generatorCPUSeconds)),
             ("relay_engine", relay.map { .string($0.engine) } ?? .null),
             ("relay_packets_in", n(relay?.packetsIn)),

@@ -7,6 +7,7 @@ public enum ResultTable {
             guard let d, d.isFinite else { return "-" }
             return String(format: "%.\(digits)f", d)
         }
+        let marksTotal = r.tosSeen.reduce(0) { $0 + $1.count }
         var rows: [(String, String)] = [
             ("profile", "\(r.profile.rawValue), \(r.streams) streams\(r.bidirectional ? ", bidirectional" : ""), TOS \(r.tos)"),
             ("offered", "\(f(r.offeredRate, 0)) datagrams/s for \(f(r.seconds, 2)) s"),
@@ -26,6 +27,9 @@ public enum ResultTable {
             ("jitter us", f(r.jitterUs)),
             ("ECN kept", "\(f(r.ecnKept * 100, 2)) %"),
             ("DSCP kept", "\(f(r.dscpKept * 100, 2)) %"),
+            ("marks seen", r.tosSeen.prefix(4).map { seen in
+                "DSCP \(seen.tos >> 2) ECN \(seen.tos & 3): \(f(Double(seen.count) / Double(max(1, marksTotal)) * 100, 2)) %"
+            }.joined(separator: ", ") + (r.tosSeen.count > 4 ? ", ..." : "")),
             ("generator CPU", "\(f(r.generatorCPUSeconds, 3)) s (\(f(r.seconds > 0 ? r.generatorCPUSeconds / r.seconds * 100 : nil, 0)) % of one core)"),
         ]
         if let relay = r.relay {

@@ -48,6 +48,7 @@ final class TurnLoadTests: XCTestCase {
         XCTAssertEqual(r.tos, 46 << 2 | 2)
         XCTAssertEqual(r.ecnKept, 1, "ECT(0) as sent")
         XCTAssertEqual(r.dscpKept, 1, "EF as sent")
+        XCTAssertEqual(r.tosSeen.map(\.tos), [46 << 2 | 2], "the only marks the receivers saw")
         XCTAssertGreaterThan(r.latencyUs[0], 0)
         XCTAssertNil(r.relay, "coturn has no /v1/stats")
         XCTAssertNotNil(r.relayProcCPUSeconds, "--relay-pid reads coturn's CPU from /proc")
@@ -74,6 +75,7 @@ final class TurnLoadTests: XCTestCase {
         XCTAssertEqual(r.foreign, 0)
         XCTAssertEqual(r.ecnKept, 1, "ECT(1) kept")
         XCTAssertEqual(r.dscpKept, 1)
+        XCTAssertEqual(r.tosSeen.map(\.tos), [46 << 2 | 1])
     }
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
