@@ -2,10 +2,11 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps test-deps build release test demo bench clean
+.PHONY: deps test-deps build release reference test demo bench clean
 
 # The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
 # (libcrypto for STUN/TURN credentials). Each is installed when its header is absent.
+# A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
 		echo "make: installing liburing-dev (needed for the io_uring backend)"; \
@@ -14,6 +15,10 @@ deps:
 	@if [ ! -f /usr/include/openssl/hmac.h ]; then \
 		echo "make: installing libssl-dev (libcrypto, needed for TURN credentials)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libssl-dev; \
+	fi
+	@if ! command -v cc >/dev/null; then \
+		echo "make: installing gcc (builds the C reference forwarder)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gcc; \
 	fi
 
 build: deps
@@ -43,12 +48,19 @@ test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-demo: release
+# The C reference forwarder (bench/reference/forwarder.c): what the engine is measured against,
+# built with the system compiler at -O2, as a C program would be.
+CC ?= cc
+reference: deps
+	@mkdir -p .build/reference
+	$(CC) -O2 -Wall -Wextra -o .build/reference/forwarder bench/reference/forwarder.c -luring
+
+demo: release reference
 	bench/demo.sh
 
 # The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
-bench: release
-	.build/release/engine-bench --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
+bench: release reference
+	.build/release/engine-bench --c-forwarder .build/reference/forwarder --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
 
 clean:
 	rm -rf .build

@@ -2,6 +2,7 @@
 // C library's own.
 #define _GNU_SOURCE
 #include "cloadgen.h"
+#include <netinet/udp.h>
 #include <string.h>
 
 struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *current) {
@@ -18,6 +19,22 @@ struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *curre
 unsigned char *lg_cmsg_data(struct cmsghdr *cmsg) { return CMSG_DATA(cmsg); }
 
 size_t lg_cmsg_data_length(const struct cmsghdr *cmsg) { return cmsg->cmsg_len - CMSG_LEN(0); }
+
+size_t lg_cmsg_write(void *control, size_t capacity, int level, int type, const void *data, size_t length) {
+    if (CMSG_SPACE(length) > capacity) return 0;
+    memset(control, 0, CMSG_SPACE(length));
+    struct cmsghdr *cmsg = control;
+    cmsg->cmsg_level = level;
+    cmsg->cmsg_type = type;
+    cmsg->cmsg_len = CMSG_LEN(length);
+    memcpy(CMSG_DATA(cmsg), data, length);
+    return CMSG_SPACE(length);
+}
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+int lg_udp_segment(void) { return UDP_SEGMENT; }
 
 _Static_assert(sizeof(struct lg_mmsghdr) == sizeof(struct mmsghdr), "mmsghdr layout");
 

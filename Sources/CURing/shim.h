@@ -80,6 +80,10 @@ static inline int mr_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK 
 #define UDP_SEGMENT 103
 #endif
 static inline int mr_udp_segment(void) { return UDP_SEGMENT; }
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+static inline int mr_udp_gro(void) { return UDP_GRO; }
 #ifndef SO_RXQ_OVFL
 #define SO_RXQ_OVFL 40
 #endif

@@ -28,6 +28,8 @@ public struct EngineCounters: Sendable, SummedCounters {
     public var gsoSends: UInt64 = 0
     /// Sockets on which GSO was turned off after the kernel refused it (EIO/EINVAL).
     public var gsoFallbacks: UInt64 = 0
+    /// Datagrams that arrived as segments of one UDP GRO buffer (split for routing).
+    public var groSegments: UInt64 = 0
     /// io_uring multishot receives that ended and were armed again; many of them mean the
     /// provided buffers ran out (the worker is behind).
     public var receiveRestarts: UInt64 = 0
@@ -39,7 +41,7 @@ public struct EngineCounters: Sendable, SummedCounters {
     /// The plain counters `merge` sums (CountersMergeTests checks none is missing).
     public static var summedFields: [WritableKeyPath<EngineCounters, UInt64>] {
         [\.datagramsIn, \.bytesIn, \.datagramsOut, \.bytesOut, \.syscalls, \.receiveBatches, \.kernelDrops,
-         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.receiveRestarts, \.receiveFailures]
+         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures]
     }
 
     mutating func noteBatch(_ size: Int) {

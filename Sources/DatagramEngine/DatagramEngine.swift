@@ -81,7 +81,7 @@ public final class DatagramEngine {
 
     /// Starts receiving on `socket`; the engine keeps it open until `unregister`.
     public func register(_ socket: UDPSocket) throws(SystemCallError) -> SocketID {
-        let id = state.table.add(socket, gso: state.gsoActive)
+        let id = state.table.add(socket, gso: state.gsoActive, gro: state.groActive)
         switch driver {
         case .poll(let poll):
             do throws(SystemCallError) {
@@ -113,6 +113,12 @@ public final class DatagramEngine {
     public func gsoEnabled(_ id: SocketID) -> Bool {
         guard let slot = state.table.lookup(id) else { return false }
         return state.table[slot].gsoEnabled
+    }
+
+    /// Whether the kernel coalesces bursts for this socket (UDP_GRO taken at registration).
+    public func groEnabled(_ id: SocketID) -> Bool {
+        guard let slot = state.table.lookup(id) else { return false }
+        return state.table[slot].groEnabled
     }
 
     /// Test and diagnostics hook: turns GSO off or on for one socket, as a refusal would.

@@ -11,13 +11,18 @@ public struct EngineConfiguration: Sendable {
     public var maxDatagramSize = 2048
     /// UDP GSO on the batched backends (never on perPacket, which is the no-batching baseline).
     public var gso = true
+    /// UDP GRO on receive, where the kernel takes UDP_GRO: a burst of one flow arrives as one
+    /// buffer and is split into its datagrams. On the mmsg backend only for now (io_uring's
+    /// provided buffers are sized for one datagram each; 64 KiB each would be 256 MiB).
+    public var gro = true
     /// io_uring provided buffers (a power of two).
     public var uringBuffers = 4096
 
-    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, maxDatagramSize: Int = 2048) {
+    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
         self.backend = backend
         self.batchSize = batchSize
         self.gso = gso
+        self.gro = gro
         self.maxDatagramSize = maxDatagramSize
     }
 }

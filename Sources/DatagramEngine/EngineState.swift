@@ -12,10 +12,18 @@ final class EngineState {
     private(set) var receivedCount = 0
     var wasWoken = false
     private let received: UnsafeMutablePointer<ReceivedDatagram>
+    /// Room for a full batch of GRO buffers, each split into its datagrams.
+    private let receivedCapacity: Int
+
+    /// The kernel coalesces at most this many datagrams into one UDP GRO buffer.
+    static let maxGROSegments = 64
+    /// A UDP GRO buffer's largest size: a UDP payload can be no longer.
+    static let groBufferSize = 65_536
 
     init(configuration: EngineConfiguration) {
         self.configuration = configuration
-        received = .allocate(capacity: configuration.batchSize)
+        receivedCapacity = configuration.batchSize * (configuration.gro ? EngineState.maxGROSegments : 1)
+        received = .allocate(capacity: receivedCapacity)
         sendVectors = SendVectors(capacity: configuration.sendCapacity)
     }
 
@@ -24,7 +32,10 @@ final class EngineState {
     /// Whether GSO may merge sends: asked for, and a batched backend.
     var gsoActive: Bool { configuration.gso && configuration.backend != .perPacket }
 
-    var isFull: Bool { receivedCount == configuration.batchSize }
+    /// Whether UDP GRO may coalesce receives: asked for, on the mmsg backend (see EngineConfiguration.gro).
+    var groActive: Bool { configuration.gro && configuration.backend == .mmsg }
+
+    var isFull: Bool { receivedCount >= configuration.batchSize }
 
     @inline(__always)
     func received(_ index: Int) -> ReceivedDatagram { received[index] }
@@ -44,17 +55,38 @@ final class EngineState {
             counters.kernelDrops &+= UInt64(count &- table[slot].lastOverflow)
             table[slot].lastOverflow = count
         }
-        if truncated || payload.count > configuration.maxDatagramSize {
+        let segment = metadata.segmentSize > 0 && metadata.segmentSize < payload.count ? metadata.segmentSize : payload.count
+        if truncated || segment > configuration.maxDatagramSize {
             counters.truncated &+= 1
             return false
         }
-        guard let source, receivedCount < configuration.batchSize else { return false }
-        received[receivedCount] = ReceivedDatagram(
-            socket: id, source: source, trafficClass: TrafficClass(rawValue: metadata.trafficClass), bytes: payload)
+        guard let source, receivedCount < receivedCapacity else { return false }
+        let trafficClass = TrafficClass(rawValue: metadata.trafficClass)
+        if segment == payload.count {
+            add(ReceivedDatagram(socket: id, source: source, trafficClass: trafficClass, bytes: payload))
+            return true
+        }
+        // A UDP GRO buffer: datagrams of `segment` bytes back to back, the last maybe shorter,
+        // all from one source with one TOS byte (the kernel coalesces only datagrams whose IP
+        // headers agree but for length and id). Each becomes a datagram of its own, in place.
+        var offset = 0
+        while offset < payload.count && receivedCount < receivedCapacity {
+            let length = min(segment, payload.count - offset)
+            add(ReceivedDatagram(socket: id, source: source, trafficClass: trafficClass,
+                                 bytes: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + length)])))
+            counters.groSegments &+= 1
+            offset += length
+        }
+        if offset < payload.count { counters.truncated &+= 1 }
+        return true
+    }
+
+    @inline(__always)
+    private func add(_ datagram: ReceivedDatagram) {
+        received[receivedCount] = datagram
         receivedCount += 1
         counters.datagramsIn &+= 1
-        counters.bytesIn &+= UInt64(payload.count)
-        counters.ecnIn[Int(metadata.trafficClass & 3)] &+= 1
-        return true
+        counters.bytesIn &+= UInt64(datagram.bytes.count)
+        counters.ecnIn[Int(datagram.trafficClass.rawValue & 3)] &+= 1
     }
 }

@@ -13,14 +13,21 @@ public struct Comparison: Sendable {
         self.log = log
     }
 
-    /// The loads to run: the standard five, or only 100k for the CPU cross-check (--check).
-    public var loads: [LoadPoint] { options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard }
+    /// The loads to run: those `--loads` names, the standard ones, or only 100k for the CPU
+    /// cross-check (--check).
+    public var loads: [LoadPoint] {
+        if let names = options.loads { return names.compactMap(LoadPoint.named) }
+        return options.check ? [LoadPoint.constant(100_000)] : LoadPoint.standard
+    }
 
     public func run() throws(LoadError) {
         guard access(options.server, X_OK) == 0 else {
             throw LoadError("--server \(options.server): not an executable file (build it first: swift build -c release)")
         }
-        let engines = EngineSetting.all
+        if let reference = options.reference, access(reference, X_OK) != 0 {
+            throw LoadError("--reference \(reference): not an executable file (build it first: make reference)")
+        }
+        let engines = self.engines
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
         // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
         // drain, stop), plus about 1 ms per session created.
@@ -63,13 +70,31 @@ public struct Comparison: Sendable {
         }
     }
 
+    /// The control token of a relay off loopback (`--relay-host`).
+    var token: String { "compare-\(getpid())" }
+
+    /// The relay's engines, and the C per-packet forwarder when `--reference` names it (or those
+    /// `--engines` picks), each at every worker count asked for (the C forwarder, which has one
+    /// thread, at one only).
+    public var engines: [EngineSetting] {
+        var chosen = EngineSetting.all + EngineSetting.videoGRO + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
+        if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
+        return options.workers.flatMap { count in chosen.filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
+    }
+
     func runOne(_ planned: PlannedRun) -> RunRecord {
+        if planned.engine.reference { return runReference(planned) }
         let server: ServerProcess
         do {
-            server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + [
+            let host = options.relayHost
+            // Off loopback the relay's control API wants a token: a fresh one per run (the relay
+            // runs in a network namespace of the benchmark's own, so the command line is fine).
+            let address = host == "127.0.0.1" ? [] : ["--relay-address", host, "--control-token", token]
+            server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + address + [
                 // The `http listening on` line is written at every log level.
-                "--workers", "1", "--http", "127.0.0.1:0", "--ports", "40000-44999", "--log-level", "warning",
-            ])
+                "--workers", String(planned.engine.workers), "--http", "\(host.contains(":") ? "[\(host)]" : host):0",
+                "--ports", "40000-44999", "--log-level", "warning",
+            ], prefix: options.serverPrefix)
         } catch {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
@@ -78,18 +103,54 @@ public struct Comparison: Sendable {
                 log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
             }
         }
-        var o = LoadOptions()
+        var o = loadOptions(planned, pid: server.pid)
         o.relay = "http://\(server.http)"
+        if options.relayHost != "127.0.0.1" { o.token = token }
+        return measure(planned, options: o, server: server)
+    }
+
+    /// The C per-packet forwarder serving the same flows as the relay's sessions: one pair of
+    /// sockets per session (listed in a file), each latching onto its first source, driven by
+    /// the generator exactly as in session mode (same sockets, latching, pacing); its figures
+    /// come from its counters file and its process CPU clock instead of /v1/stats.
+    func runReference(_ planned: PlannedRun) -> RunRecord {
+        let stats = "/tmp/mediarelay-load-\(getpid())-reference.stats"
+        let legs = "/tmp/mediarelay-load-\(getpid())-reference.legs"
+        unlink(stats)
+        defer { unlink(stats); unlink(legs) }
+        let server: ServerProcess
+        do {
+            server = try ServerProcess(path: options.reference!, arguments: planned.engine.arguments + [
+                "--listen", "\(options.relayHost.contains(":") ? "[\(options.relayHost)]" : options.relayHost):0",
+                "--legs", String(planned.load.streams), "--legs-file", legs, "--stats", stats,
+            ], kind: .reference, prefix: options.serverPrefix)
+        } catch {
+            return RunRecord(run: planned, result: nil, error: error.message)
+        }
+        defer { server.stop() }
+        var o = loadOptions(planned, pid: server.pid)
+        o.legs = legs
+        o.forwarderStats = stats
+        return measure(planned, options: o, server: server)
+    }
+
+    func loadOptions(_ planned: PlannedRun, pid: Int32) -> LoadOptions {
+        var o = LoadOptions()
         o.streams = planned.load.streams
         o.profile = planned.load.profile
+        o.senderGSO = planned.load.senderGSO
         if planned.load.profile == .constant {
             o.rate = planned.load.rate
             o.size = planned.load.size
         }
         o.seconds = options.seconds
         o.warmup = Self.warmup(seconds: options.seconds)
-        o.relayPID = server.pid
+        o.relayPID = pid
         o.progress = false
+        return o
+    }
+
+    func measure(_ planned: PlannedRun, options o: LoadOptions, server: ServerProcess) -> RunRecord {
         do {
             let result = try LoadRun(options: o, deleteSessions: false, log: log).run()
             return RunRecord(run: planned, result: result, error: nil)
@@ -120,8 +181,9 @@ public struct Comparison: Sendable {
         log("compare: wrote \(out).md, \(out).csv, \(out).svg")
     }
 
+    /// One line per engine that runs at every load (the video-only GRO pair is in the table).
     func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
-        EngineSetting.all.map { engine in
+        engines.filter { $0.profiles == nil }.map { engine in
             let mine = cells.filter { $0.engine == engine.name }
             let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }

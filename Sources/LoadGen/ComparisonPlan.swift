@@ -2,14 +2,49 @@
 public struct EngineSetting: Sendable, Equatable {
     public let name: String
     public let arguments: [String]
+    /// The relay's --workers.
+    public var workers = 1
+    /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the
+    /// per-packet baseline written in plain C, so the saving that is batching's alone shows.
+    public var reference = false
+    /// The profiles this setting runs at (nil: every load).
+    public var profiles: [TrafficProfile]?
 
-    /// perpacket, mmsg and uring with GSO off, so batching alone is measured; then uring with GSO.
+    public init(name: String, arguments: [String], reference: Bool = false, profiles: [TrafficProfile]? = nil) {
+        self.name = name
+        self.arguments = arguments
+        self.reference = reference
+        self.profiles = profiles
+    }
+
+    public func runs(at load: LoadPoint) -> Bool { profiles?.contains(load.profile) ?? true }
+
+    /// perpacket, mmsg and uring with GSO and GRO off, so batching alone is measured; then
+    /// uring with GSO.
     public static let all: [EngineSetting] = [
-        EngineSetting(name: "perpacket", arguments: ["--engine", "perpacket", "--gso", "off"]),
-        EngineSetting(name: "mmsg", arguments: ["--engine", "mmsg", "--gso", "off"]),
-        EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off"]),
-        EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on"]),
+        EngineSetting(name: "perpacket", arguments: ["--engine", "perpacket", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "mmsg", arguments: ["--engine", "mmsg", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "uring", arguments: ["--engine", "uring", "--gso", "off", "--gro", "off"]),
+        EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on", "--gro", "off"]),
     ]
+
+    /// On video only: mmsg with GSO, without and with the relay's GRO (mmsg has it), so the
+    /// video row shows what GRO adds on the traffic it is for.
+    public static let videoGRO: [EngineSetting] = [
+        EngineSetting(name: "mmsg+gso", arguments: ["--engine", "mmsg", "--gso", "on", "--gro", "off"], profiles: [.video]),
+        EngineSetting(name: "mmsg+gso+gro", arguments: ["--engine", "mmsg", "--gso", "on", "--gro", "on"], profiles: [.video]),
+    ]
+
+    /// The same engine with `count` workers, named `NAME w<count>` when more than one.
+    public func with(workers count: Int) -> EngineSetting {
+        var copy = EngineSetting(name: count == 1 ? name : "\(name) w\(count)", arguments: arguments, reference: reference,
+                                 profiles: profiles)
+        copy.workers = count
+        return copy
+    }
+
+    /// The C per-packet forwarder, run by `compare --reference PATH`.
+    public static let cPerPacket = EngineSetting(name: "c-perpacket", arguments: ["--backend", "perpacket"], reference: true)
 }
 
 /// An offered load: a profile, stream count and (constant profile) rate and size.
@@ -19,15 +54,34 @@ public struct LoadPoint: Sendable, Equatable {
     public let streams: Int
     public let rate: Double
     public let size: Int
+    /// Video: each frame leaves the generator as one GSO send (`--sender-gso`).
+    public var senderGSO = false
 
     public static func constant(_ rate: Double) -> LoadPoint {
         LoadPoint(label: "\(Int(rate / 1000))k", profile: .constant, streams: 20, rate: rate, size: 200)
     }
 
+    /// `streams` video streams at the default 2 Mbit/s, each frame sent as one GSO send.
+    public static func video(_ streams: Int) -> LoadPoint {
+        LoadPoint(label: "video\(streams)", profile: .video, streams: streams, rate: 0, size: 0, senderGSO: true)
+    }
+
     /// 10k (the latency check), 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
-    /// then 2,000 voice streams.
+    /// then 2,000 voice streams and 200 video streams of 2 Mbit/s (frames sent with GSO).
     public static let standard: [LoadPoint] = [constant(10_000), constant(20_000), constant(50_000), constant(100_000), constant(200_000),
-                                               LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0)]
+                                               LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0), video(200)]
+
+    /// A load by its label: a standard one, `NNNk` (constant, 20 streams of 200 B), `voiceN` or
+    /// `videoN` (N streams). Nil for anything else.
+    public static func named(_ label: String) -> LoadPoint? {
+        if let known = standard.first(where: { $0.label == label }) { return known }
+        if label.hasSuffix("k"), let thousands = Int(label.dropLast()), (1...2000).contains(thousands) { return constant(Double(thousands * 1000)) }
+        if label.hasPrefix("voice"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) {
+            return LoadPoint(label: label, profile: .voice, streams: n, rate: 0, size: 0)
+        }
+        if label.hasPrefix("video"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) { return video(n) }
+        return nil
+    }
 
     public var offeredRate: Double { profile == .constant ? rate : TrafficShape(profile: profile, streams: streams, rate: 0, size: 0, bitrate: TrafficProfile.defaultVideoBitrate, tos: nil).datagramsPerSecond }
 }
@@ -46,6 +100,7 @@ public func comparisonPlan(repeats: Int, loads: [LoadPoint], engines: [EngineSet
     var plan: [PlannedRun] = []
     for r in 0..<repeats {
         for (l, load) in loads.enumerated() {
+            let engines = engines.filter { $0.runs(at: load) }
             for e in 0..<engines.count {
                 let engine = engines[(e + r + l) % engines.count]
                 plan.append(PlannedRun(repeatIndex: r, load: load, engine: engine))

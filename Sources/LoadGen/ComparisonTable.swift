@@ -3,21 +3,27 @@ import Foundation
 /// The comparison's summary table, as aligned text (for the terminal) or Markdown.
 public enum ComparisonTable {
     public static let columns = ["engine", "load", "offered/s", "sent/s", "delivered %", "relay CPU us/datagram (median, min-max)",
-                                 "syscalls/datagram", "p50 us", "p99 us", "CPU saved vs perpacket"]
+                                 "syscalls/datagram", "p50 us", "p99 us", "p99.9 us", "CPU saved vs perpacket", "vs C perpacket"]
+
+    /// 1 - median(engine) / median(baseline) at the same load, as a signed percentage.
+    static func saved(_ c: CellSummary, against baseline: String, in cells: [CellSummary]) -> String {
+        let base = cells.first { $0.load == c.load && $0.engine == baseline }
+        guard c.engine != baseline, let mine = c.cpuUs?.median, let theirs = base?.cpuUs?.median, theirs > 0 else { return "-" }
+        return String(format: "%+.0f %%", (1 - mine / theirs) * 100)
+    }
 
     public static func rows(_ cells: [CellSummary]) -> [[String]] {
         cells.map { c in
-            let base = cells.first { $0.load == c.load && $0.engine == "perpacket" }
-            var saved = "-"
-            if c.engine != "perpacket", let mine = c.cpuUs?.median, let theirs = base?.cpuUs?.median, theirs > 0 {
-                saved = String(format: "%+.0f %%", (1 - mine / theirs) * 100)
-            }
-            let engine = c.reportedEngines.isEmpty || c.reportedEngines == [c.engine.replacingOccurrences(of: "+gso", with: "")]
+            // The relay reports its backend without "+gso" and the worker count ("uring+gso w2" ran "uring").
+            let backend = String(c.engine.prefix { $0 != " " }).replacingOccurrences(of: "+gso", with: "").replacingOccurrences(of: "+gro", with: "")
+            let engine = c.reportedEngines.isEmpty || c.reportedEngines == [backend]
                 ? c.engine : "\(c.engine) (ran \(c.reportedEngines.joined(separator: ",")))"
             return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate), format(c.sentRate?.median, "%.0f"),
                     format(c.delivered?.median, "%.2f"),
                     c.cpuUs.map { String(format: "%.3f (%.3f-%.3f)", $0.median, $0.min, $0.max) } ?? "-",
-                    format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"), saved]
+                    format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"),
+                    format(c.p999?.median, "%.0f"), saved(c, against: "perpacket", in: cells),
+                    saved(c, against: EngineSetting.cPerPacket.name, in: cells)]
         }
     }
 

@@ -4,7 +4,9 @@ public let helpText = """
 usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
        mediarelay-load --turn HOST:PORT (--turn-user NAME:PASSWORD | --turn-secret SECRET) [--relay URL | --relay-pid PID] [options]
-       mediarelay-load compare --server PATH [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
+       mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
+       mediarelay-load compare --server PATH [--reference PATH] [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
+                               [--loads L,...] [--engines E,...] [--workers N,...] [--relay-host ADDR] [--server-prefix CMD]
 
 Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
 preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
@@ -39,6 +41,8 @@ Options (default in brackets):
   --tos BYTE             TOS / Traffic Class byte, 0...255, overrides the profile's [constant: 0]
   --bitrate BPS          video bits/s per stream, 8000...1000000000 [\(TrafficProfile.defaultVideoBitrate)]
   --bidirectional        the receiving side also sends the same profile back (doubles the offered load)
+  --sender-gso           video: each frame leaves as one GSO send (UDP_SEGMENT), as a sender bursting
+                         frames with GSO would send it
   --target HOST:PORT     drive a forward rule: its listen address [none]
   --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
   --turn HOST:PORT       drive a TURN server (RFC 8656 over UDP): one client per stream [none]
@@ -49,6 +53,10 @@ Options (default in brackets):
                          [half the shortest of granted lifetime and 300 s, or a minute before it ends]
   --drain S              keep receiving up to S seconds after the last send, for datagrams in flight,
                          0...60 (ends early once everything sent has arrived) [0.3]
+  --legs FILE            sessions without a control API, listed in FILE one per line as their legs'
+                         HOST:PORT (the C reference forwarder's --legs-file), driven as in session mode
+  --forwarder-stats FILE read the C reference forwarder's counters from FILE (its --stats) and its CPU
+                         from the CPU clock of --relay-pid, in place of GET /v1/stats
   --warmup S             datagrams sent in the first S seconds are left out of latency figures
                          (not of loss, order or ECN/DSCP), 0...60 [0.5]
   --relay-pid PID        also read the relay's CPU from /proc/PID/stat, to cross-check /v1/stats [none]
@@ -66,9 +74,17 @@ Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or 
 130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
-uring with --gso on) x offered load (20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, and
-2000 voice streams), --repeats times [3] interleaved so drift falls on every engine, each for
+uring with --gso on) x offered load (10k, 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
+2000 voice streams, 200 video streams of 2 Mbit/s with --sender-gso), --repeats times [3] interleaved so drift falls on every engine, each for
 --seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
+  --reference PATH       also run the C per-packet forwarder (bench/reference, built by make reference) as
+                         c-perpacket over the same flows (a socket pair per session, latching like the
+                         relay's legs), and report the CPU saved against it as well as against perpacket
+  --loads L,...          only these loads: the labels above, NNNk (constant, 20 streams), voiceN, videoN [all]
+  --engines E,...        only these engines: perpacket, mmsg, uring, uring+gso, c-perpacket [all]
+  --workers N,...        run each relay engine with each of these worker counts (named "E wN" above 1) [1]
+  --relay-host ADDR      the address the relay binds and answers on (sessions and HTTP) [127.0.0.1]
+  --server-prefix CMD    start the relay and the C forwarder under CMD, e.g. "ip netns exec NAME" [none]
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -28,10 +28,17 @@ public struct LoadOptions: Sendable, Equatable {
     /// Seconds the receiver keeps listening after the last send for datagrams still in
     /// flight (it stops earlier once everything sent has arrived).
     public var drain = 0.3
+    /// Listed-legs mode: a file listing sessions that exist without a control API, one per line,
+    /// its legs' HOST:PORT (the C reference forwarder's `--legs-file`).
+    public var legs: String?
+    /// The C reference forwarder's counters file, read with `relayPID` in place of /v1/stats.
+    public var forwarderStats: String?
     /// Seconds at the start whose datagrams are left out of the latency figures.
     public var warmup = 0.5
     /// The relay's process id, to read its CPU from /proc next to /v1/stats.
     public var relayPID: Int32?
+    /// Video: send each frame as one GSO send (UDP_SEGMENT), as a sender bursting frames would.
+    public var senderGSO = false
     /// Print a progress line per second on stderr.
     public var progress = true
 
@@ -48,12 +55,24 @@ public struct CompareOptions: Sendable, Equatable {
     public var server = ""
     public var out = "bench/results/latest"
     public var repeats = 3
-    /// 1.5 s: 60 runs plus a release build must fit `make demo` into 5 minutes on 2 cores
-    /// (measured: about 0.7 s per run besides the load, 2 s more for 2,000 sessions).
+    /// 1.5 s: short enough for `make demo`'s 111 runs (7 loads, 4 engines and the C forwarder,
+    /// and the GRO pair at video, 3 repeats) to take about 5 minutes on 2 cores (measured: about 0.7 s per run besides
+    /// the load, 2 s more for 2,000 sessions).
     public var seconds = 1.5
     public var quick = false
     /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
     public var check = false
+    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`.
+    public var reference: String?
+    /// Loads and engines by name (nil: all), and the relay's worker counts to run each engine with.
+    public var loads: [String]?
+    public var engines: [String]?
+    public var workers = [1]
+    /// The address the relay (or the C forwarder) binds and answers on, 127.0.0.1 by default;
+    /// another one with `serverPrefix` puts it behind a veth pair in its own network namespace.
+    public var relayHost = "127.0.0.1"
+    /// A command the servers are started under, e.g. `ip netns exec NAME`.
+    public var serverPrefix: [String] = []
     public init() {}
 }
 

@@ -32,6 +32,12 @@ public struct LoadRun: Sendable {
         defer {
             if deleteSessions, let control { control.deleteSessions(sessions.map(\.id)) }
         }
+        let stats: StatsSource?
+        if let path = options.forwarderStats, let pid = options.relayPID {
+            stats = .reference(ReferenceStats(path: path, pid: pid))
+        } else {
+            stats = control.map { .relay($0) }
+        }
         var turn: TurnClients?
         defer {
             if let turn {
@@ -42,14 +48,17 @@ public struct LoadRun: Sendable {
         var setup: RunSetup
         if let server = options.turn, let credential = options.turnCredential {
             let clients = try TurnClients(server: SocketAddress(hostPort: server), count: options.streams,
-                                          credential: credential, lifetime: options.turnLifetime, refreshSeconds: options.turnRefresh, tos: shape.tos,
-                                          runSeconds: options.seconds)
+                                          credential: credential, lifetime: options.turnLifetime, refreshSeconds: options.turnRefresh,
+                                          tos: shape.tos, runSeconds: options.seconds)
             turn = clients
             let allocating = MonotonicClock.now()
             try clients.allocate(log: log)
             let took = Double(MonotonicClock.now() - allocating) / 1e9
             if took > 1 { log(String(format: "allocated %d TURN clients in %.1f s", clients.clients.count, took)) }
             setup = RunSetup.turn(clients, bidirectional: options.bidirectional)
+        } else if let legs = options.legs {
+            setup = try RunSetup.sessions(try RelaySession.listed(in: legs, count: options.streams),
+                                          tos: shape.tos, bidirectional: options.bidirectional)
         } else if let target = options.target, let upstream = options.upstreamListen {
             setup = try RunSetup.forwardRule(target: SocketAddress(hostPort: target), upstream: SocketAddress(hostPort: upstream),
                                              streams: options.streams, tos: shape.tos, bidirectional: options.bidirectional)
@@ -62,7 +71,10 @@ public struct LoadRun: Sendable {
             if took > 1 { log(String(format: "created %d sessions in %.1f s", sessions.count, took)) }
             setup = try RunSetup.sessions(sessions, tos: shape.tos, bidirectional: options.bidirectional)
         } else {
-            throw LoadError("--relay: required (or --target with --upstream-listen, or --turn)")
+            throw LoadError("--relay: required (or --target with --upstream-listen, --legs, or --turn)")
+        }
+        if options.senderGSO, let socket = setup.flows.first?.socket, !socket.acceptsGSO() {
+            throw LoadError("--sender-gso: this kernel refuses UDP_SEGMENT (UDP GSO needs Linux 4.18 or later)")
         }
         let latched = try setup.latch(log: log)
         MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
@@ -77,13 +89,13 @@ public struct LoadRun: Sendable {
         result.turnServer = options.turn
         result.latchedStreams = latched
 
-        let statsBefore = try control.map { control throws(LoadError) in try Self.quietStats(control) }
+        let statsBefore = try stats.map { source throws(LoadError) in try Self.quietStats(source) }
         let procBefore = options.relayPID.flatMap { ProcessCPU.read(pid: $0) }
         let cpuBefore = ownCPUSeconds()
         let signals = RunSignals()
         let start = MonotonicClock.now() + 2_000_000
         let end = start + UInt64(options.seconds * 1e9)
-        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end)
+        let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end, gso: options.senderGSO)
         let inbox = ControlInbox()
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
                                        latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize,
@@ -119,8 +131,8 @@ public struct LoadRun: Sendable {
         result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
         result.seconds = Double(min(sendEnded, end) - start) / 1e9
         result.sent = signals.sent.load(ordering: .relaxed)
-        if let control, let before = statsBefore {
-            result.relay = try Self.settledDelta(control, before: before, atLeast: Double(result.sent))
+        if let stats, let before = statsBefore {
+            result.relay = try Self.settledDelta(stats, before: before, atLeast: Double(result.sent))
         }
         if let pid = options.relayPID, let before = procBefore, let after = ProcessCPU.read(pid: pid) {
             result.relayProcCPUSeconds = after.seconds - before.seconds
@@ -140,13 +152,13 @@ extension LoadRun {
     /// of packets may trail its CPU figure, and a latch counted only after this read would make
     /// CPU per datagram look lower. Reads until packets_in has stood still for 250 ms (at most
     /// two seconds).
-    static func quietStats(_ control: RelayControl) throws(LoadError) -> RelayStats {
+    static func quietStats(_ source: StatsSource) throws(LoadError) -> RelayStats {
         let deadline = MonotonicClock.now() + 2_000_000_000
-        var stats = try control.stats()
+        var stats = try source.read()
         var lastMove = MonotonicClock.now()
         while MonotonicClock.now() < deadline && MonotonicClock.now() - lastMove < 250_000_000 {
             MonotonicClock.sleep(until: MonotonicClock.now() + 50_000_000)
-            let next = try control.stats()
+            let next = try source.read()
             if next.packetsIn != stats.packetsIn { lastMove = MonotonicClock.now() }
             stats = next
         }
@@ -157,9 +169,9 @@ extension LoadRun {
     /// packets by a moment. Read until the relay has counted at least what we sent (everything
     /// we sent reached it, or it could not have been received), or its count stops moving, for
     /// at most a second.
-    static func settledDelta(_ control: RelayControl, before: RelayStats, atLeast sent: Double) throws(LoadError) -> RelayDelta {
+    static func settledDelta(_ source: StatsSource, before: RelayStats, atLeast sent: Double) throws(LoadError) -> RelayDelta {
         let deadline = MonotonicClock.now() + 1_000_000_000
-        var delta = RelayDelta(before: before, after: try control.stats())
+        var delta = RelayDelta(before: before, after: try source.read())
         var lastMove = MonotonicClock.now()
         while delta.packetsIn < sent {
             let now = MonotonicClock.now()
@@ -167,7 +179,7 @@ extension LoadRun {
             // once the count has stood still for 250 ms.
             if now >= deadline || now - lastMove > 250_000_000 { break }
             MonotonicClock.sleep(until: now + 25_000_000)
-            let next = RelayDelta(before: before, after: try control.stats())
+            let next = RelayDelta(before: before, after: try source.read())
             if next.packetsIn != delta.packetsIn { lastMove = MonotonicClock.now() }
             delta = next
         }

@@ -32,9 +32,16 @@ public enum OptionParser {
             case "--tos": o.tos = UInt8(try integer(name, try value(name), 0...255))
             case "--bitrate": o.bitrate = try integer(name, try value(name), 8000...1_000_000_000)
             case "--bidirectional": o.bidirectional = true
+            case "--sender-gso": o.senderGSO = true
             case "--json": o.json = true
             case "--target": o.target = try address(name, try value(name))
             case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
+            case "--legs":
+                o.legs = try value(name)
+                guard o.legs?.isEmpty == false else { throw LoadError("--legs: must not be empty") }
+            case "--forwarder-stats":
+                o.forwarderStats = try value(name)
+                guard o.forwarderStats?.isEmpty == false else { throw LoadError("--forwarder-stats: must not be empty") }
             case "--warmup": o.warmup = try number(name, try value(name), 0...60)
             case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
             case "--no-progress": o.progress = false
@@ -62,14 +69,24 @@ public enum OptionParser {
         }
         if o.turn != nil {
             guard o.turnCredential != nil else { throw LoadError("--turn: needs --turn-user NAME:PASSWORD or --turn-secret SECRET") }
-            guard o.target == nil, o.upstreamListen == nil else { throw LoadError("--turn: not with --target/--upstream-listen (one mode per run)") }
+            guard o.target == nil, o.upstreamListen == nil, o.legs == nil else {
+                throw LoadError("--turn: not with --target/--upstream-listen/--legs (one mode per run)")
+            }
         } else if o.turnCredential != nil || o.turnLifetime != LoadOptions().turnLifetime || o.turnRefresh != nil {
             throw LoadError("--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn HOST:PORT")
+        } else if o.legs != nil {
+            guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
         } else if o.target == nil {
-            guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen, or --turn)") }
+            guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen, --legs, or --turn)") }
             guard o.upstreamListen == nil else { throw LoadError("--upstream-listen: only with --target") }
         } else {
             guard o.upstreamListen != nil else { throw LoadError("--target: needs --upstream-listen HOST:PORT (the rule's upstream)") }
+        }
+        if o.forwarderStats != nil {
+            guard o.relayPID != nil else { throw LoadError("--forwarder-stats: needs --relay-pid PID (the forwarder's CPU clock)") }
+        }
+        if o.senderGSO && o.profile != .video {
+            throw LoadError("--sender-gso: only with --profile video (a frame is what leaves as one GSO send)")
         }
         if o.profile != .constant {
             if rateGiven { throw LoadError("--rate: only with --profile constant (\(o.profile.rawValue) fixes its own rate)") }
@@ -94,6 +111,25 @@ public enum OptionParser {
             case "--seconds": o.seconds = try number(name, try value(name), 0.5...60); secondsGiven = true
             case "--quick": o.quick = true
             case "--check": o.check = true
+            case "--reference": o.reference = try value(name)
+            case "--loads":
+                let labels = try list(name, try value(name))
+                for label in labels where LoadPoint.named(label) == nil {
+                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), NNNk, voiceN, videoN")
+                }
+                o.loads = labels
+            case "--engines":
+                let names = try list(name, try value(name))
+                let known = (EngineSetting.all + EngineSetting.videoGRO + [EngineSetting.cPerPacket]).map(\.name)
+                for engine in names where !known.contains(engine) {
+                    throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
+                }
+                o.engines = names
+            case "--workers": o.workers = try list(name, try value(name)).map { text throws(LoadError) in try integer(name, text, 1...64) }
+            case "--relay-host":
+                o.relayHost = try value(name)
+                _ = try address(name, "\(o.relayHost):0")
+            case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
             default: throw LoadError("compare \(name): unknown option (see --help)")
             }
         }
@@ -103,6 +139,12 @@ public enum OptionParser {
             if !secondsGiven { o.seconds = 1 }
         }
         return o
+    }
+
+    static func list(_ name: String, _ text: String) throws(LoadError) -> [String] {
+        let items = text.split(separator: ",").map(String.init)
+        guard !items.isEmpty else { throw LoadError("\(name): expected a comma-separated list") }
+        return items
     }
 
     static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {

@@ -34,12 +34,12 @@ public struct ProcessCPU: Sendable, Equatable {
     public static let ticksPerSecond: Int = max(1, sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// Reads a file of at most 64 KiB (proc files report size 0, so read until EOF).
-func readSmallFile(_ path: String) -> String? {
+/// Reads a file of at most `limit` bytes (proc files report size 0, so read until EOF).
+func readSmallFile(_ path: String, limit: Int = 65536) -> String? {
     guard case .done(let opened) = SystemCall.outcome({ Int(open(path, O_RDONLY | O_CLOEXEC)) }) else { return nil }
     let fd = Int32(opened)
     defer { SystemCall.close(fd) }
-    var bytes = [UInt8](repeating: 0, count: 65536)
+    var bytes = [UInt8](repeating: 0, count: limit)
     var used = 0
     while used < bytes.count {
         let outcome = bytes.withUnsafeMutableBytes { raw in

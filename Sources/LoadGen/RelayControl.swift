@@ -4,6 +4,21 @@ import Foundation
 public struct RelaySession: Sendable {
     public let id: String
     public let legs: [SocketAddress]
+
+    /// Sessions that exist without a control API, listed in a file (the C reference
+    /// forwarder's `--legs-file`): one line per session, its legs' HOST:PORT separated by spaces.
+    /// The first `count` are used.
+    static func listed(in path: String, count: Int) throws(LoadError) -> [RelaySession] {
+        guard let text = readSmallFile(path, limit: 1 << 20) else { throw LoadError("--legs \(path): cannot read it") }
+        var sessions: [RelaySession] = []
+        for line in text.split(separator: "\n").prefix(count) {
+            var legs: [SocketAddress] = []
+            for address in line.split(separator: " ") { legs.append(try SocketAddress(hostPort: String(address))) }
+            sessions.append(RelaySession(id: "listed-\(sessions.count)", legs: legs))
+        }
+        guard sessions.count == count else { throw LoadError("--legs \(path): \(sessions.count) sessions listed, --streams asks for \(count)") }
+        return sessions
+    }
 }
 
 /// The relay's control API (POST/DELETE /v1/sessions, GET /v1/stats, GET /healthz), with the

@@ -18,6 +18,7 @@ public struct RunRecord: Sendable {
     public var sentRate: Double? { result.flatMap { $0.seconds > 0 ? Double($0.sent) / $0.seconds : nil } }
     public var p50Us: Double? { result?.latencyUs[0] }
     public var p99Us: Double? { result?.latencyUs[2] }
+    public var p999Us: Double? { result?.latencyUs[3] }
 }
 
 /// The runs of one engine at one load, summarised over repeats.
@@ -31,6 +32,7 @@ public struct CellSummary: Sendable {
     public let syscalls: Summary?
     public let p50: Summary?
     public let p99: Summary?
+    public let p999: Summary?
     /// Engines the relay reported running (an engine may fall back, e.g. uring to mmsg).
     public let reportedEngines: [String]
 
@@ -45,16 +47,19 @@ public struct CellSummary: Sendable {
         syscalls = summary(\.syscallsPerDatagram)
         p50 = summary(\.p50Us)
         p99 = summary(\.p99Us)
+        p999 = summary(\.p999Us)
         var engines: [String] = []
         for r in records { if let e = r.result?.relay?.engine, !engines.contains(e) { engines.append(e) } }
         reportedEngines = engines
     }
 
-    /// Groups records by (load, engine) in the order of `loads` and `engines`.
+    /// Groups records by (load, engine) in the order of `loads` and `engines`; an engine that
+    /// did not run at a load (one for some profiles only) has no cell there.
     public static func summarise(_ records: [RunRecord], loads: [LoadPoint], engines: [String]) -> [CellSummary] {
         loads.flatMap { load in
-            engines.map { engine in
-                CellSummary(engine: engine, load: load, records: records.filter { $0.run.load == load && $0.run.engine.name == engine })
+            engines.compactMap { engine in
+                let mine = records.filter { $0.run.load == load && $0.run.engine.name == engine }
+                return mine.isEmpty ? nil : CellSummary(engine: engine, load: load, records: mine)
             }
         }
     }

@@ -10,32 +10,58 @@ import SystemSupport
 /// All messages of one batch leave through one socket (sendmmsg takes one descriptor); the
 /// caller flushes before switching sockets. Each message has its own destination, so one
 /// unconnected socket can feed many relay sessions in one call.
+///
+/// With `segments` > 1 (sender GSO, `--sender-gso`) a message holds up to that many datagrams
+/// of exactly `bufferSize` bytes back to back in one buffer, with a UDP_SEGMENT control message
+/// of `bufferSize`: consecutive datagrams to one destination (a video frame) leave as one
+/// buffer that the kernel cuts into datagrams, as a sender using GSO would send them.
 final class SendBatch {
     let capacity: Int
     let bufferSize: Int
+    /// Datagrams one message may carry: 1, or more with sender GSO.
+    let segmentsPerMessage: Int
     private let buffers: UnsafeMutableRawPointer
     private let iovecs: UnsafeMutablePointer<iovec>
     private let messages: UnsafeMutablePointer<lg_mmsghdr>
     private let names: UnsafeMutablePointer<sockaddr_storage>
+    private let segments: UnsafeMutablePointer<Int>
+    private let control: UnsafeMutableRawPointer
     private(set) var count = 0
     private(set) var fd: Int32 = -1
 
-    init(capacity: Int, bufferSize: Int) {
+    /// Control space per message: CMSG_SPACE(sizeof(uint16_t)) is 24 on 64-bit Linux.
+    static let controlSpace = 32
+
+    init(capacity: Int, bufferSize: Int, segments: Int = 1) {
         self.capacity = capacity
         self.bufferSize = max(bufferSize, PayloadHeader.size)
-        buffers = .allocate(byteCount: capacity * self.bufferSize, alignment: 16)
-        buffers.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * self.bufferSize)
+        segmentsPerMessage = max(1, segments)
+        let messageBytes = self.bufferSize * segmentsPerMessage
+        buffers = .allocate(byteCount: capacity * messageBytes, alignment: 16)
+        buffers.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * messageBytes)
         iovecs = .allocate(capacity: capacity)
         messages = .allocate(capacity: capacity)
         messages.initialize(repeating: lg_mmsghdr(), count: capacity)
         names = .allocate(capacity: capacity)
+        self.segments = .allocate(capacity: capacity)
+        self.segments.initialize(repeating: 0, count: capacity)
+        control = .allocate(byteCount: capacity * SendBatch.controlSpace, alignment: 8)
+        control.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * SendBatch.controlSpace)
         for i in 0..<capacity {
-            iovecs[i] = iovec(iov_base: buffers + i * self.bufferSize, iov_len: 0)
+            iovecs[i] = iovec(iov_base: buffers + i * messageBytes, iov_len: 0)
             names[i] = sockaddr_storage()
             var header = msghdr()
             header.msg_iov = iovecs + i
             header.msg_iovlen = 1
             header.msg_name = UnsafeMutableRawPointer(names + i)
+            if segmentsPerMessage > 1 {
+                // Every message says the same: cut into datagrams of bufferSize. A message of
+                // one datagram is not longer than that, so the kernel sends it as it is.
+                var size = UInt16(self.bufferSize)
+                header.msg_control = control + i * SendBatch.controlSpace
+                header.msg_controllen = lg_cmsg_write(header.msg_control, SendBatch.controlSpace, Int32(IPPROTO_UDP),
+                                                      lg_udp_segment(), &size, 2)
+            }
             messages[i].msg_hdr = header
         }
     }
@@ -45,6 +71,8 @@ final class SendBatch {
         iovecs.deallocate()
         messages.deallocate()
         names.deallocate()
+        segments.deallocate()
+        control.deallocate()
     }
 
     var isFull: Bool { count == capacity }
@@ -58,8 +86,17 @@ final class SendBatch {
     @inline(__always)
     func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int, channel: UInt16 = 0) {
         precondition(count < capacity && (count == 0 || fd == self.fd), "flush before switching sockets")
+        // ChannelData is not cut into GSO segments: each datagram needs its own frame header.
+        if segmentsPerMessage > 1, channel == 0, count > 0, size == bufferSize, segments[count - 1] < segmentsPerMessage,
+           iovecs[count - 1].iov_len == segments[count - 1] * bufferSize, sameDestination(count - 1, destination) {
+            // The next segment of the last message (the rest of a video frame).
+            header.encode(into: iovecs[count - 1].iov_base + iovecs[count - 1].iov_len)
+            iovecs[count - 1].iov_len += bufferSize
+            segments[count - 1] += 1
+            return
+        }
         self.fd = fd
-        let buffer = buffers + count * bufferSize
+        let buffer = iovecs[count].iov_base!
         let framing = channel == 0 ? 0 : ChannelData.headerSize
         let payload = min(max(size, PayloadHeader.size), bufferSize - framing)
         if framing > 0 {
@@ -69,7 +106,13 @@ final class SendBatch {
         iovecs[count].iov_len = framing + payload
         names[count] = destination.storage
         messages[count].msg_hdr.msg_namelen = destination.length
+        segments[count] = 1
         count += 1
+    }
+
+    private func sameDestination(_ index: Int, _ destination: SocketAddress) -> Bool {
+        guard messages[index].msg_hdr.msg_namelen == destination.length else { return false }
+        return withUnsafeBytes(of: destination.storage) { memcmp(names + index, $0.baseAddress!, Int(destination.length)) == 0 }
     }
 
     /// Sends the batch. Returns how many datagrams the kernel took; the rest are dropped (a
@@ -83,7 +126,7 @@ final class SendBatch {
         while next < count {
             switch SystemCall.outcome({ Int(lg_sendmmsg(fd, messages + next, UInt32(count - next), 0)) }) {
             case .done(let n) where n > 0:
-                sent += n
+                for i in next..<(next + n) { sent += segments[i] }
                 next += n
             case .wouldBlock:
                 guard stalls < 5 else { return sent }

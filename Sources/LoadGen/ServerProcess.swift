@@ -5,17 +5,28 @@ import Synchronization
 
 /// A relay started by `compare`: spawned with its stderr on a pipe, considered up once it has
 /// printed `http listening on HOST:PORT` and GET /healthz answers 200, stopped with SIGTERM.
+/// Or, as `.reference`, the C reference forwarder (bench/reference/forwarder.c), up once it has
+/// printed `listening on HOST:PORT` (on stdout, which shares the pipe); it has no HTTP.
 ///
 /// After start-up a thread keeps reading the pipe (a full pipe would block the relay's logging)
 /// and keeps the last lines for error messages.
 public final class ServerProcess: Sendable {
+    public enum Kind: Sendable {
+        case relay
+        case reference
+    }
+
     public let pid: pid_t
-    /// `HOST:PORT` the relay's HTTP listener bound.
+    /// `HOST:PORT` the relay's HTTP listener bound; for the reference, its first socket's.
     public let http: String
     private let tail = Mutex<[String]>([])
 
-    public init(path: String, arguments: [String], startTimeoutMs: Int = 10_000) throws(LoadError) {
+    /// - Parameter prefix: a command the server is started under, such as `ip netns exec NAME`
+    ///   (it must exec the server in place, so `pid` stays the server's).
+    public init(path: String, arguments: [String], kind: Kind = .relay, prefix: [String] = [],
+                startTimeoutMs: Int = 10_000) throws(LoadError) {
         guard access(path, X_OK) == 0 else { throw LoadError("--server \(path): not an executable file (build it first: swift build -c release)") }
+        let marker = kind == .relay ? "http listening on " : "listening on "
         var fds: [Int32] = [0, 0]
         let piped = SystemCall.outcome { Int(pipe(&fds)) }
         guard piped == .done(0) else { throw LoadError("pipe: \(errnoText(piped))") }
@@ -26,7 +37,9 @@ public final class ServerProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        if kind == .reference { posix_spawn_file_actions_adddup2(&actions, writeEnd, 1) }
+        let command = prefix + [path] + arguments
+        let argv = command.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         // The relay under test gets this environment minus what would change its behaviour:
         // a control token (every request would need it) and systemd's notify socket.
@@ -35,7 +48,7 @@ public final class ServerProcess: Sendable {
             .map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in environment { free(p) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, nil, argv, environment)
+        let rc = posix_spawnp(&child, command[0], &actions, nil, argv, environment)
         SystemCall.close(writeEnd)
         guard rc == 0 else {
             SystemCall.close(readEnd)
@@ -57,7 +70,7 @@ public final class ServerProcess: Sendable {
             guard case .done(let n) = SystemCall.outcome({ read(readEnd, &chunk, chunk.count) }), n > 0 else { break }
             for line in lines.append(chunk[0..<n]) {
                 seen.append(line)
-                if found == nil { found = Self.listeningAddress(in: line) }
+                if found == nil { found = Self.listeningAddress(in: line, marker: marker) }
             }
         }
         guard let found else {
@@ -66,7 +79,7 @@ public final class ServerProcess: Sendable {
             SystemCall.ignoringFailure { Int(waitpid(child, &status, 0)) }
             SystemCall.close(readEnd)
             let last = seen.suffix(3).joined(separator: " | ")
-            throw LoadError("\(path) \(arguments.joined(separator: " ")): no 'http listening on' line within \(startTimeoutMs) ms\(last.isEmpty ? "" : "; it said: \(last)")")
+            throw LoadError("\(command.joined(separator: " ")): no '\(marker)' line within \(startTimeoutMs) ms\(last.isEmpty ? "" : "; it said: \(last)")")
         }
         http = found
         tail.withLock { $0 = Array(seen.suffix(20)) }
@@ -74,6 +87,7 @@ public final class ServerProcess: Sendable {
         let drainer = Thread { [self] in drain(readEnd, started) }
         drainer.name = "relay-stderr"
         drainer.start()
+        guard kind == .relay else { return }
         let control = RelayControl(client: try HTTPClient(url: "http://\(found)", timeoutMs: 1000), token: nil)
         let healthDeadline = MonotonicClock.now() + 5_000_000_000
         while !control.healthy() {
@@ -85,9 +99,9 @@ public final class ServerProcess: Sendable {
         }
     }
 
-    /// The `HOST:PORT` after `http listening on `, if the line has it.
-    public static func listeningAddress(in line: String) -> String? {
-        guard let range = line.range(of: "http listening on ") else { return nil }
+    /// The `HOST:PORT` after `http listening on ` (or another marker), if the line has it.
+    public static func listeningAddress(in line: String, marker: String = "http listening on ") -> String? {
+        guard let range = line.range(of: marker) else { return nil }
         let rest = line[range.upperBound...].prefix { !$0.isWhitespace }
         return rest.isEmpty ? nil : String(rest)
     }

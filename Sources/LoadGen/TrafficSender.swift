@@ -19,17 +19,25 @@ public struct TrafficSender: Sendable {
     public let shape: TrafficShape
     public let start: UInt64
     public let end: UInt64
+    /// Each video frame leaves as one GSO send (`--sender-gso`).
+    public let gso: Bool
 
     /// The shortest time between two wake-ups of the sender: 200 us, below the jitter of
     /// any real network path, so the bursts it creates (at 200k/s, 40 datagrams spread over
     /// all streams) are small.
     public static let wakeInterval: UInt64 = 200_000
 
-    public init(flows: [Flow], shape: TrafficShape, start: UInt64, end: UInt64) {
+    public init(flows: [Flow], shape: TrafficShape, start: UInt64, end: UInt64, gso: Bool = false) {
         self.flows = flows
         self.shape = shape
         self.start = start
         self.end = end
+        self.gso = gso
+    }
+
+    /// Datagrams per GSO send: a whole frame, within the kernel's 64 segments and 64 KiB.
+    static func segmentsPerSend(_ shape: TrafficShape) -> Int {
+        min(shape.datagramsPerTick, 64, 65_000 / max(1, shape.maxSize))
     }
 
     /// Runs until `end` or `signals.stop`; returns the ticks the pacer had to forgive.
@@ -43,7 +51,10 @@ public struct TrafficSender: Sendable {
         let channels = flows.map(\.channel)
         var sequences = [UInt64](repeating: 0, count: count)
         let perTick = shape.datagramsPerTick
-        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize + SendBatch.channelHeaderSize)
+        // Room for a ChannelData header only when a flow is TURN: sender GSO cuts buffers of
+        // exactly the datagram size.
+        let framing = channels.contains { $0 != 0 } ? SendBatch.channelHeaderSize : 0
+        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize + framing, segments: gso ? Self.segmentsPerSend(shape) : 1)
         // Allow catching up on a 20 ms stall at most, in bursts of at most 64 ticks.
         let maxDebt = UInt64(max(64, shape.ticksPerSecond * Double(count) / Double(max(1, shape.streams)) * 0.02))
         // The shape's rate is per direction for `shape.streams` flows; a reverse direction adds

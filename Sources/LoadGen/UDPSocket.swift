@@ -1,3 +1,4 @@
+import CLoadGen
 import Glibc
 import SystemSupport
 
@@ -63,4 +64,12 @@ public final class UDPSocket: Sendable {
     }
 
     deinit { SystemCall.close(fd) }
+
+    /// Whether the kernel takes UDP GSO (the UDP_SEGMENT option) on this socket. The option is
+    /// reset at once: sends that want GSO ask for it with a control message.
+    public func acceptsGSO() -> Bool {
+        guard UDPSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 1200) == .done(0) else { return false }
+        _ = UDPSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 0)
+        return true
+    }
 }

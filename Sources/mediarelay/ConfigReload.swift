@@ -56,7 +56,7 @@ extension OptionKey {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
             .maxSessions:
             true
-        case .engine, .gso, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
+        case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
             false
         // The TURN server reads its settings at start; users and secrets may become reloadable
         // once it can swap them in.
@@ -72,6 +72,7 @@ extension OptionKey {
         switch self {
         case .engine: options.engine.rawValue
         case .gso: options.gso ? "on" : "off"
+        case .gro: options.gro ? "on" : "off"
         case .workers: String(options.workers)
         case .forward: options.forwards.map(\.description).joined(separator: ",")
         case .ports: options.ports.description

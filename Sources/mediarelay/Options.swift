@@ -22,6 +22,7 @@ struct ServerOptions: Equatable, Sendable {
     var configPath: String? = nil
     var engine: Engine = .auto
     var gso: Bool = true
+    var gro: Bool = true
     var workers: Int = ServerOptions.onlineCores
     var forwards: [ForwardSpec] = []
     var ports = PortRange(low: 40000, high: 40999)

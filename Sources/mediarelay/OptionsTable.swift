@@ -3,7 +3,7 @@ import RelayCore
 /// Every server option that is both a command-line flag and a config-file key. One table feeds
 /// the parser, the config loader and the help text, so the three cannot drift apart.
 enum OptionKey: String, CaseIterable, Sendable {
-    case engine, gso, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
+    case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
         batchSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
         turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare
@@ -17,6 +17,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "--engine"
         case .gso: "--gso"
+        case .gro: "--gro"
         case .workers: "--workers"
         case .forward: "--forward"
         case .ports: "--ports"
@@ -86,6 +87,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "E"
         case .gso: "on|off"
+        case .gro: "on|off"
         case .workers, .maxClients, .maxSessions, .batchSize: "N"
         case .forward: "LISTEN=UPSTREAM"
         case .ports: "LOW-HIGH"
@@ -113,6 +115,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "auto"
         case .gso: "on"
+        case .gro: "on"
         case .workers: "number of online cores (\(ServerOptions.onlineCores) here)"
         case .forward: "none"
         case .ports: "40000-40999"
@@ -154,6 +157,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: oneOf(Engine.allCases)
         case .gso: "on, off"
+        case .gro: "on, off"
         case .workers: integers(Self.workersRange)
         case .forward: "HOST:PORT=HOST:PORT, IPv6 as [addr]:port; repeatable, at most \(ServerOptions.maxForwardRules)"
         case .ports: "LOW-HIGH, 1 <= LOW <= HIGH <= 65535"
@@ -186,6 +190,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "datagram backend; auto prefers uring and falls back to mmsg, saying why"
         case .gso: "send equal-size datagrams to one destination as one UDP_SEGMENT sendmsg"
+        case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg engine)"
         case .workers: "worker threads, each with its own sessions and sockets"
         case .forward: "forward datagrams sent to LISTEN to UPSTREAM, one upstream socket per client"
         case .ports: "UDP ports that sessions and forward clients bind"
@@ -220,12 +225,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     func apply(_ text: String, to options: inout ServerOptions) throws(ValueProblem) {
         switch self {
         case .engine: options.engine = try choice(text)
-        case .gso:
-            switch text {
-            case "on": options.gso = true
-            case "off": options.gso = false
-            default: throw ValueProblem(expected: "expected one of on, off")
-            }
+        case .gso: options.gso = try onOff(text)
+        case .gro: options.gro = try onOff(text)
         case .workers: options.workers = try integer(text, in: Self.workersRange)
         case .forward: options.forwards.append(try ForwardSpec(parsing: text))
         case .ports: options.ports = try PortRange(parsing: text)
@@ -306,6 +307,14 @@ enum OptionKey: String, CaseIterable, Sendable {
             throw ValueProblem(expected: "expected \(accepted)")
         }
         return value
+    }
+
+    private func onOff(_ text: String) throws(ValueProblem) -> Bool {
+        switch text {
+        case "on": true
+        case "off": false
+        default: throw ValueProblem(expected: "expected one of on, off")
+        }
     }
 
     private func integer(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {

@@ -31,7 +31,7 @@ struct Server {
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
-                                              batchSize: options.batchSize, gso: options.gso)
+                                              batchSize: options.batchSize, gso: options.gso, gro: options.gro)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
         settings.rules = options.forwards.map { spec in
@@ -64,7 +64,7 @@ struct Server {
             log.error("cannot start the relay: \(error)")
             return 1
         }
-        log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off")")
+        log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off"), gro \(options.gro ? "on" : "off")")
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
 

@@ -71,6 +71,7 @@ struct StatsReport {
             "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
             "drops": drops, "send_errors": sendErrors,
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
+            "gro_segments": engine.groSegments,
             "receive_restarts": engine.receiveRestarts, "receive_failures": engine.receiveFailures,
             "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
             "sessions_created": stats.lifecycle.sessionsCreated, "sessions_deleted": stats.lifecycle.sessionsDeleted,
@@ -139,6 +140,8 @@ struct StatsReport {
                              labels: label + [("errno", name)], value: count)
             }
             text.counter("mediarelay_gso_segments_total", help: "Datagrams sent as UDP GSO segments.", labels: label, value: engine.gsoSegments)
+            text.counter("mediarelay_gro_segments_total", help: "Datagrams received as segments of a UDP GRO buffer.", labels: label,
+                         value: engine.groSegments)
             text.counter("mediarelay_worker_cpu_seconds_total", help: "CPU time of the worker thread by mode.",
                          labels: label + [("mode", "user")], value: worker.cpuUserSeconds)
             text.counter("mediarelay_worker_cpu_seconds_total", help: "CPU time of the worker thread by mode.",

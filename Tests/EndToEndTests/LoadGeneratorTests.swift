@@ -8,7 +8,7 @@ final class LoadGeneratorTests: XCTestCase {
     func testTwoSecondRunFillsEveryFieldAndCPUAgreesWithProc() throws {
         let relay = try RelayProcess(["--ports", "42300-42399", "--workers", "1"])
         defer { XCTAssertEqual(relay.stop(), 0) }
-        let object = try runLoad(["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "8", "--rate", "30000",
+        let object = try Self.runLoad(["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "8", "--rate", "30000",
                                   "--seconds", "2", "--tos", "\((46 << 2) | 1)", "--relay-pid", "\(relay.process.processIdentifier)"])
         for key in ["sent", "received", "lost", "reordered", "duplicated", "latency_us", "jitter_us", "ecn_kept", "dscp_kept",
                     "generator_cpu_seconds", "relay_cpu_ns_per_packet", "relay_syscalls_per_packet", "relay_engine",
@@ -51,7 +51,7 @@ final class LoadGeneratorTests: XCTestCase {
         let upstream = try freeUDPPort()
         let relay = try RelayProcess(["--ports", "42500-42549", "--forward", "127.0.0.1:\(listen)=127.0.0.1:\(upstream)"])
         defer { XCTAssertEqual(relay.stop(), 0) }
-        let object = try runLoad(["--target", "127.0.0.1:\(listen)", "--upstream-listen", "127.0.0.1:\(upstream)",
+        let object = try Self.runLoad(["--target", "127.0.0.1:\(listen)", "--upstream-listen", "127.0.0.1:\(upstream)",
                                   "--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "3", "--rate", "3000",
                                   "--seconds", "1", "--profile", "constant", "--tos", "\((34 << 2) | 2)"])
         let sent = try XCTUnwrap(object["sent"] as? Int)
@@ -87,7 +87,8 @@ final class LoadGeneratorTests: XCTestCase {
         XCTAssertEqual(left, 0, "deleted on the way out")
     }
 
-    private func runLoad(_ arguments: [String]) throws -> [String: Any] {
+    /// Runs mediarelay-load with --json and returns its last stdout line, parsed.
+    static func runLoad(_ arguments: [String]) throws -> [String: Any] {
         let process = Process()
         process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")
         process.arguments = arguments + ["--json", "--no-progress"]

@@ -34,6 +34,19 @@ final class Peers {
         }
     }
 
+    /// Sends every datagram in one flush, so that they reach the receiver back to back.
+    func send(from peer: Int, to destination: Endpoint, batch: [([UInt8], TrafficClass)]) {
+        batch.flatMap(\.0).withUnsafeBytes { joined in
+            var offset = 0
+            for (bytes, trafficClass) in batch {
+                let slice = UnsafeRawBufferPointer(rebasing: joined[offset..<offset + bytes.count])
+                engine.enqueue(socket: ids[peer], to: destination, trafficClass: trafficClass, bytes: slice)
+                offset += bytes.count
+            }
+            engine.flush()
+        }
+    }
+
     /// What arrives within `seconds` (stopping early once `expected` have come).
     func collect(expected: Int = .max, seconds: Double = 2) -> [Arrival] {
         var arrivals: [Arrival] = []

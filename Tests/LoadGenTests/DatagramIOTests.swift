@@ -32,6 +32,43 @@ final class DatagramIOTests: XCTestCase {
         XCTAssertNil([UInt8](repeating: 0, count: 32).withUnsafeBytes { ControlMessages.tos(in: $0.baseAddress!, length: 32) })
     }
 
+    /// Sender GSO: consecutive 1200-byte datagrams to one destination share one message (a
+    /// frame, at most `segments` of them) that the kernel cuts into datagrams again.
+    func testSenderGSOSendsAFrameAsOneMessage() throws {
+        let tos: UInt8 = 34 << 2 | 2
+        let first = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let second = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let sender = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: tos)
+        XCTAssertTrue(sender.acceptsGSO(), "UDP GSO is in every kernel since 4.18")
+        let batch = SendBatch(capacity: 8, bufferSize: 1200, segments: 7)
+        var sequence: UInt64 = 0
+        for (destination, frames) in [(first, 2), (second, 1)] {
+            for _ in 0..<(frames * 7) {
+                batch.append(fd: sender.fd, to: destination.localAddress,
+                             header: PayloadHeader(stream: 1, sequence: sequence, sendTime: MonotonicClock.now(), tos: tos), size: 1200)
+                sequence += 1
+            }
+        }
+        XCTAssertEqual(batch.count, 3, "one message per frame")
+        XCTAssertEqual(batch.flush(), 21, "datagrams, not messages")
+        let incoming = ReceiveBatch(capacity: 32, bufferSize: 2048)
+        for (socket, expected) in [(first, Array(0..<14) as [UInt64]), (second, Array(14..<21) as [UInt64])] {
+            var got: [(UInt64, Int, UInt8)] = []
+            for _ in 0..<200 where got.count < expected.count {
+                var p = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, 20)
+                let n = incoming.receive(from: socket.fd)
+                for i in 0..<n {
+                    got.append((try XCTUnwrap(PayloadHeader.decode(incoming.payload(i), length: incoming.length(i))).sequence,
+                                incoming.length(i), incoming.tos(i)))
+                }
+            }
+            XCTAssertEqual(got.map(\.0), expected)
+            XCTAssertEqual(Set(got.map(\.1)), [1200], "cut into 1200-byte datagrams")
+            XCTAssertEqual(Set(got.map(\.2)), [tos])
+        }
+    }
+
     /// sendmmsg and recvmmsg over loopback, with the TOS byte read back from the cmsg.
     func roundTrip(host: String) throws {
         let tos: UInt8 = 46 << 2 | 2

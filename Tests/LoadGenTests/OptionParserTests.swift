@@ -95,11 +95,40 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(q2.repeats, 2)
     }
 
+    func testReferenceSenderGSOAndCompareSelections() throws {
+        guard case .run(let o) = try OptionParser.parse(["--legs", "/tmp/legs", "--forwarder-stats", "/tmp/s", "--relay-pid", "7",
+                                                        "--profile", "video", "--sender-gso"]) else { return XCTFail() }
+        XCTAssertEqual(o.legs, "/tmp/legs")
+        XCTAssertEqual(o.forwarderStats, "/tmp/s")
+        XCTAssertTrue(o.senderGSO)
+        XCTAssertEqual(error(["--relay", "http://127.0.0.1:1", "--sender-gso"]),
+                       "--sender-gso: only with --profile video (a frame is what leaves as one GSO send)")
+        XCTAssertEqual(error(["--legs", "/tmp/legs", "--relay", "http://127.0.0.1:1"]),
+                       "--legs: not with --relay or --target (it stands for both)")
+        XCTAssertEqual(error(["--legs", "/tmp/legs", "--forwarder-stats", "/tmp/s"]),
+                       "--forwarder-stats: needs --relay-pid PID (the forwarder's CPU clock)")
+
+        guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--reference", "r", "--loads", "200k,video50,voice10",
+                                                            "--engines", "uring+gso,c-perpacket", "--workers", "1,2",
+                                                            "--relay-host", "10.0.0.2", "--server-prefix", "ip netns exec x"]) else { return XCTFail() }
+        let comparison = Comparison(options: c, log: { _ in })
+        XCTAssertEqual(comparison.loads.map(\.label), ["200k", "video50", "voice10"])
+        XCTAssertEqual(comparison.loads.map(\.offeredRate), [200_000, 50 * 30 * 7, 500])
+        XCTAssertEqual(comparison.engines.map(\.name), ["uring+gso", "c-perpacket", "uring+gso w2"], "the C forwarder has one thread")
+        XCTAssertEqual(comparison.engines.map(\.workers), [1, 1, 2])
+        XCTAssertEqual(c.serverPrefix, ["ip", "netns", "exec", "x"])
+        XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
+                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, NNNk, voiceN, videoN")
+        XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
+                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, c-perpacket")
+    }
+
     func testHelpDocumentsEveryOptionWithDefault() {
         for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
-                       "--repeats", "--out", "--quick", "--check", "--turn", "--turn-user", "--turn-secret", "--turn-lifetime",
-                       "--turn-refresh", "--drain"] {
+                       "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
+                       "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
+                       "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
         }
         for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]"] {

@@ -7,7 +7,7 @@ import XCTest
 final class ConfigFileTests: XCTestCase {
     let fullConfig = """
         {
-          "engine": "mmsg", "gso": "off", "workers": 3,
+          "engine": "mmsg", "gso": "off", "gro": "off", "workers": 3,
           "forward": ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"],
           "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1",
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
@@ -28,6 +28,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.configPath, "c.json")
         XCTAssertEqual(options.engine, .mmsg)
         XCTAssertFalse(options.gso)
+        XCTAssertFalse(options.gro)
         XCTAssertEqual(options.workers, 3)
         XCTAssertEqual(options.forwards.map(\.description), ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"])
         XCTAssertEqual(options.ports, PortRange(low: 41000, high: 41099))
@@ -59,7 +60,7 @@ final class ConfigFileTests: XCTestCase {
 
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
-            "engine", "gso", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
+            "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
             "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",

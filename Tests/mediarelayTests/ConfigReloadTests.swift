@@ -5,7 +5,7 @@ import XCTest
 final class ConfigReloadTests: XCTestCase {
     /// Every key differs between these two, so each one's fate on reload is checked.
     private let before = """
-        {"engine": "mmsg", "gso": "off", "workers": 3, "forward": ["127.0.0.1:7777=127.0.0.1:9000"],
+        {"engine": "mmsg", "gso": "off", "gro": "off", "workers": 3, "forward": ["127.0.0.1:7777=127.0.0.1:9000"],
          "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1", "http": "0.0.0.0:9480",
          "control_token": "old-token", "dscp": "zero", "service_class": "signaling", "ecn": "clear",
          "log_level": "warning", "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
@@ -16,7 +16,7 @@ final class ConfigReloadTests: XCTestCase {
          "turn_bandwidth": 1000, "turn_port_share": 10}
         """
     private let after = """
-        {"engine": "uring", "gso": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
+        {"engine": "uring", "gso": "on", "gro": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
          "ports": "42000-42099", "relay_address": "0.0.0.0", "advertise_address": "192.0.2.2", "http": "0.0.0.0:9481",
          "control_token": "new-token", "dscp": "class", "service_class": "interactiveVoice", "ecn": "preserve",
          "log_level": "debug", "drain_seconds": 5, "idle_timeout_seconds": 30, "max_clients": 5,

@@ -6,7 +6,7 @@ final class HelpTextTests: XCTestCase {
     /// Typed out from the contract on purpose, not taken from OptionKey, so a flag missing from
     /// the table fails here.
     let contractFlags = [
-        "--config", "--engine", "--gso", "--workers", "--forward", "--ports", "--relay-address",
+        "--config", "--engine", "--gso", "--gro", "--workers", "--forward", "--ports", "--relay-address",
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",

@@ -7,6 +7,7 @@ final class OptionsTests: XCTestCase {
         guard let options = runOptions([]) else { return }
         XCTAssertEqual(options.engine, .auto)
         XCTAssertTrue(options.gso)
+        XCTAssertTrue(options.gro)
         XCTAssertEqual(options.workers, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         XCTAssertEqual(options.forwards, [])
         XCTAssertEqual(options.ports, PortRange(low: 40000, high: 40999))
@@ -31,6 +32,7 @@ final class OptionsTests: XCTestCase {
             ("--engine", "uring", { $0.engine == .uring }),
             ("--engine", "perpacket", { $0.engine == .perpacket }),
             ("--gso", "off", { !$0.gso }),
+            ("--gro", "off", { !$0.gro }),
             ("--workers", "256", { $0.workers == 256 }),
             ("--forward", "127.0.0.1:7777=127.0.0.1:9000", {
                 $0.forwards == [ForwardSpec(listen: HostPort(host: "127.0.0.1", port: 7777), upstream: HostPort(host: "127.0.0.1", port: 9000))]
@@ -82,6 +84,7 @@ final class OptionsTests: XCTestCase {
         let bad: [(String, String, String)] = [
             ("--engine", "foo", "expected one of auto, perpacket, mmsg, uring"),
             ("--gso", "yes", "expected one of on, off"),
+            ("--gro", "1", "expected one of on, off"),
             ("--workers", "0", "1...256"),
             ("--workers", "257", "1...256"),
             ("--workers", "two", "1...256"),

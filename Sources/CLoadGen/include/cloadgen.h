@@ -15,6 +15,12 @@ struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *curre
 unsigned char *lg_cmsg_data(struct cmsghdr *cmsg);
 size_t lg_cmsg_data_length(const struct cmsghdr *cmsg);
 
+/// Writes one control message of `length` bytes into `control` (zeroed first) and returns the
+/// bytes it takes (CMSG_SPACE), the value for msg_controllen; 0 when `capacity` is too small.
+size_t lg_cmsg_write(void *control, size_t capacity, int level, int type, const void *data, size_t length);
+/// UDP_SEGMENT, the socket option and control message of UDP GSO.
+int lg_udp_segment(void);
+
 /// The kernel's struct mmsghdr.
 struct lg_mmsghdr {
     struct msghdr msg_hdr;

@@ -5,10 +5,12 @@ import CURing
 /// over received control messages, for every backend: recvmsg / recvmmsg fill a msghdr's
 /// control area, io_uring a control area inside the provided buffer; both are bytes here.
 ///
-/// A new control message (UDP_GRO's segment size, for one) is one more field and one more
-/// branch in `read`.
+/// A new control message is one more field and one more branch in `read`.
 struct ReceiveMetadata {
     var trafficClass: UInt8 = 0
+    /// UDP_GRO: the buffer holds datagrams of this size back to back (the last may be
+    /// shorter); 0 when the kernel delivered one datagram.
+    var segmentSize = 0
     /// The socket's cumulative drop counter (SO_RXQ_OVFL), when the kernel sent it.
     var overflowCount: UInt32? = nil
 
@@ -34,6 +36,9 @@ struct ReceiveMetadata {
             trafficClass = data.load(as: UInt8.self)
         } else if level == Int32(IPPROTO_IPV6), type == IPV6_TCLASS, length >= 4 {
             trafficClass = UInt8(truncatingIfNeeded: data.loadUnaligned(as: Int32.self))
+        } else if level == Int32(IPPROTO_UDP), type == mr_udp_gro(), length >= 4 {
+            // The kernel puts the coalesced skb's gso_size as an int.
+            segmentSize = Int(data.loadUnaligned(as: Int32.self))
         } else if level == SOL_SOCKET, type == mr_so_rxq_ovfl(), length >= 4 {
             overflowCount = data.loadUnaligned(as: UInt32.self)
         }

@@ -20,7 +20,9 @@ final class PollBackend {
         self.batched = batched
         self.waker = waker
         let configuration = state.configuration
-        vectors = ReceiveVectors(capacity: configuration.batchSize, payloadSize: configuration.maxDatagramSize)
+        // A UDP GRO buffer may hold up to 64 KiB; without GRO one datagram is the most.
+        vectors = ReceiveVectors(capacity: configuration.batchSize,
+                                 payloadSize: state.groActive ? EngineState.groBufferSize : configuration.maxDatagramSize)
         poller = try EventPoller(capacity: max(64, configuration.batchSize))
         try poller.add(waker.descriptor, tag: EventPoller.wakeTag)
     }

@@ -12,7 +12,7 @@ extension EngineState {
         let message = sendVectors.message(index)
         let segments = UInt64(message.segments)
         counters.datagramsOut &+= segments
-        counters.bytesOut &+= segments &* UInt64(message.segmentSize)
+        counters.bytesOut &+= UInt64(message.bytes)
         counters.ecnOut[Int(message.trafficClass & 3)] &+= segments
         if message.segments > 1 {
             counters.gsoSegments &+= segments
@@ -49,16 +49,16 @@ extension EngineState {
             sendVectors.pointAt(segment: segment, of: index)
             counters.syscalls &+= 1
             switch SystemCall.outcome({ sendmsg(descriptor, header, 0) }) {
-            case .done: recordSingle(message)
+            case .done: recordSingle(message, bytes: message.length(ofSegment: segment))
             case .wouldBlock: counters.sendErrors.add(EAGAIN)
             case .failed(let code): counters.sendErrors.add(code)
             }
         }
     }
 
-    private func recordSingle(_ message: SendVectors.Message) {
+    private func recordSingle(_ message: SendVectors.Message, bytes: Int) {
         counters.datagramsOut &+= 1
-        counters.bytesOut &+= UInt64(message.segmentSize)
+        counters.bytesOut &+= UInt64(bytes)
         counters.ecnOut[Int(message.trafficClass & 3)] &+= 1
     }
 }

@@ -8,8 +8,9 @@ import CURing
 /// `header(at:)` or `headers(from:)` and hands them to the kernel.
 ///
 /// Building merges runs of datagrams into one UDP GSO message when the socket allows it and
-/// the run shares socket, destination, TOS byte and size. A change of TOS byte never splits
-/// the batch: each message carries its own TOS cmsg.
+/// the run shares socket, destination, TOS byte and size; a shorter datagram may end a run, as
+/// the kernel allows (so a UDP GRO buffer whose last segment is short passes through as one
+/// send). A change of TOS byte never splits the batch: each message carries its own TOS cmsg.
 final class SendVectors {
     /// What one built message stands for.
     struct Message {
@@ -17,7 +18,14 @@ final class SendVectors {
         var firstDatagram: Int32
         var segments: Int32
         var segmentSize: Int32
+        /// Payload bytes of all segments (the last may be shorter than `segmentSize`).
+        var bytes: Int32
         var trafficClass: UInt8
+
+        /// The payload length of segment `segment`.
+        func length(ofSegment segment: Int) -> Int {
+            segment < Int(segments) - 1 ? Int(segmentSize) : Int(bytes) - (Int(segments) - 1) * Int(segmentSize)
+        }
     }
 
     /// At most this many segments per GSO send (the kernel's UDP_MAX_SEGMENTS).
@@ -43,7 +51,8 @@ final class SendVectors {
         addresses.initialize(repeating: sockaddr_storage(), count: capacity)
         control = .allocate(byteCount: capacity * SendMetadata.capacity, alignment: 16)
         messages = .allocate(capacity: capacity)
-        messages.initialize(repeating: Message(slot: 0, firstDatagram: 0, segments: 0, segmentSize: 0, trafficClass: 0), count: capacity)
+        messages.initialize(repeating: Message(slot: 0, firstDatagram: 0, segments: 0, segmentSize: 0, bytes: 0, trafficClass: 0),
+                            count: capacity)
     }
 
     deinit {
@@ -85,14 +94,19 @@ final class SendVectors {
             let size = first.bytes.count
             iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.bytes.baseAddress), iov_len: size)
             var segments = 1
+            var bytes = size
             if gso && entry.gsoEnabled && size > 0 {
                 while index + segments < total, segments < SendVectors.maxSegments,
                       (segments + 1) * size <= SendVectors.maxGSOBytes {
                     let next = datagrams[index + segments]
-                    guard next.socket == first.socket, next.bytes.count == size,
+                    let length = next.bytes.count
+                    guard next.socket == first.socket, length == size || (length > 0 && length < size),
                           next.trafficClass == first.trafficClass, next.destination == first.destination else { break }
-                    iovecs[index + segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.bytes.baseAddress), iov_len: size)
+                    iovecs[index + segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.bytes.baseAddress), iov_len: length)
                     segments += 1
+                    bytes += length
+                    // Only the last segment of a GSO send may be shorter.
+                    if length < size { break }
                 }
             }
             let nameLength = first.destination.write(to: addresses + count, family: entry.ipv4 ? Int32(AF_INET) : Int32(AF_INET6))
@@ -111,7 +125,7 @@ final class SendVectors {
                 msg_control: controlSpace, msg_controllen: controlLength, msg_flags: 0)
             headers[count].msg_len = 0
             messages[count] = Message(slot: Int32(slot), firstDatagram: Int32(index), segments: Int32(segments),
-                                      segmentSize: Int32(size), trafficClass: first.trafficClass.rawValue)
+                                      segmentSize: Int32(size), bytes: Int32(bytes), trafficClass: first.trafficClass.rawValue)
             count += 1
             index += segments
         }

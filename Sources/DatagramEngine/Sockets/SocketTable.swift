@@ -11,6 +11,8 @@ final class SocketTable {
         /// Registered and receiving; false while an io_uring receive is being cancelled.
         var active = false
         var gsoEnabled = false
+        /// The kernel took UDP_GRO: receives may hold several datagrams.
+        var groEnabled = false
         var ipv4 = false
         var descriptor: Int32 = -1
         var lastOverflow: UInt32 = 0
@@ -21,7 +23,7 @@ final class SocketTable {
     private var free: [Int32] = []
     private(set) var activeCount = 0
 
-    func add(_ socket: UDPSocket, gso: Bool) -> SocketID {
+    func add(_ socket: UDPSocket, gso: Bool, gro: Bool = false) -> SocketID {
         let slot: Int32
         if let reused = free.popLast() {
             slot = reused
@@ -34,6 +36,7 @@ final class SocketTable {
         entries[Int(slot)].generation &+= 1
         entries[Int(slot)].active = true
         entries[Int(slot)].gsoEnabled = gso && socket.supportsGSO
+        entries[Int(slot)].groEnabled = gro && UDPSocket.enableGRO(socket.descriptor)
         entries[Int(slot)].ipv4 = socket.family == Int32(AF_INET)
         entries[Int(slot)].descriptor = socket.descriptor
         entries[Int(slot)].lastOverflow = 0

@@ -124,6 +124,13 @@ public final class UDPSocket {
         return true
     }
 
+    /// Asks the kernel to coalesce bursts for this socket (UDP_GRO, Linux 5.0); false when it
+    /// refuses, and the socket then receives one datagram per call as before.
+    static func enableGRO(_ fd: Int32) -> Bool {
+        var on: Int32 = 1
+        return SystemCall.outcome({ Int(setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_gro(), &on, socklen_t(MemoryLayout<Int32>.size))) }) == .done(0)
+    }
+
     static func bindAdvice(_ code: Int32) -> String? {
         switch code {
         case EADDRINUSE: "another socket holds this port: stop it or choose another port"

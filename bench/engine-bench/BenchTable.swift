@@ -1,0 +1,41 @@
+import Foundation
+
+/// The benchmark's Markdown table: per rate and backend, Swift's CPU per datagram, its C
+/// counterpart's, and their ratio per repeat (median and min-max: the pairs ran side by side,
+/// so the ratio of a pair is steadier than the ratio of two medians).
+enum BenchTable {
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func spread(_ values: [Double], _ format: String) -> String {
+        String(format: "\(format) (\(format)-\(format))", median(values), values.min()!, values.max()!)
+    }
+
+    static func render(_ results: [String: [Measurement]], rates: [Int], names: [String], withReference: Bool) -> String {
+        var table = "| offered rate | engine | Swift CPU us/datagram, median (min-max) | C CPU us/datagram | Swift/C, median (min-max) "
+        table += "| syscalls/datagram Swift, C | sent as GSO segments Swift, C | delivered Swift, C | CPU saved vs perpacket | vs C perpacket |\n"
+        table += "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        for rate in rates {
+            let swiftBase = median(results["swift perpacket@\(rate)"]!.map(\.cpuMicrosecondsPerDatagram))
+            let cBase = results["c perpacket@\(rate)"].map { median($0.map(\.cpuMicrosecondsPerDatagram)) }
+            for name in names {
+                let swift = results["swift \(name)@\(rate)"]!
+                let c = withReference ? results["c \(name)@\(rate)"] : nil
+                let cpu = swift.map(\.cpuMicrosecondsPerDatagram)
+                let cCPU = c?.map(\.cpuMicrosecondsPerDatagram)
+                let ratios = cCPU.map { zip(cpu, $0).map { $0 / $1 } }
+                func pair(_ value: (Measurement) -> Double, _ format: String) -> String {
+                    String(format: format, median(swift.map(value))) + (c.map { ", " + String(format: format, median($0.map(value))) } ?? "")
+                }
+                let saved = name == "perpacket" ? "-" : String(format: "%.0f%%", (1 - median(cpu) / swiftBase) * 100)
+                let savedC = cBase.map { String(format: "%.0f%%", (1 - median(cpu) / $0) * 100) } ?? "-"
+                table += "| \(rate)/s | \(name) | \(spread(cpu, "%.2f")) | \(cCPU.map { spread($0, "%.2f") } ?? "-") | "
+                table += "\(ratios.map { spread($0, "%.2fx") } ?? "-") | \(pair(\.syscallsPerDatagram, "%.3f")) | "
+                table += "\(pair({ $0.gsoShare * 100 }, "%.0f%%")) | \(pair({ $0.delivered * 100 }, "%.1f%%")) | \(saved) | \(savedC) |\n"
+            }
+        }
+        return table
+    }
+}

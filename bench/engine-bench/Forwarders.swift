@@ -1,0 +1,142 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import Synchronization
+
+/// What the harness reads from a forwarder under test: its own CPU time and its counters,
+/// both read from outside the forwarder at the start and the end of the measured window, the
+/// same way for the Swift engine and the C reference, so neither pays for being measured.
+protocol ForwarderUnderTest: AnyObject {
+    /// Where the source sends.
+    var target: Endpoint { get }
+    /// CPU seconds (user + system) of the thread that forwards, from its kernel CPU clock.
+    func cpuSeconds() -> Double
+    /// Datagrams forwarded, syscalls made, datagrams sent as GSO segments: cumulative.
+    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64)
+    func stop()
+}
+
+func seconds(of clock: clockid_t) -> Double {
+    var now = timespec()
+    clock_gettime(clock, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// The engine under test on a thread of this process. Each turn it stores its counters in
+/// atomics (relaxed: a plain store on x86) and checks one flag, as the C reference does.
+final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
+    let forwarded = Atomic<UInt64>(0)
+    let syscalls = Atomic<UInt64>(0)
+    let gso = Atomic<UInt64>(0)
+    let stopping = Atomic<Bool>(false)
+    let ready = Atomic<Bool>(false)
+    private(set) var target = Endpoint(host: "127.0.0.1", port: 0)!
+    private var thread = pthread_t()
+    private var clock = clockid_t()
+    private var worker: Thread?
+
+    init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
+        let worker = Thread { [self] in
+            thread = pthread_self()
+            // GRO off: the source sends single datagrams (nothing to coalesce) and the C
+            // reference receives into one-datagram buffers, as the engine does without GRO.
+            let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO, gro: false))
+            let loopback = Endpoint(host: "127.0.0.1", port: 0)!
+            let inbound = try! UDPSocket(binding: loopback)
+            _ = try! engine.register(inbound)
+            let outbound = try! engine.register(UDPSocket(binding: loopback))
+            target = inbound.localEndpoint
+            ready.store(true, ordering: .releasing)
+            while !stopping.load(ordering: .relaxed) {
+                let count = engine.receive(timeoutMilliseconds: 20)
+                for index in 0..<count {
+                    let datagram = engine.received(index)
+                    engine.enqueue(socket: outbound, to: destination, trafficClass: datagram.trafficClass, bytes: datagram.bytes)
+                }
+                engine.flush()
+                let counters = engine.counters
+                forwarded.store(counters.datagramsOut, ordering: .relaxed)
+                syscalls.store(counters.syscalls, ordering: .relaxed)
+                gso.store(counters.gsoSegments, ordering: .relaxed)
+            }
+        }
+        self.worker = worker
+        worker.start()
+        while !ready.load(ordering: .acquiring) { usleep(1000) }
+        pthread_getcpuclockid(thread, &clock)
+    }
+
+    func cpuSeconds() -> Double { seconds(of: clock) }
+
+    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64) {
+        (forwarded.load(ordering: .relaxed), syscalls.load(ordering: .relaxed), gso.load(ordering: .relaxed))
+    }
+
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        while worker?.isExecuting == true { usleep(1000) }
+    }
+}
+
+/// The C reference (bench/reference/forwarder.c) as a child process: one thread, so its
+/// process CPU clock is its forwarding thread's. Its counters come from the file it stores
+/// them in after every turn (`--stats`), mapped here read-only.
+final class ReferenceForwarder: ForwarderUnderTest {
+    let process = Process()
+    let target: Endpoint
+    private let clock: clockid_t
+    private let statsPath: String
+    private let stats: UnsafeMutableRawPointer
+
+    init(path: String, backend: String, destination: Endpoint) throws {
+        statsPath = "/tmp/engine-bench-\(getpid())-reference.stats"
+        unlink(statsPath)
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--backend", backend, "--listen", "127.0.0.1:0", "--to", destination.description, "--stats", statsPath]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // "listening on 127.0.0.1:PORT" once its sockets are bound and the stats file exists.
+        var line = Data()
+        while !line.contains(10) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw BenchError("\(path) exited before it was ready") }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let address = text.split(separator: " ").last.flatMap({ Endpoint(parsing: String($0)) }) else {
+            throw BenchError("\(path) said \(text), expected listening on HOST:PORT")
+        }
+        target = address
+        var clock = clockid_t()
+        guard clock_getcpuclockid(process.processIdentifier, &clock) == 0 else { throw BenchError("clock_getcpuclockid failed") }
+        self.clock = clock
+        let fd = open(statsPath, O_RDONLY)
+        guard fd >= 0, let mapped = mmap(nil, 64, PROT_READ, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
+            throw BenchError("cannot map \(statsPath)")
+        }
+        close(fd)
+        stats = mapped
+    }
+
+    func cpuSeconds() -> Double { seconds(of: clock) }
+
+    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64) {
+        // Aligned 8-byte loads of values the forwarder stores with relaxed atomics: whole values,
+        // at worst one turn old.
+        func load(_ index: Int) -> UInt64 { (stats + index * 8).load(as: UInt64.self) }
+        return (load(1), load(2), load(3))
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        munmap(stats, 64)
+        unlink(statsPath)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
