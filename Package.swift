@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "SystemSupport"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "DatagramEngine"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine", "SystemSupport", "STUN"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "STUN", "SystemSupport"]),
         .target(name: "RelayHTTP", dependencies: ["SystemSupport"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "SystemSupport"]
+            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
         ),
         .executableTarget(
             name: "mediarelay-load",

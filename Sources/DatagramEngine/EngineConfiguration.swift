@@ -15,8 +15,11 @@ public struct EngineConfiguration: Sendable {
     /// buffer and is split into its datagrams. On the mmsg backend only for now (io_uring's
     /// provided buffers are sized for one datagram each; 64 KiB each would be 256 MiB).
     public var gro = true
-    /// io_uring provided buffers (a power of two).
+    /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
+    /// At most this many bytes of io_uring provided buffers per engine: large datagram sizes
+    /// get fewer buffers rather than hundreds of MiB per worker.
+    public var uringBufferBytes = 32 << 20
 
     public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
         self.backend = backend
@@ -24,5 +27,33 @@ public struct EngineConfiguration: Sendable {
         self.gso = gso
         self.gro = gro
         self.maxDatagramSize = maxDatagramSize
+    }
+
+    /// The bytes of one io_uring provided buffer: the recvmsg header, source address and control
+    /// space, then the payload, rounded up so that every buffer's header stays aligned.
+    public var uringBufferSize: Int { (Ring.headerLength + maxDatagramSize + 63) & ~63 }
+
+    /// io_uring provided buffers actually used: `uringBuffers`, halved while they would hold
+    /// more than `uringBufferBytes`, but never fewer than two receive batches (a power of two,
+    /// as the kernel's buffer ring needs).
+    public var uringBufferCount: Int {
+        var floor = 1
+        while floor < batchSize * 2 { floor <<= 1 }
+        var count = 1
+        while count < uringBuffers { count <<= 1 }
+        while count > floor && count * uringBufferSize > uringBufferBytes { count >>= 1 }
+        return min(max(count, floor), 32768)
+    }
+
+    /// The bytes of receive buffers one engine (one relay worker) holds for datagrams with
+    /// `backend`: io_uring's provided buffers, or one batch of recvmsg vectors (64 KiB each on
+    /// mmsg with GRO, which hands over a whole burst of a flow at once). Sends borrow the
+    /// received bytes, so this is all of it.
+    public func receiveBufferBytes(_ backend: Backend) -> Int {
+        switch backend {
+        case .uring: uringBufferCount * uringBufferSize
+        case .mmsg where gro: batchSize * max(EngineState.groBufferSize, maxDatagramSize)
+        default: batchSize * maxDatagramSize
+        }
     }
 }

@@ -2,8 +2,9 @@ import DatagramEngine
 import SystemSupport
 import Glibc
 
-/// One relay worker: a dedicated thread that owns an engine, the forward-rule listeners of
-/// its SO_REUSEPORT share, the clients those brought, and whole sessions (all their sockets).
+/// One relay worker: a dedicated thread that owns an engine, the forward-rule and TURN
+/// listeners of its SO_REUSEPORT share, the clients those brought, whole sessions (all their
+/// sockets) and its TURN allocations (in its TurnTable).
 /// Forwarding never crosses threads and takes no lock.
 ///
 /// Per datagram: look up the socket's role by slot, apply latching / limits / policy, enqueue
@@ -14,6 +15,8 @@ final class Worker {
         case listener(rule: Int32)
         case upstream(client: Int32)
         case leg(Int32)
+        /// A TURN listener or relayed socket: the TURN table knows which.
+        case turn
     }
 
     struct LegState {
@@ -26,6 +29,7 @@ final class Worker {
         var lastHeard: UInt64 = 0
         var policy: MarkingPolicy
         var relatchAfter: UInt64
+        var relatch: RelatchPolicy
         var rateLimit: UInt64
         var tokens: UInt64 = 0
         var lastRefill: UInt64 = 0
@@ -38,6 +42,9 @@ final class Worker {
         var firstLeg: Int32
         var created: UInt64
         var idleTimeout: UInt64
+
+        /// Its legs, then (in an `"rtcp": "pair"` session) their RTCP companions, in one block.
+        var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
     }
 
     struct RuleState {
@@ -59,8 +66,8 @@ final class Worker {
     let engine: DatagramEngine
     var roles: [SocketRole] = []
     var legs: [LegState] = []
-    /// Free blocks of legs by size, so a session's legs stay contiguous.
-    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound + 1)
+    /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
+    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
     var freeSessions: [Int32] = []
     var sessionsByID: [String: Int32] = [:]
@@ -74,6 +81,8 @@ final class Worker {
     var now: UInt64 = MonotonicClock.now()
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
+    /// The TURN server's share on this worker, when TURN is configured.
+    var turnTable: TurnTable?
 
     init(shared: WorkerShared, settings: RelaySettings, ruleShares: [RuleShared]) throws(SystemCallError) {
         self.shared = shared
@@ -86,6 +95,17 @@ final class Worker {
             setRole(listener, .listener(rule: Int32(index)))
             rules.append(RuleState(rule: rule, listener: listener, shared: ruleShares[index]))
             clientsByRule.append([:])
+        }
+        if let turn = settings.turn {
+            let table = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
+                                  socketOptions: settings.socketOptions, now: now)
+            table.onSocket = { [unowned self] socket, owned in setRole(socket, owned ? .turn : .none) }
+            for address in settings.turnListeners {
+                var options = settings.socketOptions
+                options.reusePort = true
+                table.addListener(try engine.register(UDPSocket(binding: address, options: options)))
+            }
+            turnTable = table
         }
         shared.waker.withLock { $0 = engine.waker }
     }
@@ -107,8 +127,10 @@ final class Worker {
     func turn(timeoutMilliseconds: Int32) {
         let count = engine.receive(timeoutMilliseconds: timeoutMilliseconds)
         now = MonotonicClock.now()
+        turnTable?.now = now
         for index in 0..<count { route(engine.received(index)) }
         engine.flush()
+        turnTable?.flushed()
         if shared.pendingCommands.load(ordering: .relaxed) > 0 {
             for command in shared.takeCommands() { execute(command) }
         }
@@ -122,6 +144,7 @@ final class Worker {
         case .leg(let leg): fromLeg(Int(leg), datagram)
         case .listener(let rule): fromClient(Int(rule), datagram)
         case .upstream(let client): fromUpstream(Int(client), datagram)
+        case .turn: turnTable.unsafelyUnwrapped.receive(datagram)
         case .none: drops.add(.unknownSource)
         }
     }
@@ -130,6 +153,7 @@ final class Worker {
         lastHousekeeping = now
         expireClients()
         expireSessions()
+        turnTable?.expire()
     }
 
     func publish() {
@@ -141,6 +165,8 @@ final class Worker {
         stats.forwardClients = clientCount
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
+        if let table = turnTable { stats.turn = table.stats }
+        stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
         let cpu = CPUTime.thread()  // this worker's thread only
         stats.cpuUserSeconds = cpu.userSeconds
@@ -153,6 +179,7 @@ final class Worker {
         shared.waker.withLock { $0 = nil }
         for index in sessions.indices { if let session = sessions[index] { removeSession(Int32(index), session) } }
         for index in clients.indices where clients[index] != nil { removeClient(Int32(index)) }
+        turnTable?.shutDown()
         publish()
     }
 }

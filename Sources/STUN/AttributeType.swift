@@ -37,13 +37,18 @@ public struct AttributeType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let additionalAddressFamily = AttributeType(rawValue: 0x8000)
     public static let addressErrorCode = AttributeType(rawValue: 0x8001)
     public static let icmp = AttributeType(rawValue: 0x8004)
+    /// The numbers coturn (4.6) still uses for ADDITIONAL-ADDRESS-FAMILY and ADDRESS-ERROR-CODE,
+    /// from the draft before RFC 8656: a server that wants coturn's clients accepts both.
+    public static let additionalAddressFamilyDraft = AttributeType(rawValue: 0x8032)
+    public static let addressErrorCodeDraft = AttributeType(rawValue: 0x8033)
     // RFC 8445 (ICE): a TURN server sees them only on Binding requests, where they are ignored.
     public static let priority = AttributeType(rawValue: 0x0024)
     public static let useCandidate = AttributeType(rawValue: 0x0025)
 
-    /// Attributes that may appear more than once in one message (CreatePermission carries one
-    /// XOR-PEER-ADDRESS per peer). Any other repeated attribute makes the message malformed.
-    public var mayRepeat: Bool { self == .xorPeerAddress }
+    /// Attributes that may appear more than once in one message: CreatePermission carries one
+    /// XOR-PEER-ADDRESS per peer, a dual-stack Allocate answer one XOR-RELAYED-ADDRESS per
+    /// family. Any other repeated attribute makes the message malformed.
+    public var mayRepeat: Bool { self == .xorPeerAddress || self == .xorRelayedAddress }
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }

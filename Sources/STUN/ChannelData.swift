@@ -1,9 +1,12 @@
-/// ChannelData framing (RFC 8656 section 12.4): a 16-bit channel number (0x4000-0x4FFF), a
-/// 16-bit length, then the application data. Over UDP the padding to 4 bytes is optional, so
-/// a datagram may be up to 3 bytes longer than the header says.
+/// ChannelData framing (RFC 8656 section 12.4): a 16-bit channel number, a 16-bit length, then
+/// the application data. Over UDP the padding to 4 bytes is optional, so a datagram may be up
+/// to 3 bytes longer than the header says.
 public enum ChannelData {
     public static let headerSize = 4
-    public static let channels: ClosedRange<UInt16> = 0x4000...0x4FFF
+    /// RFC 8656 narrowed channels to 0x4000-0x4FFF, but RFC 5766 clients (coturn's own
+    /// turnutils_uclient among them) still pick up to 0x7FFF, and coturn accepts them: so do we.
+    /// Every such number starts with the bits 01, so it is never mistaken for STUN.
+    public static let channels: ClosedRange<UInt16> = 0x4000...0x7FFF
 
     /// Whether a datagram on a TURN listener is ChannelData (leading bits 01) rather than STUN (00).
     @inline(__always)

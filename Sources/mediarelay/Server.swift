@@ -31,7 +31,8 @@ struct Server {
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
-                                              batchSize: options.batchSize, gso: options.gso, gro: options.gro)
+                                              batchSize: options.batchSize, gso: options.gso, gro: options.gro,
+                                              maxDatagramSize: options.maxDatagramSize)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
         settings.rules = options.forwards.map { spec in
@@ -39,6 +40,11 @@ struct Server {
                         upstream: Endpoint(host: spec.upstream.host, port: spec.upstream.port)!,
                         policy: settings.defaultPolicy, idleTimeoutSeconds: options.idleTimeoutSeconds,
                         maxClients: options.maxClients)
+        }
+        if !options.turnListeners.isEmpty {
+            settings.ports = PortPool(range: options.ports.low...options.ports.high, turnLimit: options.turnPortLimit)
+            settings.turnListeners = options.turnListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+            settings.turn = turnSettings(settings)
         }
         return settings
     }
@@ -67,6 +73,10 @@ struct Server {
         log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off"), gro \(options.gro ? "on" : "off")")
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
+        if let turn = relay.settings.turn {
+            let families = [turn.advertiseIPv4, turn.advertiseIPv6].compactMap { $0?.hostText }.joined(separator: " and ")
+            log.info("TURN on \(relay.settings.turnListeners.map(\.description).joined(separator: ", ")), realm \(options.turnRealm), relayed addresses on \(families)")
+        }
 
         let reloadable = ReloadableSettings(.init(options))
         let api = ControlAPI(relay: relay, settings: reloadable, engine: engine.backend.rawValue,
@@ -89,9 +99,11 @@ struct Server {
 
         var running = options
         var taken: Int32 = 0
+        var truncations = TruncationLog(limit: options.maxDatagramSize)
         while taken != SIGTERM && taken != SIGINT {
             taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() })
             if taken == SIGHUP { reload(&running, relay: relay, settings: reloadable) }
+            if let line = truncations.line(relay.stats(), now: ProcessInfo.processInfo.systemUptime) { log.warning(line) }
         }
         log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(running.drainSeconds) s")
         relay.beginDrain()

@@ -93,7 +93,9 @@ final class CodecTests: XCTestCase {
         frame.append(0)  // optional padding over UDP
         XCTAssertEqual(frame.withUnsafeBytes { ChannelData.parse($0)?.length }, 3)
         XCTAssertNil([UInt8]([0x40, 0x01, 0x00, 0x05, 1, 2]).withUnsafeBytes { ChannelData.parse($0) }, "shorter than its length")
-        XCTAssertNil([UInt8]([0x50, 0x00, 0x00, 0x00]).withUnsafeBytes { ChannelData.parse($0) }, "channel above 0x4FFF")
+        XCTAssertEqual([UInt8]([0x7F, 0xFF, 0x00, 0x00]).withUnsafeBytes { ChannelData.parse($0)?.channel }, 0x7FFF,
+                       "RFC 5766's range, which coturn's clients use")
+        XCTAssertNil([UInt8]([0x80, 0x00, 0x00, 0x00]).withUnsafeBytes { ChannelData.parse($0) }, "channel above 0x7FFF")
         XCTAssertNil([UInt8]([0x40, 0x00, 0x00]).withUnsafeBytes { ChannelData.parse($0) }, "short header")
         XCTAssertNil([UInt8]([0x40, 0x00, 0x00, 0x00, 0, 0, 0, 0]).withUnsafeBytes { ChannelData.parse($0) }, "too much trailing")
         var written = [UInt8](repeating: 0xAA, count: 4)
