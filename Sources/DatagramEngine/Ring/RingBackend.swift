@@ -15,8 +15,15 @@ final class RingBackend {
 
     init(state: EngineState, waker: EngineWaker) throws(SystemCallError) {
         let configuration = state.configuration
-        ring = try Ring(buffers: max(configuration.uringBuffers, configuration.batchSize * 2),
-                        payloadSize: configuration.maxDatagramSize, wakeDescriptor: waker.descriptor)
+        // With GRO a provided buffer must hold a whole coalesced burst (up to 64 KiB), so the
+        // ring has fewer, larger buffers; see EngineConfiguration.uringGROBuffers.
+        if state.groActive {
+            ring = try Ring(buffers: configuration.uringGROBuffers, payloadSize: EngineState.groBufferSize,
+                            wakeDescriptor: waker.descriptor)
+        } else {
+            ring = try Ring(buffers: max(configuration.uringBuffers, configuration.batchSize * 2),
+                            payloadSize: configuration.maxDatagramSize, wakeDescriptor: waker.descriptor)
+        }
         self.state = state
         toArm.reserveCapacity(1024)
     }
