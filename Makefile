@@ -23,12 +23,13 @@ release: deps
 	$(SWIFT) build -c release
 
 # Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat
-# (its TCP control channel beside the relay) and coturn (TURN interop). Installed when missing.
+# (its TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
+# through an "rtcp": "pair" session) and coturn (TURN interop). Installed when missing.
 test-deps:
-	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null; then \
-		echo "make: installing iperf3 and socat for the end-to-end tests"; \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iperf3 socat) || \
-			echo "make: could not install iperf3/socat; the iperf3 test will say it was skipped"; \
+	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null || ! command -v ffmpeg >/dev/null; then \
+		echo "make: installing iperf3, socat and ffmpeg for the end-to-end tests"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends iperf3 socat ffmpeg) || \
+			echo "make: could not install iperf3/socat/ffmpeg; the tests that need them will say they were skipped"; \
 	fi
 	@# coturn (turnserver, turnutils_uclient, turnutils_peer): the TURN interop tests and
 	@# bench/turn-bench.sh. Without it those tests would only skip, so a failed install stops make.

@@ -74,6 +74,8 @@ public final class DatagramEngine {
 
     /// What the engine has done so far (plain integers, owned by this thread).
     public var counters: EngineCounters { state.counters }
+    /// The latest datagram dropped as longer than `maxDatagramSize`, if any.
+    public var lastTruncated: TruncatedDatagram? { state.lastTruncated }
     /// Datagrams the last `receive` returned.
     public var receivedCount: Int { state.receivedCount }
     /// Whether the last `receive` returned because `waker` was used.

@@ -13,22 +13,13 @@ public struct EngineConfiguration: Sendable {
     public var gso = true
     /// UDP GRO on receive, where the kernel takes UDP_GRO: a burst of one flow arrives as one
     /// buffer and is split into its datagrams. On the batched backends (never on perPacket).
-    /// Every receive buffer is then 64 KiB: mmsg has `batchSize` of them (4 MiB at batch 64),
-    /// io_uring `uringGROBuffers` instead of `uringBuffers` (8 MiB at batch 64, about what
-    /// 4096 buffers of 2 KiB take without GRO).
+    /// Every receive buffer must then hold a whole burst, 64 KiB: see `receiveBufferBytes`.
     public var gro = true
-    /// io_uring provided buffers (a power of two) of `maxDatagramSize` each, without GRO.
+    /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
-
-    /// io_uring provided buffers with GRO, 64 KiB each: one batch lent to the turn's sends and
-    /// one for the kernel to fill meanwhile (4096 of them would be 256 MiB). When all are full
-    /// the multishot receives end and are re-armed (counted in receiveRestarts); nothing is lost,
-    /// the datagrams wait in the socket's queue.
-    public var uringGROBuffers: Int {
-        var count = 1
-        while count < batchSize * 2 { count <<= 1 }
-        return count
-    }
+    /// At most this many bytes of io_uring provided buffers per engine: large datagram sizes
+    /// get fewer buffers rather than hundreds of MiB per worker.
+    public var uringBufferBytes = 32 << 20
 
     public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
         self.backend = backend
@@ -36,5 +27,39 @@ public struct EngineConfiguration: Sendable {
         self.gso = gso
         self.gro = gro
         self.maxDatagramSize = maxDatagramSize
+    }
+
+    /// The bytes of one io_uring provided buffer: the recvmsg header, source address and control
+    /// space, then the payload, rounded up so that every buffer's header stays aligned.
+    /// With GRO a buffer takes a whole coalesced burst (64 KiB), so the budget below leaves
+    /// fewer of them: 256 rather than 4096 (16 MiB per worker; 4096 would be 256 MiB). When they
+    /// are all full the multishot receives end and are re-armed (receiveRestarts), and the
+    /// datagrams wait in the socket's queue meanwhile, none lost.
+    public var uringBufferSize: Int {
+        (Ring.headerLength + (gro ? max(EngineState.groBufferSize, maxDatagramSize) : maxDatagramSize) + 63) & ~63
+    }
+
+    /// io_uring provided buffers actually used: `uringBuffers`, halved while they would hold
+    /// more than `uringBufferBytes`, but never fewer than two receive batches (a power of two,
+    /// as the kernel's buffer ring needs).
+    public var uringBufferCount: Int {
+        var floor = 1
+        while floor < batchSize * 2 { floor <<= 1 }
+        var count = 1
+        while count < uringBuffers { count <<= 1 }
+        while count > floor && count * uringBufferSize > uringBufferBytes { count >>= 1 }
+        return min(max(count, floor), 32768)
+    }
+
+    /// The bytes of receive buffers one engine (one relay worker) holds for datagrams with
+    /// `backend`: io_uring's provided buffers, or one batch of recvmsg vectors (64 KiB each on
+    /// mmsg with GRO, which hands over a whole burst of a flow at once). Sends borrow the
+    /// received bytes, so this is all of it.
+    public func receiveBufferBytes(_ backend: Backend) -> Int {
+        switch backend {
+        case .uring: uringBufferCount * uringBufferSize
+        case .mmsg where gro: batchSize * max(EngineState.groBufferSize, maxDatagramSize)
+        default: batchSize * maxDatagramSize
+        }
     }
 }

@@ -7,6 +7,9 @@ final class EngineState {
     let configuration: EngineConfiguration
     let table = SocketTable()
     var counters = EngineCounters()
+    /// The latest datagram dropped as longer than `maxDatagramSize`: two plain stores on a
+    /// path that drops the datagram anyway.
+    var lastTruncated: TruncatedDatagram?
     let sendVectors: SendVectors
     /// Datagrams the current turn received, and whether the waker ended its wait.
     private(set) var receivedCount = 0
@@ -47,11 +50,12 @@ final class EngineState {
     }
 
     /// Records one datagram the kernel delivered, whose payload, source and control messages
-    /// are in place. Returns whether it joined this turn's datagrams (the bytes are then lent
-    /// to the caller until the next turn); truncated or unreadable ones are counted and dropped.
+    /// are in place; `size` is its real length, larger than the payload when it was truncated.
+    /// Returns whether it joined this turn's datagrams (the bytes are then lent to the caller
+    /// until the next turn); truncated or unreadable ones are counted and dropped.
     @inline(__always)
     func deliver(socket id: SocketID, slot: Int, source: Endpoint?, metadata: ReceiveMetadata,
-                 truncated: Bool, payload: UnsafeRawBufferPointer) -> Bool {
+                 truncated: Bool, size: Int, payload: UnsafeRawBufferPointer) -> Bool {
         if let count = metadata.overflowCount {
             counters.kernelDrops &+= UInt64(count &- table[slot].lastOverflow)
             table[slot].lastOverflow = count
@@ -59,6 +63,8 @@ final class EngineState {
         let segment = metadata.segmentSize > 0 && metadata.segmentSize < payload.count ? metadata.segmentSize : payload.count
         if truncated || segment > configuration.maxDatagramSize {
             counters.truncated &+= 1
+            // A datagram too long for its buffer, or a GRO buffer whose datagrams are too long.
+            lastTruncated = TruncatedDatagram(size: truncated ? size : segment, sourcePort: source?.port ?? 0)
             return false
         }
         guard let source, receivedCount < receivedCapacity else { return false }

@@ -44,6 +44,31 @@ public final class PortPool: Sendable {
         }
     }
 
+    /// An even port whose odd successor is free too, both taken (an RTP port and its RTCP
+    /// companion, RFC 3550 section 11), or nil when no such pair is left. Sessions only.
+    public func acquirePair() -> UInt16? {
+        state.withLock { state in
+            let count = state.inUse.count
+            let offset = Int(range.lowerBound) % 2  // index of the range's first even port
+            let pairs = (count - offset) / 2
+            guard pairs > 0, count - state.used >= 2 else { return nil }
+            // Round-robin like single ports: start at the first pair at or after `next`.
+            var pair = (max(state.next - offset, 0) + 1) / 2 % pairs
+            for _ in 0..<pairs {
+                let index = offset + pair * 2
+                if !state.inUse[index] && !state.inUse[index + 1] {
+                    state.inUse[index] = true
+                    state.inUse[index + 1] = true
+                    state.used += 2
+                    state.next = (index + 2) % count
+                    return UInt16(Int(range.lowerBound) + index)
+                }
+                pair = (pair + 1) % pairs
+            }
+            return nil
+        }
+    }
+
     public func release(_ port: UInt16, from purpose: Purpose = .session) {
         guard range.contains(port) else { return }
         state.withLock { state in
@@ -57,6 +82,9 @@ public final class PortPool: Sendable {
     }
 
     public var available: Int { state.withLock { $0.inUse.count - $0.used } }
+
+    /// Ports held now, by sessions and forward-rule clients together.
+    public var held: Int { state.withLock { $0.used } }
 
     /// Whether this relay holds `port` now.
     public func isHeld(_ port: UInt16) -> Bool {

@@ -9,8 +9,12 @@ public struct SessionRequest: Sendable {
     public var idleTimeoutSeconds = 60
     /// Per leg; 0 means no limit.
     public var maxPacketsPerSecond = 0
-    /// A latched leg silent this long may latch onto a new source (NAT rebinding).
+    /// A latched leg silent this long may latch onto a new source (NAT rebinding)...
     public var relatchAfterSeconds = 5
+    /// ...if this policy allows that source.
+    public var relatch = RelatchPolicy.sameAddress
+    /// One port per leg (RTCP multiplexed) or an RTP/RTCP port pair per leg.
+    public var rtcp = RTCPMode.mux
     /// When not empty, only sources inside these ranges may latch or send.
     public var allowedSources: [AddressRange] = []
 
@@ -36,6 +40,15 @@ public struct LegCounters: Sendable {
 
 /// A snapshot of one leg.
 public struct LegInfo: Sendable {
+    public var address: Endpoint
+    public var latched: Endpoint?
+    public var counters: LegCounters
+    /// The leg's RTCP companion (its port is `address.port + 1`) in an `"rtcp": "pair"` session.
+    public var rtcp: RTCPCompanionInfo?
+}
+
+/// A snapshot of a leg's RTCP companion socket: it latches and counts on its own.
+public struct RTCPCompanionInfo: Sendable {
     public var address: Endpoint
     public var latched: Endpoint?
     public var counters: LegCounters

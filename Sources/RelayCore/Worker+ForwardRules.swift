@@ -39,7 +39,7 @@ extension Worker {
             return nil
         }
         let wildcard = rules[rule].rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: 0) : Endpoint(high: 0, low: 0, port: 0)
-        guard case .success(let (socket, port)) = openPortSocket(near: wildcard, for: .client) else {
+        guard case .success(let opened) = openPorts(near: wildcard, for: .client), let (socket, port) = opened.first else {
             shared.clients.subtract(1, ordering: .relaxed)
             drops.add(.noPort)
             return nil

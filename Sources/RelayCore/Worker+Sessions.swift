@@ -1,4 +1,5 @@
 import DatagramEngine
+import SystemSupport
 import Glibc
 
 /// Sessions: legs that latch onto the first source that sends to them, and forward to every
@@ -36,11 +37,14 @@ extension Worker {
     }
 
     /// Latches `leg` onto `source` when allowed: the leg is new, or silent for longer than
-    /// relatch_after (NAT rebinding). Refused: a source outside allowed_sources, a second source
-    /// while the first is still talking (hijack), and a source already latched on another leg
-    /// of the session (which would make the relay send a peer its own datagrams).
+    /// relatch_after and the session's relatch policy accepts the source (by default only one
+    /// with the latched peer's address: a NAT rebinding, not a stranger after a receive-only
+    /// leg's media). Refused: a source outside allowed_sources, a second source while the first
+    /// is still talking or that the policy refuses (hijack), and a source already latched on
+    /// another leg of the session (which would make the relay send a peer its own datagrams).
     func latch(_ leg: Int, _ source: Endpoint) -> Bool {
-        if legs[leg].latched != nil && now &- legs[leg].lastHeard < legs[leg].relatchAfter {
+        if let latched = legs[leg].latched,
+           now &- legs[leg].lastHeard < legs[leg].relatchAfter || !legs[leg].relatch.allows(from: latched, to: source) {
             return refuse(leg, .hijack)
         }
         if isRelayOwn(source) { return refuse(leg, .sourceNotAllowed) }
@@ -105,37 +109,36 @@ extension Worker {
 
     func createSession(_ request: SessionRequest, id: String) -> Result<SessionInfo, RelayError> {
         let count = request.legs
-        let first: Int32
-        if let reused = freeLegBlocks[count].popLast() {
-            first = reused
-        } else {
-            first = Int32(legs.count)
-        }
+        let slots = count * request.rtcp.portsPerLeg
+        let first: Int32 = freeLegBlocks[slots].popLast() ?? Int32(legs.count)
         let sessionIndex: Int32 = freeSessions.popLast() ?? Int32(sessions.count)
-        var opened: [(SocketID, UInt16)] = []
+        var rtp: [(SocketID, UInt16)] = []
+        var companions: [(SocketID, UInt16)] = []
         func undo() {
-            for (socket, port) in opened {
-                engine.unregister(socket)
-                settings.ports.release(port)
-            }
-            if first < Int32(legs.count) { freeLegBlocks[count].append(first) }
+            engine.unregister((rtp + companions).map(\.0))
+            for (_, port) in rtp + companions { settings.ports.release(port) }
+            if first < Int32(legs.count) { freeLegBlocks[slots].append(first) }
             if sessionIndex < Int32(sessions.count) { freeSessions.append(sessionIndex) }
         }
         for _ in 0..<count {
-            switch openPortSocket(near: settings.relayAddress) {
-            case .success(let opening): opened.append(opening)
+            switch openPorts(near: settings.relayAddress, pair: request.rtcp == .pair) {
+            case .success(let opened):
+                rtp.append(opened[0])
+                companions += opened.dropFirst()
             case .failure(let error):
                 undo()
                 return .failure(error)
             }
         }
+        // The legs, then their RTCP companions, which forward among themselves only.
         let second: UInt64 = 1_000_000_000
-        for (offset, (socket, port)) in opened.enumerated() {
+        for (offset, (socket, port)) in (rtp + companions).enumerated() {
             var address = settings.advertiseAddress
             address.port = port
             let state = LegState(
-                socket: socket, address: address, session: sessionIndex, firstLeg: first, legCount: Int32(count),
-                policy: request.policy, relatchAfter: UInt64(request.relatchAfterSeconds) * second,
+                socket: socket, address: address, session: sessionIndex,
+                firstLeg: first + (offset < count ? 0 : Int32(count)), legCount: Int32(count),
+                policy: request.policy, relatchAfter: UInt64(request.relatchAfterSeconds) * second, relatch: request.relatch,
                 rateLimit: UInt64(request.maxPacketsPerSecond), tokens: UInt64(request.maxPacketsPerSecond) * second,
                 lastRefill: now)
             let index = Int(first) + offset
@@ -150,23 +153,34 @@ extension Worker {
         return .success(describe(sessionIndex)!)
     }
 
-    /// Binds a socket on a port from the relay's range; a port some other process holds is
-    /// skipped (and returned to the pool later), a few times before giving up.
-    func openPortSocket(near address: Endpoint, for purpose: PortPool.Purpose = .session) -> Result<(SocketID, UInt16), RelayError> {
+    /// Binds a socket on a port from the relay's range, or with `pair` two: an even port and the
+    /// odd one after it. A port some other process holds is skipped (and returned to the pool
+    /// later), a few times before giving up.
+    func openPorts(near address: Endpoint, for purpose: PortPool.Purpose = .session, pair: Bool = false)
+        -> Result<[(SocketID, UInt16)], RelayError> {
         var skipped: [UInt16] = []
         defer { for port in skipped { settings.ports.release(port, from: purpose) } }
         for _ in 0..<16 {
-            guard let port = settings.ports.acquire(for: purpose) else { return .failure(.portsExhausted) }
-            var local = address
-            local.port = port
-            do {
-                let socket = try UDPSocket(binding: local, options: settings.socketOptions)
-                return .success((try engine.register(socket), port))
-            } catch where error.errno == EADDRINUSE {
-                skipped.append(port)
+            guard let base = pair ? settings.ports.acquirePair() : settings.ports.acquire(for: purpose) else {
+                return .failure(.portsExhausted)
+            }
+            let ports = pair ? [base, base + 1] : [base]
+            var opened: [(SocketID, UInt16)] = []
+            do throws(SystemCallError) {
+                for port in ports {
+                    var local = address
+                    local.port = port
+                    let socket = try UDPSocket(binding: local, options: settings.socketOptions)
+                    opened.append((try engine.register(socket), port))
+                }
+                return .success(opened)
             } catch {
-                settings.ports.release(port, from: purpose)
-                return .failure(.socket("\(error)"))
+                engine.unregister(opened.map(\.0))
+                guard error.errno == EADDRINUSE else {
+                    for port in ports { settings.ports.release(port, from: purpose) }
+                    return .failure(.socket("\(error)"))
+                }
+                skipped += ports
             }
         }
         return .failure(.portsExhausted)
@@ -174,9 +188,17 @@ extension Worker {
 
     func describe(_ index: Int32) -> SessionInfo? {
         guard let session = sessions[Int(index)] else { return nil }
-        let range = Int(session.firstLeg)..<(Int(session.firstLeg) + session.request.legs)
-        let legInfo = range.map { LegInfo(address: legs[$0].address, latched: legs[$0].latched, counters: legs[$0].counters) }
-        let lastHeard = range.map { legs[$0].lastHeard }.max() ?? 0
+        let first = Int(session.firstLeg)
+        let count = session.request.legs
+        let legInfo = (first..<(first + count)).map { leg in
+            var info = LegInfo(address: legs[leg].address, latched: legs[leg].latched, counters: legs[leg].counters)
+            if session.request.rtcp == .pair {
+                let companion = legs[leg + count]
+                info.rtcp = RTCPCompanionInfo(address: companion.address, latched: companion.latched, counters: companion.counters)
+            }
+            return info
+        }
+        let lastHeard = (first..<(first + session.slotCount)).map { legs[$0].lastHeard }.max() ?? 0
         return SessionInfo(id: session.id, worker: shared.index, request: session.request, legs: legInfo,
                            ageSeconds: Double(now &- session.created) / 1e9,
                            idleSeconds: Double(now &- max(lastHeard, session.created)) / 1e9)
@@ -194,12 +216,12 @@ extension Worker {
     /// socket is still open.
     func forgetSession(_ index: Int32, _ session: SessionState, closing: inout [SocketID]) {
         let first = Int(session.firstLeg)
-        for leg in first..<(first + session.request.legs) {
+        for leg in first..<(first + session.slotCount) {
             setRole(legs[leg].socket, .none)
             closing.append(legs[leg].socket)
             legs[leg].latched = nil
         }
-        freeLegBlocks[session.request.legs].append(session.firstLeg)
+        freeLegBlocks[session.slotCount].append(session.firstLeg)
         sessions[Int(index)] = nil
         freeSessions.append(index)
         sessionsByID[session.id] = nil
@@ -207,7 +229,7 @@ extension Worker {
 
     func releasePorts(of session: SessionState) {
         let first = Int(session.firstLeg)
-        for leg in first..<(first + session.request.legs) { settings.ports.release(legs[leg].address.port) }
+        for leg in first..<(first + session.slotCount) { settings.ports.release(legs[leg].address.port) }
     }
 
     /// Closes every session idle past its timeout, all their sockets in one go.
@@ -218,7 +240,7 @@ extension Worker {
             guard let session = sessions[index] else { continue }
             let first = Int(session.firstLeg)
             var last = session.created
-            for leg in first..<(first + session.request.legs) { last = max(last, legs[leg].lastHeard) }
+            for leg in first..<(first + session.slotCount) { last = max(last, legs[leg].lastHeard) }
             if now &- last > session.idleTimeout {
                 forgetSession(Int32(index), session, closing: &closing)
                 expired.append(session)

@@ -26,6 +26,7 @@ final class Worker {
         var lastHeard: UInt64 = 0
         var policy: MarkingPolicy
         var relatchAfter: UInt64
+        var relatch: RelatchPolicy
         var rateLimit: UInt64
         var tokens: UInt64 = 0
         var lastRefill: UInt64 = 0
@@ -38,6 +39,9 @@ final class Worker {
         var firstLeg: Int32
         var created: UInt64
         var idleTimeout: UInt64
+
+        /// Its legs, then (in an `"rtcp": "pair"` session) their RTCP companions, in one block.
+        var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
     }
 
     struct RuleState {
@@ -59,8 +63,8 @@ final class Worker {
     let engine: DatagramEngine
     var roles: [SocketRole] = []
     var legs: [LegState] = []
-    /// Free blocks of legs by size, so a session's legs stay contiguous.
-    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound + 1)
+    /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
+    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
     var freeSessions: [Int32] = []
     var sessionsByID: [String: Int32] = [:]
@@ -141,6 +145,7 @@ final class Worker {
         stats.forwardClients = clientCount
         stats.sockets = engine.socketCount
         stats.lifecycle = lifecycle
+        stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
         let cpu = CPUTime.thread()  // this worker's thread only
         stats.cpuUserSeconds = cpu.userSeconds

@@ -22,6 +22,9 @@ public struct WorkerStats: Sendable {
     public var forwardClients = 0
     public var sockets = 0
     public var lifecycle = LifecycleCounts()
+    /// The latest datagram the engine dropped as longer than the maximum size (counted in
+    /// `engine.truncated`).
+    public var lastTruncated: TruncatedDatagram?
     /// CPU the worker's own thread has used (getrusage RUSAGE_THREAD), user and system.
     public var cpuUserSeconds = 0.0
     public var cpuSystemSeconds = 0.0

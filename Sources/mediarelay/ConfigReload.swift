@@ -56,7 +56,8 @@ extension OptionKey {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
             .maxSessions:
             true
-        case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize:
+        case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
+            .maxDatagramSize:
             false
         // The TURN server reads its settings at start; users and secrets may become reloadable
         // once it can swap them in.
@@ -89,6 +90,7 @@ extension OptionKey {
         case .maxClients: String(options.maxClients)
         case .maxSessions: String(options.maxSessions)
         case .batchSize: String(options.batchSize)
+        case .maxDatagramSize: String(options.maxDatagramSize)
         case .turn: options.turnListeners.map(\.description).joined(separator: ",")
         case .turnRealm: options.turnRealm
         // Secret, so only compared, never shown: a changed password counts as a change.

@@ -1,3 +1,5 @@
+import DatagramEngine
+
 /// The `--help` output, generated from `OptionKey` so every option, default and accepted value
 /// that the parser knows is documented, and nothing else.
 enum HelpText {
@@ -34,7 +36,7 @@ enum HelpText {
             }
             lines.append("  \(key.configKey) (\(type)) = \(key.flag)\(key.isReloadable ? ", reload" : "")")
         }
-        lines += [
+        lines += [""] + memoryLines + [
             "",
             "Environment:",
             "  \(ServerOptions.tokenEnvironmentVariable)",
@@ -58,5 +60,30 @@ enum HelpText {
             "Bad options exit with code 2 and one line on stderr.",
         ]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// What each worker holds in receive buffers, computed by the engine's own sizing so the
+    /// figures cannot drift from the code.
+    static var memoryLines: [String] {
+        func uring(_ size: Int, gro: Bool = false) -> String {
+            let configuration = EngineConfiguration(gro: gro, maxDatagramSize: size)
+            return "\(configuration.uringBufferCount) x \(configuration.uringBufferSize) B = \(mebibytes(configuration.receiveBufferBytes(.uring)))"
+        }
+        let defaults = EngineConfiguration(batchSize: 64, maxDatagramSize: ServerOptions.defaultMaxDatagramSize)
+        var withoutGRO = defaults
+        withoutGRO.gro = false
+        return [
+            "Receive buffers per worker (all its datagram memory; forwarding borrows them, never copies):",
+            "  uring with --gro on: \(uring(ServerOptions.defaultMaxDatagramSize, gro: true)) (a buffer takes a whole GRO burst)",
+            "  uring with --gro off: \(uring(ServerOptions.defaultMaxDatagramSize)) at the default --max-datagram-size; larger sizes get",
+            "    fewer buffers, at most \(mebibytes(defaults.uringBufferBytes)) unless two batches need more (65507: \(uring(65_507)))",
+            "  mmsg: --batch-size x 64 KiB with --gro on (a buffer takes a whole GRO burst) = \(mebibytes(defaults.receiveBufferBytes(.mmsg)))",
+            "    at the defaults; perpacket, and mmsg with --gro off: --batch-size x --max-datagram-size = \(mebibytes(withoutGRO.receiveBufferBytes(.mmsg)))",
+        ]
+    }
+
+    private static func mebibytes(_ bytes: Int) -> String {
+        let tenths = (bytes * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MiB"
     }
 }

@@ -11,6 +11,8 @@ struct ServerOptions: Equatable, Sendable {
     static let tokenEnvironmentVariable = "MEDIARELAY_CONTROL_TOKEN"
     /// Each rule costs a listener socket per worker; more than this is a generated config gone wrong.
     static let maxForwardRules = 256
+    /// Jumbo frames (9,000 bytes) pass by default; larger needs --max-datagram-size.
+    static let defaultMaxDatagramSize = 9000
 
     /// Cores online now, clamped to the accepted worker range.
     static var onlineCores: Int {
@@ -41,6 +43,7 @@ struct ServerOptions: Equatable, Sendable {
     var maxClients = 10000
     var maxSessions = 10000
     var batchSize = 64
+    var maxDatagramSize = ServerOptions.defaultMaxDatagramSize
 
     // TURN (RFC 8656): parsed here, served by the relay's TURN tables.
     var turnListeners: [HostPort] = []

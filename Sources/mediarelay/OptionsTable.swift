@@ -5,7 +5,7 @@ import RelayCore
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
-        batchSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
+        batchSize, maxDatagramSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
         turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare
 
     /// How the value is written in the JSON config file.
@@ -34,6 +34,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "--max-clients"
         case .maxSessions: "--max-sessions"
         case .batchSize: "--batch-size"
+        case .maxDatagramSize: "--max-datagram-size"
         case .turn: "--turn"
         case .turnRealm: "--turn-realm"
         case .turnUser: "--turn-user"
@@ -57,7 +58,7 @@ enum OptionKey: String, CaseIterable, Sendable {
 
     var configType: ConfigType {
         switch self {
-        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize,
+        case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare: .integer
         case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: .stringArray
         default: .string
@@ -99,6 +100,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecn: "preserve|clear"
         case .logLevel: "L"
         case .drainSeconds, .idleTimeout: "S"
+        case .maxDatagramSize: "BYTES"
         case .turn: "HOST:PORT"
         case .turnRealm: "REALM"
         case .turnUser: "NAME:PASSWORD"
@@ -132,6 +134,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "10000"
         case .maxSessions: "10000"
         case .batchSize: "64"
+        case .maxDatagramSize: "\(ServerOptions.defaultMaxDatagramSize)"
         case .turn: "none (no TURN server)"
         case .turnRealm: "mediarelay"
         case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
@@ -148,6 +151,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     static let idleTimeoutRange = 1...86400
     static let capRange = 1...1_000_000
     static let batchRange = 1...1024
+    /// Up to the largest UDP payload over IPv4 (65,535 - 20 - 8); below 512 even DNS breaks.
+    static let datagramSizeRange = 512...65_507
     static let maxTokenLength = 1024
     static let perUserRange = 0...1_000_000
     static let bandwidthRange = 0...1_000_000_000
@@ -173,6 +178,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .idleTimeout: integers(Self.idleTimeoutRange)
         case .maxClients, .maxSessions: integers(Self.capRange)
         case .batchSize: integers(Self.batchRange)
+        case .maxDatagramSize: integers(Self.datagramSizeRange)
         case .turn: "HOST:PORT with an IP literal, [addr]:port for IPv6, PORT in 1...65535; repeatable, at most \(maxCount)"
         case .turnRealm: TURNRealm.accepted
         case .turnUser: TURNUser.accepted + "; repeatable"
@@ -190,7 +196,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "datagram backend; auto prefers uring and falls back to mmsg, saying why"
         case .gso: "send equal-size datagrams to one destination as one UDP_SEGMENT sendmsg"
-        case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg, uring); 64 KiB receive buffers: 4 MiB per worker on mmsg, 8 MiB on uring (uring without GRO: 8.4 MiB)"
+        case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg, uring; 64 KiB receive buffers, see below)"
         case .workers: "worker threads, each with its own sessions and sockets"
         case .forward: "forward datagrams sent to LISTEN to UPSTREAM, one upstream socket per client"
         case .ports: "UDP ports that sessions and forward clients bind"
@@ -207,6 +213,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: "clients per forward rule"
         case .maxSessions: "sessions at once"
         case .batchSize: "datagrams per receive call at most"
+        case .maxDatagramSize: "largest datagram forwarded; a longer one is dropped, counted as truncated and logged (first per minute)"
         case .turn: "TURN (RFC 8656) listener over UDP, usually port 3478"
         case .turnRealm: "realm of the TURN long-term credentials"
         case .turnUser: "a static TURN user"
@@ -248,6 +255,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxClients: options.maxClients = try integer(text, in: Self.capRange)
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
+        case .maxDatagramSize: options.maxDatagramSize = try integer(text, in: Self.datagramSizeRange)
         case .turn: options.turnListeners.append(try HostPort(parsing: text))
         case .turnRealm: options.turnRealm = try TURNRealm.check(text)
         case .turnUser: options.turnUsers.append(try TURNUser(parsing: text))

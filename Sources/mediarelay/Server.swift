@@ -31,7 +31,8 @@ struct Server {
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
-                                              batchSize: options.batchSize, gso: options.gso, gro: options.gro)
+                                              batchSize: options.batchSize, gso: options.gso, gro: options.gro,
+                                              maxDatagramSize: options.maxDatagramSize)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
         settings.rules = options.forwards.map { spec in
@@ -89,9 +90,11 @@ struct Server {
 
         var running = options
         var taken: Int32 = 0
+        var truncations = TruncationLog(limit: options.maxDatagramSize)
         while taken != SIGTERM && taken != SIGINT {
             taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() })
             if taken == SIGHUP { reload(&running, relay: relay, settings: reloadable) }
+            if let line = truncations.line(relay.stats(), now: ProcessInfo.processInfo.systemUptime) { log.warning(line) }
         }
         log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(running.drainSeconds) s")
         relay.beginDrain()

@@ -8,7 +8,7 @@ import RelayHTTP
 enum SessionJSON {
     static let fields: Set<String> = [
         "legs", "service_class", "dscp", "ecn", "idle_timeout_seconds", "max_packets_per_second",
-        "relatch_after_seconds", "allowed_sources",
+        "relatch_after_seconds", "relatch", "rtcp", "allowed_sources",
     ]
 
     static func request(from body: [UInt8], defaults: MarkingPolicy, idleTimeout: Int) throws(JSONObjectError) -> SessionRequest {
@@ -29,6 +29,10 @@ enum SessionJSON {
         if let seconds = try reader.int("idle_timeout_seconds", range: 1...86_400) { request.idleTimeoutSeconds = seconds }
         if let rate = try reader.int("max_packets_per_second", range: 0...1_000_000) { request.maxPacketsPerSecond = rate }
         if let seconds = try reader.int("relatch_after_seconds", range: 0...3_600) { request.relatchAfterSeconds = seconds }
+        if let relatch = try reader.string("relatch", oneOf: RelatchPolicy.allCases.map(\.rawValue)) {
+            request.relatch = RelatchPolicy(rawValue: relatch)!
+        }
+        if let rtcp = try reader.string("rtcp", oneOf: RTCPMode.allCases.map(\.rawValue)) { request.rtcp = RTCPMode(rawValue: rtcp)! }
         if let ranges = try reader.stringArray("allowed_sources") {
             guard ranges.count <= 64 else {
                 throw JSONObjectError(field: "allowed_sources", description: "field \"allowed_sources\": at most 64 ranges")
@@ -54,6 +58,8 @@ enum SessionJSON {
             "idle_timeout_seconds": info.request.idleTimeoutSeconds,
             "max_packets_per_second": info.request.maxPacketsPerSecond,
             "relatch_after_seconds": info.request.relatchAfterSeconds,
+            "relatch": info.request.relatch.rawValue,
+            "rtcp": info.request.rtcp.rawValue,
             "allowed_sources": info.request.allowedSources.map(\.text),
             "age_seconds": info.ageSeconds,
             "idle_seconds": info.idleSeconds,
@@ -61,14 +67,20 @@ enum SessionJSON {
         ]
     }
 
+    /// A leg; in an `"rtcp": "pair"` session with its RTCP companion under "rtcp" (same fields).
     static func leg(_ leg: LegInfo) -> [String: Any] {
-        let counters = leg.counters
+        var object = socket(leg.address, latched: leg.latched, counters: leg.counters)
+        if let rtcp = leg.rtcp { object["rtcp"] = socket(rtcp.address, latched: rtcp.latched, counters: rtcp.counters) }
+        return object
+    }
+
+    static func socket(_ address: Endpoint, latched: Endpoint?, counters: LegCounters) -> [String: Any] {
         var drops: [String: Any] = [:]
         for reason in DropReason.allCases where counters.drops[reason] > 0 { drops[reason.name] = counters.drops[reason] }
         return [
-            "address": leg.address.hostText,
-            "port": Int(leg.address.port),
-            "latched": leg.latched.map { ["address": $0.hostText, "port": Int($0.port)] as [String: Any] } ?? NSNull(),
+            "address": address.hostText,
+            "port": Int(address.port),
+            "latched": latched.map { ["address": $0.hostText, "port": Int($0.port)] as [String: Any] } ?? NSNull(),
             "packets_in": counters.packetsIn,
             "bytes_in": counters.bytesIn,
             "packets_out": counters.packetsOut,

@@ -18,6 +18,9 @@ struct StatsReport {
     let sessions: Int
     let maxSessions: Int
     let draining: Bool
+    /// Port-range occupancy: session legs (and RTCP companions) and forward-rule upstreams.
+    let portsInUse: Int
+    let portsTotal: Int
 
     init(relay: Relay, engine: String, engineReason: String, started: Date) {
         workers = relay.stats()
@@ -41,6 +44,8 @@ struct StatsReport {
         sessions = total.sessions
         maxSessions = relay.maxSessions
         draining = relay.isDraining
+        portsInUse = relay.settings.ports.held
+        portsTotal = relay.settings.ports.range.count
     }
 
     var cpuNanosecondsPerPacket: Double {
@@ -92,6 +97,8 @@ struct StatsReport {
         object["cpu_ns_per_packet"] = cpuNanosecondsPerPacket
         object["sessions"] = sessions
         object["sessions_max"] = maxSessions
+        object["ports_in_use"] = portsInUse
+        object["ports_total"] = portsTotal
         object["per_worker"] = workers.map { worker -> [String: Any] in
             var counters = StatsReport.counters(worker)
             counters["worker"] = worker.worker
@@ -158,6 +165,8 @@ struct StatsReport {
         text.gauge("mediarelay_syscalls_per_packet", help: "I/O system calls per datagram received, since start.", value: syscallsPerPacket)
         text.gauge("mediarelay_sessions", help: "Sessions open.", value: sessions)
         text.gauge("mediarelay_sessions_max", help: "The session cap.", value: maxSessions)
+        text.gauge("mediarelay_ports_in_use", help: "Ports of the relay's range held by session legs and forward clients.", value: portsInUse)
+        text.gauge("mediarelay_ports_total", help: "Ports in the relay's range.", value: portsTotal)
         text.gauge("mediarelay_forward_clients", help: "Forward-rule clients with an upstream socket.", value: total.forwardClients)
         return text
     }

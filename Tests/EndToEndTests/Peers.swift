@@ -16,8 +16,8 @@ final class Peers {
         let bytes: [UInt8]
     }
 
-    init(count: Int, family: Endpoint = Endpoint(host: "127.0.0.1", port: 0)!) throws {
-        engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+    init(count: Int, family: Endpoint = Endpoint(host: "127.0.0.1", port: 0)!, maxDatagramSize: Int = 2048) throws {
+        engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false, maxDatagramSize: maxDatagramSize))
         for _ in 0..<count {
             let socket = try UDPSocket(binding: family)
             sockets.append(socket)

@@ -13,7 +13,7 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "log_level": "warning",
           "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-          "max_sessions": 60, "batch_size": 32,
+          "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
           "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
@@ -45,6 +45,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.maxClients, 50)
         XCTAssertEqual(options.maxSessions, 60)
         XCTAssertEqual(options.batchSize, 32)
+        XCTAssertEqual(options.maxDatagramSize, 1500)
         XCTAssertEqual(options.turnListeners, [HostPort(host: "127.0.0.1", port: 3478), HostPort(host: "::1", port: 3478)])
         XCTAssertEqual(options.turnRealm, "example.org")
         XCTAssertEqual(options.turnUsers, [TURNUser(name: "alice", password: "pw1"), TURNUser(name: "bob", password: "pw:2")])
@@ -62,7 +63,7 @@ final class ConfigFileTests: XCTestCase {
         let contractKeys = [
             "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
-            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "turn", "turn_realm",
+            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "max_datagram_size", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
         ]

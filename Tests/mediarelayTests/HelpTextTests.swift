@@ -9,7 +9,7 @@ final class HelpTextTests: XCTestCase {
         "--config", "--engine", "--gso", "--gro", "--workers", "--forward", "--ports", "--relay-address",
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
-        "--batch-size", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
+        "--batch-size", "--max-datagram-size", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--help", "--version",
     ]
@@ -28,7 +28,8 @@ final class HelpTextTests: XCTestCase {
             XCTAssertTrue(help.contains("  \(key.configKey) ("), "config key \(key.configKey)")
         }
         for expected in ["auto, perpacket, mmsg, uring", "40000-40999", "127.0.0.1:9480", "interactiveVoice",
-                         "MEDIARELAY_CONTROL_TOKEN", "idle_timeout_seconds", "1...256", "0...3600", "1...86400", "1...1024"] {
+                         "MEDIARELAY_CONTROL_TOKEN", "idle_timeout_seconds", "1...256", "0...3600", "1...86400", "1...1024",
+                         "512...65507", "Receive buffers per worker", "--batch-size x --max-datagram-size"] {
             XCTAssertTrue(help.contains(expected), "help does not mention \(expected)")
         }
     }

@@ -24,6 +24,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertEqual(options.maxClients, 10000)
         XCTAssertEqual(options.maxSessions, 10000)
         XCTAssertEqual(options.batchSize, 64)
+        XCTAssertEqual(options.maxDatagramSize, 9000)
         XCTAssertNil(options.configPath)
     }
 
@@ -51,6 +52,7 @@ final class OptionsTests: XCTestCase {
             ("--max-clients", "5", { $0.maxClients == 5 }),
             ("--max-sessions", "7", { $0.maxSessions == 7 }),
             ("--batch-size", "1024", { $0.batchSize == 1024 }),
+            ("--max-datagram-size", "65507", { $0.maxDatagramSize == 65507 }),
         ]
         for (flag, value, check) in good {
             for arguments in [[flag, value], ["\(flag)=\(value)"]] {
@@ -115,6 +117,8 @@ final class OptionsTests: XCTestCase {
             ("--max-sessions", "1e6", "1...1000000"),
             ("--batch-size", "1025", "1...1024"),
             ("--batch-size", "99999999999999999999", "1...1024"),
+            ("--max-datagram-size", "65508", "512...65507"),
+            ("--max-datagram-size", "511", "512...65507"),
         ]
         for (flag, value, expected) in bad {
             refusal([flag, value], mentions: ["\(flag) \(value):", expected])

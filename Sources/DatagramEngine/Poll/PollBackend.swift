@@ -66,7 +66,8 @@ final class PollBackend {
     /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     private func receiveMany(_ descriptor: Int32, id: SocketID, slot: Int, used: Int) -> Int {
         let room = vectors.capacity - used
-        let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT)
+        // MSG_TRUNC: a datagram longer than its buffer reports its real length.
+        let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)
         let outcome = SystemCall.outcome { Int(mr_recvmmsg(descriptor, vectors.headers(from: used), UInt32(room), flags)) }
         state.counters.syscalls &+= 1
         guard case .done(let count) = outcome, count > 0 else { return used }
@@ -79,7 +80,7 @@ final class PollBackend {
     private func receiveEach(_ descriptor: Int32, id: SocketID, slot: Int, used start: Int) -> Int {
         var used = start
         while used < vectors.capacity {
-            let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT)) }
+            let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) }
             state.counters.syscalls &+= 1
             guard case .done(let length) = outcome else { break }
             vectors.setLength(length, at: used)
@@ -94,7 +95,7 @@ final class PollBackend {
     private func deliver(_ index: Int, id: SocketID, slot: Int) {
         let datagram = vectors.datagram(at: index)
         _ = state.deliver(socket: id, slot: slot, source: datagram.source, metadata: datagram.metadata,
-                          truncated: datagram.truncated, payload: datagram.payload)
+                          truncated: datagram.truncated, size: datagram.size, payload: datagram.payload)
     }
 
     // MARK: send

@@ -72,11 +72,13 @@ final class ReceiveVectors {
 
     /// What slot `slot` received: source, control messages, truncation and the payload.
     @inline(__always)
-    func datagram(at slot: Int) -> (source: Endpoint?, metadata: ReceiveMetadata, truncated: Bool, payload: UnsafeRawBufferPointer) {
+    func datagram(at slot: Int) -> (source: Endpoint?, metadata: ReceiveMetadata, truncated: Bool, size: Int, payload: UnsafeRawBufferPointer) {
         let header = headers[slot].msg_hdr
         let metadata = ReceiveMetadata(control: header.msg_control, length: Int(header.msg_controllen))
         let source = Endpoint(reading: addresses + slot, length: header.msg_namelen)
-        let payload = UnsafeRawBufferPointer(start: payloads + slot * payloadSize, count: Int(headers[slot].msg_len))
-        return (source, metadata, header.msg_flags & Int32(MSG_TRUNC) != 0, payload)
+        // With MSG_TRUNC the length is the datagram's, which may exceed the buffer.
+        let size = Int(headers[slot].msg_len)
+        let payload = UnsafeRawBufferPointer(start: payloads + slot * payloadSize, count: min(size, payloadSize))
+        return (source, metadata, header.msg_flags & Int32(MSG_TRUNC) != 0, size, payload)
     }
 }

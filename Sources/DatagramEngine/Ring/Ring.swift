@@ -39,8 +39,10 @@ final class Ring {
     /// Whether the kernel took SINGLE_ISSUER and DEFER_TASKRUN (Linux 6.1).
     let deferredTaskRun: Bool
 
-    /// A ring whose provided buffers each take one datagram of up to `payloadSize` bytes.
-    init(buffers wanted: Int, payloadSize: Int, wakeDescriptor: Int32) throws(SystemCallError) {
+    /// A ring whose provided buffers each take one datagram: `bufferSize` bytes for the header
+    /// and the payload, a multiple of 8 so that every buffer's header is aligned.
+    init(buffers wanted: Int, bufferSize: Int, wakeDescriptor: Int32) throws(SystemCallError) {
+        precondition(bufferSize % 8 == 0 && bufferSize > Ring.headerLength)
         ring = .allocate(capacity: 1)
         ring.initialize(to: io_uring())
         var params = io_uring_params()
@@ -66,7 +68,7 @@ final class Ring {
         var count: UInt32 = 1
         while count < UInt32(wanted) { count <<= 1 }
         bufferCount = min(count, 32768)
-        bufferSize = Ring.headerLength + payloadSize
+        self.bufferSize = bufferSize
         var ringMemory: UnsafeMutableRawPointer?
         let ringBytes = Int(bufferCount) * MemoryLayout<io_uring_buf>.stride
         guard posix_memalign(&ringMemory, Int(getpagesize()), ringBytes) == 0, let ringMemory else {
@@ -174,7 +176,8 @@ final class Ring {
     /// A multishot receive on `descriptor` into the provided buffers.
     func prepareReceive(descriptor: Int32, tag: RingTag) {
         let entry = nextSubmission(tag: tag)
-        io_uring_prep_recvmsg_multishot(entry, descriptor, template, 0)
+        // MSG_TRUNC: a datagram longer than its buffer reports its real length (payloadlen).
+        io_uring_prep_recvmsg_multishot(entry, descriptor, template, UInt32(MSG_TRUNC))
         entry.pointee.flags |= UInt8(1 << IOSQE_BUFFER_SELECT_BIT)
         entry.pointee.buf_group = Ring.bufferGroup
     }
@@ -282,7 +285,7 @@ final class Ring {
     /// buffer's layout (counted as truncated by the caller).
     @inline(__always)
     func datagram(inBuffer id: UInt16, length: Int32)
-        -> (source: Endpoint?, metadata: ReceiveMetadata, truncated: Bool, payload: UnsafeRawBufferPointer)? {
+        -> (source: Endpoint?, metadata: ReceiveMetadata, truncated: Bool, size: Int, payload: UnsafeRawBufferPointer)? {
         let buffer = buffers + Int(id) * bufferSize
         guard let header = io_uring_recvmsg_validate(buffer, length, template) else { return nil }
         let name = io_uring_recvmsg_name(header)!
@@ -290,7 +293,8 @@ final class Ring {
         let source = Endpoint(reading: name, length: header.pointee.namelen)
         let payloadLength = Int(io_uring_recvmsg_payload_length(header, length, template))
         let payload = UnsafeRawBufferPointer(start: io_uring_recvmsg_payload(header, template), count: payloadLength)
-        return (source, metadata, header.pointee.flags & UInt32(MSG_TRUNC) != 0, payload)
+        let truncated = header.pointee.flags & UInt32(MSG_TRUNC) != 0
+        return (source, metadata, truncated, truncated ? Int(header.pointee.payloadlen) : payloadLength, payload)
     }
 
     /// Gives a buffer back to the kernel (visible after `commitRecycled`).

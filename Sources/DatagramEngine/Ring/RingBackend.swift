@@ -15,15 +15,8 @@ final class RingBackend {
 
     init(state: EngineState, waker: EngineWaker) throws(SystemCallError) {
         let configuration = state.configuration
-        // With GRO a provided buffer must hold a whole coalesced burst (up to 64 KiB), so the
-        // ring has fewer, larger buffers; see EngineConfiguration.uringGROBuffers.
-        if state.groActive {
-            ring = try Ring(buffers: configuration.uringGROBuffers, payloadSize: EngineState.groBufferSize,
-                            wakeDescriptor: waker.descriptor)
-        } else {
-            ring = try Ring(buffers: max(configuration.uringBuffers, configuration.batchSize * 2),
-                            payloadSize: configuration.maxDatagramSize, wakeDescriptor: waker.descriptor)
-        }
+        ring = try Ring(buffers: configuration.uringBufferCount, bufferSize: configuration.uringBufferSize,
+                        wakeDescriptor: waker.descriptor)
         self.state = state
         toArm.reserveCapacity(1024)
     }
@@ -112,7 +105,7 @@ final class RingBackend {
         }
         return state.deliver(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot,
                              source: datagram.source, metadata: datagram.metadata,
-                             truncated: datagram.truncated, payload: datagram.payload)
+                             truncated: datagram.truncated, size: datagram.size, payload: datagram.payload)
     }
 
     /// Queues a multishot receive for every socket waiting for one.
