@@ -16,18 +16,26 @@ let package = Package(
             pkgConfig: "liburing",
             providers: [.apt(["liburing-dev"])]
         ),
+        // libcrypto for STUN/TURN: HMAC-SHA1/SHA256, MD5, SHA-256 (Debian: libssl-dev).
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The one way into the kernel (syscall gate, errors, clock, CPU time), under every module.
         .target(name: "SystemSupport"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "SystemSupport"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine", "SystemSupport"]),
+        .target(name: "STUN", dependencies: ["CCrypto", "DatagramEngine"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "STUN", "SystemSupport"]),
         .target(name: "RelayHTTP", dependencies: ["SystemSupport"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
-        // the relay, so it stays an outside check of the marks.
+        // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
+        // codec, whose address values are its only contact with DatagramEngine.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport"]),
+        .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "SystemSupport"]
+            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
         ),
         .executableTarget(
             name: "mediarelay-load",
@@ -39,9 +47,10 @@ let package = Package(
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "MallocCounter"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine"]),
         .testTarget(name: "DeployTests"),

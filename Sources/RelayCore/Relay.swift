@@ -162,6 +162,19 @@ public final class Relay: Sendable {
         return silent ? .failure(.workerUnresponsive) : .success(all.sorted { $0.id < $1.id })
     }
 
+    /// TURN allocations, at most `limit` from each worker (the caller trims the total), or an
+    /// error when a worker did not answer in time.
+    public func turnAllocations(limit: Int) -> Result<[TurnAllocationInfo], RelayError> {
+        var all: [TurnAllocationInfo] = []
+        for index in workers.indices {
+            guard let listed = ask(index, { reply in .turnAllocations(limit: limit, reply: reply) }) else {
+                return .failure(.workerUnresponsive)
+            }
+            all += listed
+        }
+        return .success(all)
+    }
+
     /// The latest snapshot of every worker (at most ~100 ms old).
     public func stats() -> [WorkerStats] {
         workers.map { $0.published.withLock { $0 } }

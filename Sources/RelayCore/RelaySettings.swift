@@ -14,6 +14,11 @@ public struct RelaySettings: Sendable {
     public var defaultPolicy = MarkingPolicy()
     public var maxSessions = 10_000
     public var socketOptions = SocketOptions()
+    /// The TURN server: nil when no TURN listener is configured. Every worker binds each of
+    /// `turnListeners` with SO_REUSEPORT and owns the allocations of the clients it receives.
+    public var turn: TurnSettings?
+    public var turnListeners: [Endpoint] = []
+    public let turnShared = TurnShared()
 
     public init(ports: ClosedRange<UInt16>, relayAddress: Endpoint = Endpoint(ipv4: 0, port: 0),
                 advertiseAddress: Endpoint = Endpoint(ipv4: 0x7F00_0001, port: 0)) {

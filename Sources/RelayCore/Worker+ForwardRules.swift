@@ -6,13 +6,16 @@ extension Worker {
     @inline(__always)
     func fromClient(_ rule: Int, _ datagram: ReceivedDatagram) {
         let client: Int
-        if let known = clientsByRule[rule][datagram.source] {
+        if let last = rules[rule].lastClient, last.source == datagram.source {
+            client = Int(last.client)
+        } else if let known = clientsByRule[rule][datagram.source] {
             client = Int(known)
         } else if let added = addClient(rule, datagram.source) {
             client = added
         } else {
             return
         }
+        rules[rule].lastClient = (datagram.source, Int32(client))
         clients[client]!.lastHeard = now
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: rules[rule].rule.upstream,
                        trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
@@ -60,6 +63,7 @@ extension Worker {
         engine.unregister(state.upstreamSocket)
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
+        if rules[Int(state.rule)].lastClient?.client == index { rules[Int(state.rule)].lastClient = nil }
         rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
         clients[Int(index)] = nil
         freeClients.append(index)

@@ -104,6 +104,8 @@ extension Worker {
             reply(sessionsByID[id].flatMap { describe($0) })
         case .list(let reply):
             reply(sessionsByID.values.compactMap { describe($0) })
+        case .turnAllocations(let limit, let reply):
+            reply(turnTable?.describeAllocations(limit: limit, worker: shared.index) ?? [])
         }
     }
 

@@ -9,6 +9,7 @@ enum WorkerCommand: Sendable {
     case delete(String, reply: @Sendable (Bool) -> Void)
     case describe(String, reply: @Sendable (SessionInfo?) -> Void)
     case list(reply: @Sendable ([SessionInfo]) -> Void)
+    case turnAllocations(limit: Int, reply: @Sendable ([TurnAllocationInfo]) -> Void)
 }
 
 /// What one worker has done, published as a snapshot a few times a second.
@@ -22,6 +23,7 @@ public struct WorkerStats: Sendable {
     public var forwardClients = 0
     public var sockets = 0
     public var lifecycle = LifecycleCounts()
+    public var turn = TurnStats()
     /// The latest datagram the engine dropped as longer than the maximum size (counted in
     /// `engine.truncated`).
     public var lastTruncated: TruncatedDatagram?

@@ -45,6 +45,9 @@ struct ControlAPI: Sendable {
                 }
             }
         }
+        router.add("GET", "/v1/turn/allocations") { request, _ in
+            authorized(request) { TurnAllocationJSON.list(relay, query: request.query) }
+        }
         return router
     }
 

@@ -41,6 +41,11 @@ struct Server {
                         policy: settings.defaultPolicy, idleTimeoutSeconds: options.idleTimeoutSeconds,
                         maxClients: options.maxClients)
         }
+        if !options.turnListeners.isEmpty {
+            settings.ports = PortPool(range: options.ports.low...options.ports.high, turnLimit: options.turnPortLimit)
+            settings.turnListeners = options.turnListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+            settings.turn = turnSettings(settings)
+        }
         return settings
     }
 
@@ -68,6 +73,10 @@ struct Server {
         log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off"), gro \(options.gro ? "on" : "off")")
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
+        if let turn = relay.settings.turn {
+            let families = [turn.advertiseIPv4, turn.advertiseIPv6].compactMap { $0?.hostText }.joined(separator: " and ")
+            log.info("TURN on \(relay.settings.turnListeners.map(\.description).joined(separator: ", ")), realm \(options.turnRealm), relayed addresses on \(families)")
+        }
 
         let reloadable = ReloadableSettings(.init(options))
         let api = ControlAPI(relay: relay, settings: reloadable, engine: engine.backend.rawValue,

@@ -32,6 +32,7 @@ struct StatsReport {
             total.forwardClients += worker.forwardClients
             total.sockets += worker.sockets
             total.lifecycle.merge(worker.lifecycle)
+            total.turn.merge(worker.turn)
         }
         self.total = total
         self.engine = engine
@@ -97,6 +98,7 @@ struct StatsReport {
         object["cpu_ns_per_packet"] = cpuNanosecondsPerPacket
         object["sessions"] = sessions
         object["sessions_max"] = maxSessions
+        object["turn"] = TurnStatsReport.json(total.turn)
         object["ports_in_use"] = portsInUse
         object["ports_total"] = portsTotal
         object["per_worker"] = workers.map { worker -> [String: Any] in
@@ -158,6 +160,7 @@ struct StatsReport {
                          value: worker.lifecycle.sessionsExpired)
             text.counter("mediarelay_receive_restarts_total", help: "io_uring multishot receives re-armed (many: buffers ran out, the worker is behind).",
                          labels: label, value: engine.receiveRestarts)
+            TurnStatsReport.prometheus(worker.turn, worker: worker.worker, into: &text)
         }
         text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "user")], value: cpuUser)
         text.counter("mediarelay_cpu_seconds_total", help: "Process CPU time by mode.", labels: [("mode", "system")], value: cpuSystem)

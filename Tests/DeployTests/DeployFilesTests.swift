@@ -11,6 +11,10 @@ let contractMetricFamilies: Set<String> = [
     "mediarelay_send_errors_total", "mediarelay_gso_segments_total", "mediarelay_cpu_seconds_total",
     "mediarelay_cpu_ns_per_packet", "mediarelay_syscalls_per_packet", "mediarelay_sessions",
     "mediarelay_sessions_max", "mediarelay_forward_clients",
+    "mediarelay_turn_allocations", "mediarelay_turn_permissions", "mediarelay_turn_channels",
+    "mediarelay_turn_allocation_events_total", "mediarelay_turn_allocations_refused_total",
+    "mediarelay_turn_auth_failures_total", "mediarelay_turn_drops_total", "mediarelay_turn_datagrams_total",
+    "mediarelay_turn_bytes_total",
 ]
 
 /// A histogram's samples belong to the family named without these suffixes.

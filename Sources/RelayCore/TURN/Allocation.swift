@@ -1,0 +1,76 @@
+import DatagramEngine
+import STUN
+
+/// A TURN client as the relay knows it: the listener socket it talks to and its address.
+struct TurnClient: Hashable {
+    var listener: SocketID
+    var address: Endpoint
+}
+
+/// One relayed transport address of an allocation (an allocation has one per family).
+struct RelayedSocket {
+    var socket: SocketID
+    var port: UInt16
+    /// What XOR-RELAYED-ADDRESS says: the advertised address with this port.
+    var advertised: Endpoint
+}
+
+/// A channel: a number the client uses instead of a Data indication's peer address.
+struct ChannelBinding {
+    var peer: Endpoint
+    var expires: UInt64
+}
+
+/// Datagrams and bytes an allocation relayed, by framing and direction, and its ECN counts.
+public struct AllocationCounters: Sendable {
+    public var channelDataIn: UInt64 = 0
+    public var channelDataOut: UInt64 = 0
+    public var indicationsIn: UInt64 = 0
+    public var indicationsOut: UInt64 = 0
+    public var bytesToPeers: UInt64 = 0
+    public var bytesToClient: UInt64 = 0
+    /// ECN codepoints received from the client and from peers, by codepoint value.
+    public var ecnFromClient = InlineArray<4, UInt64>(repeating: 0)
+    public var ecnFromPeers = InlineArray<4, UInt64>(repeating: 0)
+    public var dropped: UInt64 = 0
+
+    public init() {}
+}
+
+/// One allocation (RFC 8656 section 2.2): its relayed sockets, permissions by peer address,
+/// channels both ways, lifetime and counters. Lives in its worker's TurnTable only.
+struct Allocation {
+    var client: TurnClient
+    var username: String
+    /// The Allocate that made it: its retransmission is answered again, another gets 437.
+    var transaction: TransactionID
+    var relay4: RelayedSocket?
+    var relay6: RelayedSocket?
+    var created: UInt64
+    var expires: UInt64
+    /// Peer addresses (port 0) and when their permission ends.
+    var permissions: [Endpoint: UInt64] = [:]
+    var channels: [UInt16: ChannelBinding] = [:]
+    var channelByPeer: [Endpoint: UInt16] = [:]
+    var counters = AllocationCounters()
+    /// Token bucket for the bandwidth quota, in bytes x 1e9 (nanosecond resolution).
+    var tokens: UInt64 = 0
+    var lastRefill: UInt64 = 0
+
+    /// The relayed socket that reaches `peer`'s family, if the allocation has one.
+    @inline(__always)
+    func relay(for peer: Endpoint) -> RelayedSocket? { peer.isIPv4 ? relay4 : relay6 }
+
+    /// Whether a datagram to or from `peer` is allowed now.
+    @inline(__always)
+    func permits(_ peer: Endpoint, now: UInt64) -> Bool {
+        guard let expires = permissions[Allocation.permissionKey(peer)] else { return false }
+        return expires > now
+    }
+
+    /// Permissions are per IP address, any port (RFC 8656 section 9).
+    @inline(__always)
+    static func permissionKey(_ peer: Endpoint) -> Endpoint {
+        Endpoint(high: peer.high, low: peer.low, port: 0, scope: 0)
+    }
+}

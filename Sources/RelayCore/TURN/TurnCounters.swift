@@ -1,0 +1,104 @@
+import STUN
+
+/// Why a TURN datagram was not relayed (each counted under one reason).
+public enum TurnDropReason: Int, Sendable, CaseIterable {
+    /// Neither STUN nor ChannelData, or a STUN message that does not parse.
+    case malformed
+    /// ChannelData or a Send indication from a client with no allocation.
+    case noAllocation
+    /// ChannelData on a channel that is not bound (or has expired).
+    case noChannel
+    /// To or from a peer without a permission.
+    case noPermission
+    /// Past the allocation's bandwidth quota.
+    case bandwidth
+    /// An answer to an unauthenticated request that would be larger than the request allows.
+    case amplification
+    /// No room for the framing (a payload too long for a Data indication).
+    case tooLarge
+    /// A Send indication to a port the peer policy refuses on a permitted address.
+    case forbiddenPeer
+
+    public var name: String {
+        switch self {
+        case .malformed: "malformed"
+        case .noAllocation: "no_allocation"
+        case .noChannel: "no_channel"
+        case .noPermission: "no_permission"
+        case .bandwidth: "bandwidth"
+        case .amplification: "amplification"
+        case .tooLarge: "too_large"
+        case .forbiddenPeer: "forbidden_peer"
+        }
+    }
+}
+
+/// One worker's TURN counters: plain integers in fixed tables, so counting never allocates.
+public struct TurnCounters: Sendable {
+    public var allocationsCreated: UInt64 = 0
+    public var allocationsDeleted: UInt64 = 0
+    public var allocationsExpired: UInt64 = 0
+    /// Allocate requests refused, by error code (400..508 as index code - 400).
+    public var refused = InlineArray<110, UInt64>(repeating: 0)
+    public var authFailures = InlineArray<7, UInt64>(repeating: 0)
+    public var drops = InlineArray<8, UInt64>(repeating: 0)
+    public var channelDataToPeers: UInt64 = 0
+    public var channelDataToClients: UInt64 = 0
+    public var indicationsToPeers: UInt64 = 0
+    public var indicationsToClients: UInt64 = 0
+    public var bytesToPeers: UInt64 = 0
+    public var bytesToClients: UInt64 = 0
+    public var bindingRequests: UInt64 = 0
+
+    public init() {}
+
+    public subscript(drop reason: TurnDropReason) -> UInt64 { drops[reason.rawValue] }
+    public subscript(auth reason: AuthFailure) -> UInt64 { authFailures[reason.rawValue] }
+    public subscript(refused code: ErrorCode) -> UInt64 {
+        (400..<510).contains(code.rawValue) ? refused[code.rawValue - 400] : 0
+    }
+
+    @inline(__always)
+    mutating func add(_ reason: TurnDropReason) { drops[reason.rawValue] &+= 1 }
+
+    mutating func add(_ reason: AuthFailure) { authFailures[reason.rawValue] &+= 1 }
+
+    mutating func refuse(_ code: ErrorCode) {
+        if (400..<510).contains(code.rawValue) { refused[code.rawValue - 400] &+= 1 }
+    }
+}
+
+/// What one worker's TURN table reports: its counters and what is active now.
+public struct TurnStats: Sendable {
+    public var counters = TurnCounters()
+    public var allocations = 0
+    public var permissions = 0
+    public var channels = 0
+
+    public init() {}
+
+    public mutating func merge(_ other: TurnStats) {
+        allocations += other.allocations
+        permissions += other.permissions
+        channels += other.channels
+        counters.merge(other.counters)
+    }
+}
+
+extension TurnCounters {
+    public mutating func merge(_ other: TurnCounters) {
+        allocationsCreated &+= other.allocationsCreated
+        allocationsDeleted &+= other.allocationsDeleted
+        allocationsExpired &+= other.allocationsExpired
+        for index in refused.indices { refused[index] &+= other.refused[index] }
+        for index in authFailures.indices { authFailures[index] &+= other.authFailures[index] }
+        for index in drops.indices { drops[index] &+= other.drops[index] }
+        channelDataToPeers &+= other.channelDataToPeers
+        channelDataToClients &+= other.channelDataToClients
+        indicationsToPeers &+= other.indicationsToPeers
+        indicationsToClients &+= other.indicationsToClients
+        bytesToPeers &+= other.bytesToPeers
+        bytesToClients &+= other.bytesToClients
+        bindingRequests &+= other.bindingRequests
+    }
+}

@@ -1,0 +1,208 @@
+import DatagramEngine
+import Glibc
+import STUN
+
+/// Allocate (RFC 8656 section 7.2) and the relayed sockets an allocation owns.
+extension TurnTable {
+    /// How long a port reserved by EVEN-PORT's R bit waits for its RESERVATION-TOKEN.
+    static let reservationNanoseconds: UInt64 = 30_000_000_000
+
+    func allocate(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity,
+                  _ answer: inout MessageBuilder) throws(TurnRefusal) {
+        if let existing = byClient[client] {
+            // The Allocate that made it, retransmitted after its cached answer expired, is
+            // answered as a success again; any other is a mismatch.
+            guard allocations[Int(existing)]!.transaction == message.transactionID else {
+                throw TurnRefusal(code: .allocationMismatch)
+            }
+            return describe(Int(existing), client, reservation: nil, additionalError: nil, draftNumbers: false, &answer)
+        }
+        guard let transport = try read({ () throws(MessageError) in
+            try message.value(.requestedTransport, AttributeValue.requestedTransport)
+        }) else { throw TurnRefusal(code: .badRequest) }
+        guard transport == 17 else { throw TurnRefusal(code: .unsupportedTransportProtocol) }
+        let requested = try read { () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }
+        // RFC 8656's number, or the draft's that coturn's clients send; answered in kind.
+        let draftNumbers = !message.contains(.additionalAddressFamily) && message.contains(.additionalAddressFamilyDraft)
+        let additional = try read { () throws(MessageError) in
+            try message.value(draftNumbers ? .additionalAddressFamilyDraft : .additionalAddressFamily, AttributeValue.addressFamily)
+        }
+        let evenPort = try read { () throws(MessageError) in try message.value(.evenPort, AttributeValue.evenPortReservesNext) }
+        let token = try read { () throws(MessageError) in try message.value(.reservationToken, AttributeValue.reservationToken) }
+        let lifetime = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
+        if token != nil && (evenPort != nil || requested != nil || additional != nil) { throw TurnRefusal(code: .badRequest) }
+        // A dual allocation cannot reserve the next port (coturn refuses the same; EVEN-PORT
+        // without the R bit still gives the IPv4 relayed address an even port).
+        if additional != nil && (requested != nil || evenPort == true) { throw TurnRefusal(code: .badRequest) }
+        if additional == .ipv4 { throw TurnRefusal(code: .badRequest) }
+        // A reserved port comes with the family of the allocation that reserved it.
+        let redeemed = token.flatMap { shared.redeem($0) }
+        if token != nil && redeemed == nil { throw TurnRefusal(code: .insufficientCapacity) }
+        let family = redeemed?.family ?? requested ?? .ipv4
+        let dontFragment = message.contains(.dontFragment)
+        guard bindAddress(family) != nil else {
+            if let redeemed { ports.release(redeemed.port, from: .turn) }
+            throw TurnRefusal(code: .addressFamilyNotSupported)
+        }
+        if let quota = shared.admit(identity.username, perUser: settings.maxAllocationsPerUser, total: settings.maxAllocations) {
+            if let redeemed { ports.release(redeemed.port, from: .turn) }
+            throw TurnRefusal(code: quota)
+        }
+
+        var reservation: UInt64?
+        let primary: RelayedSocket
+        do throws(TurnRefusal) {
+            if let redeemed {
+                primary = try openRelay(family, port: redeemed.port, dontFragment: dontFragment)
+            } else if let reserveNext = evenPort {
+                (primary, reservation) = try openEvenRelay(family, reserveNext: reserveNext, dontFragment: dontFragment)
+            } else {
+                primary = try openRelay(family, port: nil, dontFragment: dontFragment)
+            }
+        } catch {
+            shared.release(identity.username)
+            throw error
+        }
+        var secondary: RelayedSocket?
+        var additionalError: ErrorCode?
+        if additional == .ipv6 {
+            if bindAddress(.ipv6) == nil {
+                additionalError = .addressFamilyNotSupported
+            } else {
+                do throws(TurnRefusal) { secondary = try openRelay(.ipv6, port: nil, dontFragment: dontFragment) } catch { additionalError = error.code }
+            }
+        }
+
+        let index = freeAllocations.popLast() ?? Int32(allocations.count)
+        let granted = settings.lifetime(requested: lifetime)
+        var allocation = Allocation(client: client, username: identity.username, transaction: message.transactionID,
+                                    relay4: nil, relay6: nil, created: now,
+                                    expires: now &+ UInt64(granted) &* 1_000_000_000)
+        for relay in [primary, secondary].compactMap({ $0 }) {
+            if relay.advertised.isIPv4 { allocation.relay4 = relay } else { allocation.relay6 = relay }
+            setRole(relay.socket, .relay(index))
+            onSocket(relay.socket, true)
+        }
+        allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
+        allocation.lastRefill = now
+        if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
+        byClient[client] = index
+        counters.allocationsCreated &+= 1
+        describe(Int(index), client, reservation: reservation, additionalError: additionalError,
+                 draftNumbers: draftNumbers, &answer)
+    }
+
+    /// The success answer's attributes: relayed addresses, lifetime, reservation, mapped address.
+    func describe(_ a: Int, _ client: TurnClient, reservation: UInt64?, additionalError: ErrorCode?,
+                  draftNumbers: Bool, _ answer: inout MessageBuilder) {
+        let allocation = allocations[a]!
+        for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
+            answer.append(.xorRelayedAddress, xorAddress: relay.advertised)
+        }
+        let left = allocation.expires > now ? (allocation.expires - now) / 1_000_000_000 : 0
+        answer.append(.lifetime, uint32: UInt32(clamping: left))
+        if let reservation {
+            answer.append(.reservationToken, (0..<8).map { UInt8(truncatingIfNeeded: reservation >> (56 - 8 * $0)) })
+        }
+        answer.append(.xorMappedAddress, xorAddress: client.address)
+        if let code = additionalError {
+            // ADDRESS-ERROR-CODE (RFC 8656 section 18.13): the family that failed, then as ERROR-CODE.
+            answer.append(draftNumbers ? .addressErrorCodeDraft : .addressErrorCode, [AddressFamily.ipv6.rawValue, 0, UInt8(code.rawValue / 100),
+                                              UInt8(code.rawValue % 100)] + Array(code.reason.utf8))
+        }
+    }
+
+    /// EVEN-PORT: a relayed socket on an even port, and with the R bit the odd port above it
+    /// reserved under a fresh token. Even ports another process holds are skipped.
+    func openEvenRelay(_ family: AddressFamily, reserveNext: Bool,
+                       dontFragment: Bool) throws(TurnRefusal) -> (RelayedSocket, UInt64?) {
+        for _ in 0..<16 {
+            guard let port = ports.acquireEven(withNext: reserveNext) else { break }
+            let relay: RelayedSocket
+            do throws(TurnRefusal) {
+                relay = try openRelay(family, port: port, dontFragment: dontFragment)
+            } catch {
+                if reserveNext { ports.release(port + 1, from: .turn) }
+                continue
+            }
+            guard reserveNext else { return (relay, nil) }
+            let token = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            shared.reserve(port + 1, family: family, token: token, until: now &+ TurnTable.reservationNanoseconds)
+            return (relay, token)
+        }
+        throw TurnRefusal(code: .insufficientCapacity)
+    }
+
+    func bindAddress(_ family: AddressFamily) -> Endpoint? {
+        family == .ipv4 ? settings.relayIPv4 : settings.relayIPv6
+    }
+
+    /// Binds a relayed socket of `family`: on `port` when given (already taken from the pool),
+    /// else on a free port of the pool, skipping ports another process holds. 508 when none.
+    func openRelay(_ family: AddressFamily, port given: UInt16?, dontFragment: Bool) throws(TurnRefusal) -> RelayedSocket {
+        guard var local = bindAddress(family) else { throw TurnRefusal(code: .addressFamilyNotSupported) }
+        var skipped: [UInt16] = []
+        defer { for port in skipped { ports.release(port, from: .turn) } }
+        for _ in 0..<(given == nil ? 16 : 1) {
+            guard let port = given ?? ports.acquire(for: .turn) else { break }
+            local.port = port
+            do {
+                let bound = try UDPSocket(binding: local, options: socketOptions)
+                if dontFragment { setDontFragment(bound) }
+                let socket = try engine.register(bound)
+                var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
+                advertised.port = port
+                shared.relayedPorts.insert(port)
+                return RelayedSocket(socket: socket, port: port, advertised: advertised)
+            } catch where error.errno == EADDRINUSE && given == nil {
+                skipped.append(port)
+            } catch {
+                ports.release(port, from: .turn)
+                break
+            }
+        }
+        throw TurnRefusal(code: .insufficientCapacity)
+    }
+
+    /// DONT-FRAGMENT (RFC 8656 section 7.2): datagrams from this relayed socket are never
+    /// fragmented; one too large for the path is refused by the kernel instead.
+    func setDontFragment(_ socket: UDPSocket) {
+        let descriptor = socket.descriptor
+        var value: Int32
+        if socket.family == AF_INET {
+            value = IP_PMTUDISC_DO
+            _ = setsockopt(descriptor, Int32(IPPROTO_IP), IP_MTU_DISCOVER, &value, socklen_t(MemoryLayout<Int32>.size))
+        } else {
+            value = 1
+            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_DONTFRAG, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Forgets an allocation at once (its sockets route nowhere from now on) and queues its
+    /// sockets for closing: a Refresh that deletes arrives in the middle of a batch whose
+    /// datagrams may still be queued on them, so they close after the flush (`closePending`).
+    func removeAllocation(_ a: Int) {
+        guard let allocation = allocations[a] else { return }
+        for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
+            setRole(relay.socket, .none)
+            onSocket(relay.socket, false)
+            closing.append(relay)
+        }
+        shared.release(allocation.username)
+        byClient[allocation.client] = nil
+        allocations[a] = nil
+        freeAllocations.append(Int32(a))
+    }
+
+    /// Closes the sockets of removed allocations (all at once), then returns their ports: no
+    /// port is handed out again while its socket is open.
+    func closePending() {
+        guard !closing.isEmpty else { return }
+        engine.unregister(closing.map(\.socket))
+        for relay in closing {
+            shared.relayedPorts.remove(relay.port)
+            ports.release(relay.port, from: .turn)
+        }
+        closing.removeAll()
+    }
+}

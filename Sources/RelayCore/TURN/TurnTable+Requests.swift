@@ -1,0 +1,200 @@
+import DatagramEngine
+import STUN
+
+/// A request refused with an error code (and, for 420, the attributes not understood).
+struct TurnRefusal: Error {
+    var code: ErrorCode
+    var unknown: [AttributeType] = []
+}
+
+/// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
+/// the answer kept for retransmissions.
+extension TurnTable {
+    /// A response to an unauthenticated request may exceed the request by this many bytes at
+    /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
+    /// to multiply traffic towards a forged source address.
+    static let unauthenticatedSlack = 128
+
+    func request(_ client: TurnClient, _ datagram: ReceivedDatagram) {
+        guard let message = try? StunMessage(copying: datagram.bytes) else { return counters.add(.malformed) }
+        let key = TransactionCache.Key(client: client, transaction: message.transactionID)
+        if let cached = transactions.answer(key, now: now) { return send(cached, to: client) }
+        let fingerprint = message.index.hasFingerprint
+        if message.method == .binding {
+            counters.bindingRequests &+= 1
+            var answer = MessageBuilder(MessageType(.binding, .successResponse), transactionID: message.transactionID)
+            let unknown = message.unknownRequired { _ in false }
+            if unknown.isEmpty {
+                answer.append(.xorMappedAddress, xorAddress: client.address)
+            } else {
+                answer = errorAnswer(message, TurnRefusal(code: .unknownAttribute, unknown: unknown))
+            }
+            if fingerprint { answer.appendFingerprint() }
+            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+        }
+        guard [Method.allocate, .refresh, .createPermission, .channelBind].contains(message.method) else {
+            var answer = errorAnswer(message, TurnRefusal(code: .badRequest))
+            if fingerprint { answer.appendFingerprint() }
+            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+        }
+        let second = now / 1_000_000_000
+        let identity: TurnIdentity
+        switch settings.authenticator.check(message, from: client.address, second: second, unixTime: settings.wallClock()) {
+        case .failure(let failure):
+            counters.add(failure)
+            if message.method == .allocate && failure != .challenged { counters.refuse(failure.code) }
+            var answer = errorAnswer(message, TurnRefusal(code: failure.code))
+            if failure.code != .badRequest {
+                settings.authenticator.appendChallenge(to: &answer, for: client.address, second: second)
+            }
+            if fingerprint { answer.appendFingerprint() }
+            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+        case .success(let authenticated):
+            identity = authenticated
+        }
+
+        var answer = MessageBuilder(MessageType(message.method, .successResponse), transactionID: message.transactionID)
+        do throws(TurnRefusal) {
+            let unknown = message.unknownRequired(TurnTable.understood)
+            guard unknown.isEmpty else { throw TurnRefusal(code: .unknownAttribute, unknown: unknown) }
+            switch message.method {
+            case .allocate: try allocate(message, client, identity, &answer)
+            case .refresh: try refresh(message, client, identity, &answer)
+            case .createPermission: try createPermission(message, client, identity)
+            default: try channelBind(message, client, identity)
+            }
+        } catch {
+            if message.method == .allocate { counters.refuse(error.code) }
+            answer = errorAnswer(message, error)
+        }
+        answer.appendIntegrity(identity.integrity, key: identity.key)
+        if fingerprint { answer.appendFingerprint() }
+        transactions.store(answer.bytes, for: key, now: now)
+        send(answer.bytes, to: client)
+    }
+
+    func errorAnswer(_ message: StunMessage, _ refusal: TurnRefusal) -> MessageBuilder {
+        var answer = MessageBuilder(MessageType(message.method, .errorResponse), transactionID: message.transactionID)
+        answer.append(error: refusal.code)
+        if !refusal.unknown.isEmpty {
+            answer.append(.unknownAttributes, refusal.unknown.flatMap { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] })
+        }
+        return answer
+    }
+
+    /// The comprehension-required attributes a TURN server acts on or may ignore.
+    static func understood(_ type: AttributeType) -> Bool {
+        switch type {
+        case .username, .messageIntegrity, .messageIntegritySHA256, .realm, .nonce, .passwordAlgorithm, .lifetime,
+             .xorPeerAddress, .data, .requestedAddressFamily, .evenPort, .requestedTransport, .dontFragment,
+             .reservationToken, .channelNumber, .priority, .useCandidate, .errorCode, .unknownAttributes,
+             .xorMappedAddress, .mappedAddress:
+            true
+        default:
+            false
+        }
+    }
+
+    // MARK: answering
+
+    /// Queues an answer to `client`; its bytes go into the arena so they outlive this call.
+    func send(_ bytes: [UInt8], to client: TurnClient) {
+        guard let out = room(bytes.count) else { return counters.add(.tooLarge) }
+        bytes.withUnsafeBytes { out.copyMemory(from: $0) }
+        engine.enqueue(socket: client.listener, to: client.address, trafficClass: TrafficClass(rawValue: 0),
+                       bytes: UnsafeRawBufferPointer(out))
+    }
+
+    /// Sends an answer to an unauthenticated request only if it is not much larger than the
+    /// request: the source address may be forged, and the relay must not amplify.
+    func sendUnauthenticated(_ bytes: [UInt8], to client: TurnClient, requestSize: Int) {
+        guard bytes.count <= requestSize + TurnTable.unauthenticatedSlack else { return counters.add(.amplification) }
+        send(bytes, to: client)
+    }
+
+    /// Reads attributes, turning a malformed value into 400.
+    func read<T>(_ body: () throws(MessageError) -> T) throws(TurnRefusal) -> T {
+        do {
+            return try body()
+        } catch {
+            throw TurnRefusal(code: .badRequest)
+        }
+    }
+
+    /// The allocation of `client` made by the same user: 437 without one, 441 for another user.
+    func allocation(of client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> Int {
+        guard let index = byClient[client] else { throw TurnRefusal(code: .allocationMismatch) }
+        guard allocations[Int(index)]!.username == identity.username else { throw TurnRefusal(code: .wrongCredentials) }
+        return Int(index)
+    }
+
+    // MARK: Refresh, CreatePermission, ChannelBind
+
+    func refresh(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity,
+                 _ answer: inout MessageBuilder) throws(TurnRefusal) {
+        let a = try allocation(of: client, identity)
+        let requested = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
+        if let family = try read({ () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }) {
+            let has = family == .ipv4 ? allocations[a]!.relay4 != nil : allocations[a]!.relay6 != nil
+            guard has else { throw TurnRefusal(code: .peerAddressFamilyMismatch) }
+        }
+        if requested == 0 {
+            removeAllocation(a)
+            counters.allocationsDeleted &+= 1
+            answer.append(.lifetime, uint32: 0)
+            return
+        }
+        let granted = settings.lifetime(requested: requested)
+        allocations[a]!.expires = now &+ UInt64(granted) &* 1_000_000_000
+        answer.append(.lifetime, uint32: granted)
+    }
+
+    func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+        let a = try allocation(of: client, identity)
+        let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
+        guard !peers.isEmpty else { throw TurnRefusal(code: .badRequest) }
+        try checkPeers(a, peers, withPorts: false)
+        let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a]!.permissions[$0] == nil }
+        guard allocations[a]!.permissions.count + fresh.count <= settings.maxPermissions else {
+            throw TurnRefusal(code: .insufficientCapacity)
+        }
+        for peer in peers { permit(a, peer) }
+    }
+
+    func channelBind(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+        let a = try allocation(of: client, identity)
+        let channel = try read { () throws(MessageError) in try message.value(.channelNumber, AttributeValue.channelNumber) }
+        let peer = try read { () throws(MessageError) in try message.xorAddress(.xorPeerAddress) }
+        guard let channel, let peer, ChannelData.channels.contains(channel) else { throw TurnRefusal(code: .badRequest) }
+        try checkPeers(a, [peer], withPorts: true)
+        // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
+        if let bound = allocations[a]!.channels[channel], bound.peer != peer { throw TurnRefusal(code: .badRequest) }
+        if let other = allocations[a]!.channelByPeer[peer], other != channel { throw TurnRefusal(code: .badRequest) }
+        if !allocations[a]!.permits(peer, now: now) && allocations[a]!.permissions.count >= settings.maxPermissions {
+            throw TurnRefusal(code: .insufficientCapacity)
+        }
+        let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
+        allocations[a]!.channels[channel] = ChannelBinding(peer: peer, expires: expires)
+        allocations[a]!.channelByPeer[peer] = channel
+        permit(a, peer)
+    }
+
+    /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer
+    /// the policy refuses: by address alone for a permission, by address and port for a
+    /// channel (whose ChannelData is then never checked again).
+    func checkPeers(_ a: Int, _ peers: [Endpoint], withPorts: Bool) throws(TurnRefusal) {
+        for peer in peers where allocations[a]!.relay(for: peer) == nil {
+            throw TurnRefusal(code: .peerAddressFamilyMismatch)
+        }
+        let relayed = shared.relayedPorts
+        for peer in peers {
+            let decision = withPorts ? settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) })
+                                     : settings.peerPolicy.decide(permission: peer)
+            guard decision == .allowed else { throw TurnRefusal(code: .forbidden) }
+        }
+    }
+
+    func permit(_ a: Int, _ peer: Endpoint) {
+        allocations[a]!.permissions[Allocation.permissionKey(peer)] = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
+    }
+}

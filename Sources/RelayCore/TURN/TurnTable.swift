@@ -1,0 +1,244 @@
+import DatagramEngine
+import STUN
+
+/// The TURN server of one worker (RFC 8656 over UDP): the allocations whose clients' 5-tuples
+/// reach this worker's listeners (SO_REUSEPORT keeps a 5-tuple on one worker), their relayed
+/// sockets, permissions and channels. Only its worker's thread touches it: no locks.
+///
+/// The packet path (ChannelData and Send indications from clients, datagrams from peers) is
+/// in this file and allocates nothing: client-to-peer payloads are sent from the received
+/// buffer, peer-to-client framing is written into the table's arena. Requests (Allocate,
+/// Refresh, CreatePermission, ChannelBind, Binding) are the control path, in
+/// TurnTable+Requests.swift. Time comes from `now`, which the owner sets (tests move it).
+final class TurnTable {
+    enum SocketRole {
+        case none
+        case listener
+        case relay(Int32)
+    }
+
+    let engine: DatagramEngine
+    let settings: TurnSettings
+    let shared: TurnShared
+    let ports: PortPool
+    let socketOptions: SocketOptions
+    /// Monotonic nanoseconds, set by the owner before each batch.
+    var now: UInt64
+    var roles: [SocketRole] = []
+    var allocations: [Allocation?] = []
+    var freeAllocations: [Int32] = []
+    var byClient: [TurnClient: Int32] = [:]
+    var transactions = TransactionCache()
+    /// Relayed sockets of removed allocations, closed after the engine's next flush.
+    var closing: [RelayedSocket] = []
+    var counters = TurnCounters()
+    let arena: OutgoingArena
+    /// Data indications need a transaction id; a counter from a random start is unique enough.
+    var indicationID = TransactionID.random()
+    /// Tells the owner a socket became TURN's (true) or was closed (false), so it routes it here.
+    var onSocket: (SocketID, Bool) -> Void = { _, _ in }
+
+    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnShared, ports: PortPool,
+         socketOptions: SocketOptions = SocketOptions(), now: UInt64) {
+        self.engine = engine
+        self.settings = settings
+        self.shared = shared
+        self.ports = ports
+        self.socketOptions = socketOptions
+        self.now = now
+        // A whole receive batch of the largest datagrams with their framing, so the arena
+        // fills before a batch ends only when datagrams are unusually large.
+        arena = OutgoingArena(capacity: max(256 << 10, engine.configuration.batchSize * (engine.configuration.maxDatagramSize + 64)))
+    }
+
+    func addListener(_ socket: SocketID) {
+        setRole(socket, .listener)
+        onSocket(socket, true)
+    }
+
+    func setRole(_ socket: SocketID, _ role: SocketRole) {
+        let slot = Int(socket.slot)
+        while roles.count <= slot { roles.append(.none) }
+        roles[slot] = role
+    }
+
+    /// Whether `socket` is one of this table's (a listener or a relayed socket).
+    func owns(_ socket: SocketID) -> Bool {
+        let slot = Int(socket.slot)
+        guard slot < roles.count else { return false }
+        if case .none = roles[slot] { return false }
+        return true
+    }
+
+    /// The owner flushed the engine: every slice of the arena has been sent, and sockets of
+    /// allocations deleted during the batch can close.
+    func flushed() {
+        arena.reset()
+        closePending()
+    }
+
+    @inline(__always)
+    func receive(_ datagram: ReceivedDatagram) {
+        let slot = Int(datagram.socket.slot)
+        guard slot < roles.count else { return counters.add(.malformed) }
+        switch roles[slot] {
+        case .relay(let index): fromPeer(Int(index), datagram)
+        case .listener: fromClient(datagram)
+        case .none: counters.add(.malformed)
+        }
+    }
+
+    @inline(__always)
+    func fromClient(_ datagram: ReceivedDatagram) {
+        // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
+        guard datagram.bytes.count > 0 else { return counters.add(.malformed) }
+        let first = datagram.bytes[0]
+        if ChannelData.isChannelData(first) {
+            channelData(datagram)
+        } else if first & 0xC0 == 0 {
+            stun(datagram)
+        } else {
+            counters.add(.malformed)
+        }
+    }
+
+    @inline(__always)
+    func channelData(_ datagram: ReceivedDatagram) {
+        guard let (channel, length) = ChannelData.parse(datagram.bytes) else { return counters.add(.malformed) }
+        guard let index = byClient[TurnClient(listener: datagram.socket, address: datagram.source)] else {
+            return counters.add(.noAllocation)
+        }
+        let a = Int(index)
+        guard let binding = allocations[a]!.channels[channel], binding.expires > now else { return counters.add(.noChannel) }
+        let payload = UnsafeRawBufferPointer(rebasing: datagram.bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
+        guard toPeer(a, binding.peer, payload, datagram.trafficClass) else { return }
+        allocations[a]!.counters.channelDataIn &+= 1
+        counters.channelDataToPeers &+= 1
+    }
+
+    func stun(_ datagram: ReceivedDatagram) {
+        let index: AttributeIndex
+        do {
+            index = try AttributeIndex(parsing: datagram.bytes)
+        } catch {
+            return counters.add(.malformed)
+        }
+        let client = TurnClient(listener: datagram.socket, address: datagram.source)
+        switch index.type.messageClass {
+        case .indication where index.type.method == .send: sendIndication(client, index, datagram)
+        case .request: request(client, datagram)
+        default: break  // other indications and responses: a server ignores them
+        }
+    }
+
+    /// A Send indication: its DATA goes to its XOR-PEER-ADDRESS if permitted. Never answered.
+    @inline(__always)
+    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ datagram: ReceivedDatagram) {
+        guard let allocation = byClient[client] else { return counters.add(.noAllocation) }
+        guard let peerSlot = index.first(.xorPeerAddress), let dataSlot = index.first(.data),
+              let peer = XORAddress.decode(value(peerSlot, datagram.bytes), index.transactionID) else {
+            return counters.add(.malformed)
+        }
+        let a = Int(allocation)
+        // A permission is per address; the port of each Send is checked too, so no Send
+        // reaches one of the relay's own sockets on a permitted address.
+        let relayed = shared.relayedPorts
+        guard settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) }) == .allowed else {
+            return counters.add(.forbiddenPeer)
+        }
+        guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass) else { return }
+        allocations[a]!.counters.indicationsIn &+= 1
+        counters.indicationsToPeers &+= 1
+    }
+
+    /// Sends `payload` from the allocation's relayed socket to `peer` when a permission allows
+    /// it and the bandwidth quota has room; counts the drop otherwise.
+    @inline(__always)
+    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass) -> Bool {
+        guard allocations[a]!.permits(peer, now: now), let relay = allocations[a]!.relay(for: peer) else {
+            allocations[a]!.counters.dropped &+= 1
+            counters.add(.noPermission)
+            return false
+        }
+        guard withinBandwidth(a, payload.count) else { return false }
+        engine.enqueue(socket: relay.socket, to: peer, trafficClass: settings.marking.apply(received), bytes: payload)
+        allocations[a]!.counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
+        allocations[a]!.counters.bytesToPeers &+= UInt64(payload.count)
+        counters.bytesToPeers &+= UInt64(payload.count)
+        return true
+    }
+
+    /// A datagram from a peer to a relayed socket: to the client as ChannelData when the peer
+    /// has a channel, as a Data indication otherwise; dropped without a permission.
+    @inline(__always)
+    func fromPeer(_ a: Int, _ datagram: ReceivedDatagram) {
+        let peer = datagram.source
+        guard allocations[a]!.permits(peer, now: now) else {
+            allocations[a]!.counters.dropped &+= 1
+            return counters.add(.noPermission)
+        }
+        let payload = datagram.bytes
+        guard withinBandwidth(a, payload.count) else { return }
+        let client = allocations[a]!.client
+        let channel = allocations[a]!.channelByPeer[peer]
+        let framed: UnsafeMutableRawBufferPointer
+        if let channel, let binding = allocations[a]!.channels[channel], binding.expires > now {
+            guard let out = room(ChannelData.headerSize + payload.count) else { return counters.add(.tooLarge) }
+            ChannelData.writeHeader(channel: channel, length: payload.count, to: out, at: 0)
+            if payload.count > 0 { (out.baseAddress! + ChannelData.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
+            framed = out
+            allocations[a]!.counters.channelDataOut &+= 1
+            counters.channelDataToClients &+= 1
+        } else {
+            guard let out = room(DataIndication.overhead(for: peer) + (payload.count + 3) & ~3) else {
+                return counters.add(.tooLarge)
+            }
+            indicationID.low &+= 1
+            let size = DataIndication.write(peer: peer, payload: payload, id: indicationID, to: out, at: 0)
+            guard size > 0 else { return counters.add(.tooLarge) }
+            framed = UnsafeMutableRawBufferPointer(rebasing: out[0..<size])
+            allocations[a]!.counters.indicationsOut &+= 1
+            counters.indicationsToClients &+= 1
+        }
+        engine.enqueue(socket: client.listener, to: client.address, trafficClass: settings.marking.apply(datagram.trafficClass),
+                       bytes: UnsafeRawBufferPointer(framed))
+        allocations[a]!.counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        allocations[a]!.counters.bytesToClient &+= UInt64(payload.count)
+        counters.bytesToClients &+= UInt64(payload.count)
+    }
+
+    /// Arena space for one outgoing datagram; when the arena is full the engine is flushed
+    /// first (what it sent no longer needs its bytes). nil only for a datagram larger than
+    /// the whole arena.
+    @inline(__always)
+    func room(_ count: Int) -> UnsafeMutableRawBufferPointer? {
+        if let slice = arena.take(count) { return slice }
+        engine.flush()
+        arena.reset()
+        return arena.take(count)
+    }
+
+    /// The allocation's bandwidth quota as a token bucket of bytes, one second of burst.
+    @inline(__always)
+    func withinBandwidth(_ a: Int, _ bytes: Int) -> Bool {
+        let rate = settings.bandwidthPerAllocation
+        guard rate > 0 else { return true }
+        let elapsed = min(now &- allocations[a]!.lastRefill, 1_000_000_000)
+        let tokens = min(allocations[a]!.tokens &+ elapsed &* rate, rate &* 1_000_000_000)
+        allocations[a]!.lastRefill = now
+        let cost = UInt64(bytes) &* 1_000_000_000
+        guard tokens >= cost else {
+            allocations[a]!.tokens = tokens
+            allocations[a]!.counters.dropped &+= 1
+            counters.add(.bandwidth)
+            return false
+        }
+        allocations[a]!.tokens = tokens &- cost
+        return true
+    }
+
+    @inline(__always)
+    func value(_ slot: AttributeSlot, _ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[slot.offset..<(slot.offset + slot.length)])
+    }
+}

@@ -1,0 +1,48 @@
+import DatagramEngine
+import RelayCore
+
+/// The TURN server's settings from the options: credentials, the peer policy with every
+/// socket of this relay that is not a relayed address, relayed addresses per family, quotas.
+extension Server {
+    /// nil without a `--turn` listener.
+    func turnSettings(_ relay: RelaySettings) -> TurnSettings? {
+        guard !options.turnListeners.isEmpty else { return nil }
+        let credentials = TurnCredentials(realm: options.turnRealm, users: options.turnUsers.map { ($0.name, $0.password) },
+                                          secrets: options.turnSecrets)
+        let (relayIPv4, relayIPv6) = Server.relayedAddresses(relay.relayAddress)
+        let advertised = relay.advertiseAddress
+        let advertiseIPv4 = advertised.isIPv4 ? advertised : relayIPv4.flatMap { $0.isWildcard ? nil : $0 }
+        let advertiseIPv6 = !advertised.isIPv4 ? advertised : relayIPv6.flatMap { $0.isWildcard ? nil : $0 }
+        let listeners = options.turnListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+        // The relay's own sockets a TURN client must never reach: the control API, the TURN
+        // listeners, the forward-rule listeners (session and relayed ports: `ownPorts`). An
+        // HTTP port of 0 is chosen by the kernel later and cannot be listed here.
+        var own = listeners + relay.rules.map(\.listen)
+        if options.http.port != 0, let http = Endpoint(host: options.http.host, port: options.http.port) { own.append(http) }
+        let policy = PeerPolicy(allowed: options.turnAllowedPeers, denied: options.turnDeniedPeers, ownSockets: own,
+                                ownPorts: relay.ports.range,
+                                relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 })
+        // A family is offered only with an address to hand out for it.
+        var turn = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials), peerPolicy: policy,
+                                relayIPv4: advertiseIPv4 == nil ? nil : relayIPv4,
+                                relayIPv6: advertiseIPv6 == nil ? nil : relayIPv6)
+        turn.advertiseIPv4 = advertiseIPv4
+        turn.advertiseIPv6 = advertiseIPv6
+        turn.marking = relay.defaultPolicy
+        turn.maxAllocations = options.turnMaxAllocations
+        turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
+        turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
+        return turn
+    }
+
+    /// Where relayed sockets bind, per family, from `--relay-address`: an IPv4 address serves
+    /// IPv4 (127.0.0.1 also IPv6 on ::1, for loopback tests), an IPv6 address IPv6, and "::"
+    /// both (0.0.0.0 and ::).
+    static func relayedAddresses(_ address: Endpoint) -> (Endpoint?, Endpoint?) {
+        if address.isIPv4 {
+            let loopback6 = Endpoint(host: "::1", port: 0)!
+            return (address, address.isLoopback ? loopback6 : nil)
+        }
+        return (address.isWildcard ? Endpoint(ipv4: 0, port: 0) : nil, address)
+    }
+}

@@ -1,0 +1,69 @@
+import RelayCore
+import RelayHTTP
+import STUN
+
+/// The TURN server's figures in /v1/stats (a "turn" object) and /metrics (mediarelay_turn_*):
+/// what is active, allocations made and refused by error code, authentication failures and
+/// drops by reason, and datagrams and bytes relayed by framing and direction.
+enum TurnStatsReport {
+    /// The error codes the TURN server answers Allocate with.
+    static let refusalCodes: [ErrorCode] = [.badRequest, .unauthenticated, .forbidden, .unknownAttribute,
+                                            .allocationMismatch, .staleNonce, .addressFamilyNotSupported,
+                                            .wrongCredentials, .unsupportedTransportProtocol,
+                                            .peerAddressFamilyMismatch, .allocationQuotaReached, .insufficientCapacity]
+
+    static func json(_ stats: TurnStats) -> [String: Any] {
+        let counters = stats.counters
+        var refused: [String: Any] = [:]
+        for code in refusalCodes { refused[String(code.rawValue)] = counters[refused: code] }
+        var auth: [String: Any] = [:]
+        for reason in AuthFailure.allCases { auth[reason.name] = counters[auth: reason] }
+        var drops: [String: Any] = [:]
+        for reason in TurnDropReason.allCases { drops[reason.name] = counters[drop: reason] }
+        return [
+            "allocations": stats.allocations, "permissions": stats.permissions, "channels": stats.channels,
+            "allocations_created": counters.allocationsCreated, "allocations_deleted": counters.allocationsDeleted,
+            "allocations_expired": counters.allocationsExpired, "allocations_refused": refused,
+            "auth_failures": auth, "drops": drops, "binding_requests": counters.bindingRequests,
+            "channel_data_to_peers": counters.channelDataToPeers, "channel_data_to_clients": counters.channelDataToClients,
+            "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
+            "bytes_to_peers": counters.bytesToPeers, "bytes_to_clients": counters.bytesToClients,
+        ]
+    }
+
+    static func prometheus(_ stats: TurnStats, worker: Int, into text: inout PrometheusText) {
+        let label: PrometheusText.Labels = [("worker", String(worker))]
+        let counters = stats.counters
+        text.gauge("mediarelay_turn_allocations", help: "TURN allocations open.", labels: label, value: stats.allocations)
+        text.gauge("mediarelay_turn_permissions", help: "TURN permissions in force.", labels: label, value: stats.permissions)
+        text.gauge("mediarelay_turn_channels", help: "TURN channels bound.", labels: label, value: stats.channels)
+        for (event, value) in [("created", counters.allocationsCreated), ("deleted", counters.allocationsDeleted),
+                               ("expired", counters.allocationsExpired)] {
+            text.counter("mediarelay_turn_allocation_events_total", help: "TURN allocations created, deleted by the client, expired.",
+                         labels: label + [("event", event)], value: value)
+        }
+        for code in refusalCodes {
+            text.counter("mediarelay_turn_allocations_refused_total", help: "Allocate requests refused, by error code.",
+                         labels: label + [("code", String(code.rawValue))], value: counters[refused: code])
+        }
+        for reason in AuthFailure.allCases {
+            text.counter("mediarelay_turn_auth_failures_total", help: "TURN requests not authenticated, by reason.",
+                         labels: label + [("reason", reason.name)], value: counters[auth: reason])
+        }
+        for reason in TurnDropReason.allCases {
+            text.counter("mediarelay_turn_drops_total", help: "TURN datagrams not relayed, by reason.",
+                         labels: label + [("reason", reason.name)], value: counters[drop: reason])
+        }
+        for (framing, direction, value) in [("channel_data", "to_peer", counters.channelDataToPeers),
+                                            ("channel_data", "to_client", counters.channelDataToClients),
+                                            ("indication", "to_peer", counters.indicationsToPeers),
+                                            ("indication", "to_client", counters.indicationsToClients)] {
+            text.counter("mediarelay_turn_datagrams_total", help: "Datagrams relayed by TURN, by framing and direction.",
+                         labels: label + [("framing", framing), ("direction", direction)], value: value)
+        }
+        text.counter("mediarelay_turn_bytes_total", help: "Payload bytes relayed by TURN, by direction.",
+                     labels: label + [("direction", "to_peer")], value: counters.bytesToPeers)
+        text.counter("mediarelay_turn_bytes_total", help: "Payload bytes relayed by TURN, by direction.",
+                     labels: label + [("direction", "to_client")], value: counters.bytesToClients)
+    }
+}

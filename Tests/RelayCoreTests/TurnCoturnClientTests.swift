@@ -1,0 +1,84 @@
+import DatagramEngine
+import Foundation
+@testable import RelayCore
+import XCTest
+
+/// coturn's own test client against the relay's TURN workers (a Relay with two workers, no
+/// executable): turnutils_uclient through mediarelay to turnutils_peer, which echoes. Passes
+/// when uclient reports every byte it sent received back and no loss. Covers channels, Send
+/// indications, client to client, IPv6 relays, REST credentials and dual allocations; each of
+/// these found a difference from coturn that a hand-written client did not.
+final class TurnCoturnClientTests: XCTestCase {
+    func testCoturnClientModes() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/turnutils_uclient"),
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/turnutils_peer") else {
+            throw XCTSkip("coturn's turnutils are not installed (Debian package coturn; make test-deps installs it)")
+        }
+        let listener = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
+        let peerPort = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
+        var settings = RelaySettings(ports: 47600...47799, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
+        settings.workers = 2
+        settings.turn = TurnSettings(
+            authenticator: TurnAuthenticator(credentials: TurnCredentials(realm: "north.gov", users: [("alice", "secret")],
+                                                                          secrets: ["logen"])),
+            peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!, AddressRange(parsing: "::1/128")!]),
+            relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!, relayIPv6: Endpoint(host: "::1", port: 0)!)
+        settings.turnListeners = [listener]
+        let relay = Relay(settings: settings)
+        _ = try relay.start()
+        defer { relay.stop() }
+        let peer = Process()
+        peer.executableURL = URL(fileURLWithPath: "/usr/bin/turnutils_peer")
+        peer.arguments = ["-L", "127.0.0.1", "-L", "::1", "-p", String(peerPort)]
+        peer.standardOutput = FileHandle.nullDevice
+        peer.standardError = FileHandle.nullDevice
+        try peer.run()
+        defer { peer.terminate() }
+
+        let modes: [(String, [String])] = [
+            ("channels, RTP/RTCP pairs", []),
+            ("Send indications", ["-s"]),
+            ("client to client", ["-y"]),
+            ("client to client by indications", ["-y", "-s"]),
+            ("IPv6 relay", ["-x", "-e", "::1"]),
+            ("REST secret", ["-W", "logen"]),
+            ("dual allocation", ["-Z", "-e", "::1"]),
+            ("DONT-FRAGMENT, 10 clients", ["-g", "-m", "10"]),
+        ]
+        // All at once (uclient takes ~4 s whatever it sends), each into its own file.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("turn-uclient-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var running: [(name: String, process: Process, output: URL)] = []
+        for (index, (name, flags)) in modes.enumerated() {
+            var arguments = ["-u", "alice", "-w", "secret", "-p", String(listener.port), "-e", "127.0.0.1",
+                             "-r", String(peerPort), "-n", "10", "-m", "2", "-z", "5", "-l", "160"]
+            arguments += flags
+            arguments.append("127.0.0.1")
+            let output = directory.appendingPathComponent("\(index).log")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/turnutils_uclient")
+            process.arguments = arguments
+            let handle = try FileHandle(forWritingTo: output)
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            running.append((name, process, output))
+        }
+        let deadline = DispatchWorkItem { for entry in running where entry.process.isRunning { entry.process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: deadline)
+        defer { deadline.cancel() }
+        for (name, process, file) in running {
+            process.waitUntilExit()
+            let output = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+            let verdict = output.split(separator: "\n").filter { $0.contains("tot_send_bytes ~") }.last ?? ""
+            let numbers = verdict.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+            XCTAssertEqual(numbers.count, 3, "\(name): no verdict in\n\(output.suffix(600))")
+            XCTAssertGreaterThan(numbers.dropFirst().first ?? 0, 0, "\(name): nothing sent\n\(output.suffix(600))")
+            XCTAssertEqual(numbers.dropFirst().first, numbers.last, "\(name): bytes sent and received differ\n\(output.suffix(600))")
+            XCTAssertTrue(output.contains("Total lost packets 0 "), "\(name)\n\(output.suffix(600))")
+            XCTAssertFalse(output.contains("error"), "\(name)\n\(output.suffix(600))")
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import DatagramEngine
+@testable import RelayCore
+import STUN
+import XCTest
+
+/// Permissions (300 s), channels (600 s) and allocations (their lifetime) expire on the
+/// table's clock, which the test moves: nothing sleeps.
+final class TurnExpiryTests: XCTestCase {
+    func testPermissionsChannelsAndAllocationsExpire() throws {
+        let harness = try TurnHarness()
+        var client = try TurnTestClient(harness)
+        let relayed = try XCTUnwrap(client.allocate { $0.append(.lifetime, uint32: 1200) }?.xorAddress(.xorRelayedAddress))
+        let (peer, peerAddress) = try harness.socket()
+        // Permissions are per IP address: the channel's peer on another one.
+        let (channelPeer, channelPeerAddress) = try harness.socket("127.0.0.2")
+        XCTAssertTrue(try XCTUnwrap(client.permit(peerAddress)).isSuccess)
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, channelPeerAddress)).isSuccess)
+        XCTAssertEqual(harness.table.activePermissions, 2)
+        XCTAssertEqual(harness.table.activeChannels, 1)
+
+        // At 299 s the permission still works.
+        harness.advance(seconds: 299)
+        harness.table.expire()
+        harness.send([1], from: peer, to: relayed)
+        XCTAssertNotNil(harness.next(on: client.socket))
+
+        // Past 300 s: the permission is gone, the peer's datagram dropped.
+        harness.advance(seconds: 2)
+        harness.table.expire()
+        XCTAssertEqual(harness.table.activePermissions, 0, "the channel's permission (300 s) too")
+        harness.send([2], from: peer, to: relayed)
+        XCTAssertEqual(harness.settle(on: client.socket), 0)
+        XCTAssertEqual(harness.table.counters[drop: .noPermission], 1)
+        // The channel outlives its permission but cannot carry data without one.
+        client.send(channelData(0x4000, [3]))
+        XCTAssertEqual(harness.settle(on: channelPeer), 0)
+        XCTAssertEqual(harness.table.activeChannels, 1)
+
+        // Past 600 s the channel is gone; ChannelData on it is dropped as unbound.
+        harness.advance(seconds: 300)
+        harness.table.expire()
+        XCTAssertEqual(harness.table.activeChannels, 0)
+        client.send(channelData(0x4000, [4]))
+        XCTAssertEqual(harness.settle(on: channelPeer), 0)
+        XCTAssertEqual(harness.table.counters[drop: .noChannel], 1)
+
+        // Past the 1200 s lifetime the allocation closes and its port returns to the pool.
+        harness.advance(seconds: 600)
+        harness.table.expire()
+        XCTAssertEqual(harness.table.activeAllocations, 0)
+        XCTAssertEqual(harness.table.counters.allocationsExpired, 1)
+        XCTAssertFalse(harness.table.ports.isHeld(relayed.port))
+    }
+
+    func testRefreshExtendsAndUnclaimedReservationsReturn() throws {
+        let harness = try TurnHarness()
+        var client = try TurnTestClient(harness)
+        let answer = try XCTUnwrap(client.allocate { $0.append(.evenPort, [0x80]) })
+        let port = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress)).port
+        XCTAssertTrue(harness.table.ports.isHeld(port + 1), "reserved for the token")
+        harness.advance(seconds: 31)
+        harness.table.expire()
+        XCTAssertFalse(harness.table.ports.isHeld(port + 1), "the reservation lapsed")
+
+        harness.advance(seconds: 500)
+        XCTAssertTrue(try XCTUnwrap(client.ask(.refresh)).isSuccess)
+        harness.advance(seconds: 500)
+        harness.table.expire()
+        XCTAssertEqual(harness.table.activeAllocations, 1, "the Refresh gave it 600 s more")
+        harness.advance(seconds: 101)
+        harness.table.expire()
+        XCTAssertEqual(harness.table.activeAllocations, 0)
+    }
+}
