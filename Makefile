@@ -52,6 +52,13 @@ test-deps:
 	done; \
 	python3 -c 'import yaml' || { echo "make: ERROR: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
 
+	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on.
+	@if ! command -v ip >/dev/null || ! command -v ethtool >/dev/null; then \
+		echo "make: installing iproute2 and ethtool for the GRO test through veth"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iproute2 ethtool) || \
+			{ echo "make: ERROR: could not install iproute2/ethtool; GROVethTests needs them" >&2; exit 1; }; \
+	fi
+
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	MEDIARELAY_REQUIRE_TEST_TOOLS=1 $(SWIFT) test --skip-build
