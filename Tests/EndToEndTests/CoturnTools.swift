@@ -190,10 +190,14 @@ struct TURNClientRun {
         }
     }
 
-    /// For failure messages: the command's status and its last lines.
+    /// For failure messages: the command's status and its whole output (stdout and stderr; a
+    /// few dozen lines for these runs, bounded anyway), so a failure explains itself: the
+    /// error codes uclient got come first, the verdict last.
     var summary: String {
-        let tail = output.split(whereSeparator: \.isNewline).suffix(12).joined(separator: "\n")
-        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)):\n\(tail)"
+        let lines = output.split(whereSeparator: \.isNewline)
+        let shown = lines.count > 300 ? ["(first \(lines.count - 300) lines left out)"] + lines.suffix(300) : lines
+        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)), "
+            + "output (\(lines.count) lines):\n" + shown.joined(separator: "\n")
     }
 }
 
