@@ -1,8 +1,63 @@
 import DatagramEngine
+import SystemSupport
 
-/// Forward rules: a UDP proxy. Each client source gets its own upstream socket from the port
-/// range; replies from the upstream go back to the client from the rule's listen address.
-extension Worker {
+/// Forward rules on one worker: a UDP proxy. Each client source gets its own upstream socket
+/// from the port range; replies from the upstream go back to the client from the rule's listen
+/// address. Only its worker's thread touches it.
+///
+/// The packet path is in this file; clients come and go (a new source, idle expiry) in
+/// ForwardRuleTable+Clients.swift. Time comes from `now`, which the owner sets once per turn.
+final class ForwardRuleTable {
+    struct RuleState {
+        var rule: ForwardRule
+        var listener: SocketID
+        var shared: RuleShared
+    }
+
+    struct ClientState {
+        var rule: Int32
+        var source: Endpoint
+        var upstreamSocket: SocketID
+        var port: UInt16
+        var lastHeard: UInt64
+    }
+
+    let engine: DatagramEngine
+    let settings: RelaySettings
+    let opener: PortOpener
+    /// Monotonic nanoseconds, set by the owner before each batch.
+    var now: UInt64
+    var rules: [RuleState] = []
+    var clients: [ClientState?] = []
+    var freeClients: [Int32] = []
+    var clientsByRule: [[Endpoint: Int32]] = []
+    var clientCount = 0
+    var drops = DropCounts()
+    var clientsCreated: UInt64 = 0
+    var clientsExpired: UInt64 = 0
+    /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
+    /// socket, or nowhere).
+    var setRole: (SocketID, Worker.SocketRole) -> Void = { _, _ in }
+
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64) {
+        self.engine = engine
+        self.settings = settings
+        self.opener = opener
+        self.now = now
+    }
+
+    /// Opens this worker's listener of every rule (SO_REUSEPORT: each worker has one).
+    func openListeners(_ shares: [RuleShared]) throws(SystemCallError) {
+        for (index, rule) in settings.rules.enumerated() {
+            var options = settings.socketOptions
+            options.reusePort = true
+            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options))
+            setRole(listener, .listener(rule: Int32(index)))
+            rules.append(RuleState(rule: rule, listener: listener, shared: shares[index]))
+            clientsByRule.append([:])
+        }
+    }
+
     @inline(__always)
     func fromClient(_ rule: Int, _ datagram: ReceivedDatagram) {
         let client: Int
@@ -28,52 +83,5 @@ extension Worker {
         clients[client]!.lastHeard = now
         engine.enqueue(socket: rules[rule].listener, to: state.source,
                        trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
-    }
-
-    /// A new client of `rule`: refused (and counted) beyond the rule's cap or when no port is free.
-    func addClient(_ rule: Int, _ source: Endpoint) -> Int? {
-        let shared = rules[rule].shared
-        if shared.clients.add(1, ordering: .relaxed).newValue > shared.maxClients.load(ordering: .relaxed) {
-            shared.clients.subtract(1, ordering: .relaxed)
-            drops.add(.clientCap)
-            return nil
-        }
-        let wildcard = rules[rule].rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: 0) : Endpoint(high: 0, low: 0, port: 0)
-        guard case .success(let opened) = openPorts(near: wildcard, for: .client), let (socket, port) = opened.first else {
-            shared.clients.subtract(1, ordering: .relaxed)
-            drops.add(.noPort)
-            return nil
-        }
-        let index = freeClients.popLast().map(Int.init) ?? clients.count
-        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now)
-        if index < clients.count { clients[index] = state } else { clients.append(state) }
-        clientsByRule[rule][source] = Int32(index)
-        setRole(socket, .upstream(client: Int32(index)))
-        clientCount += 1
-        lifecycle.clientsCreated &+= 1
-        return index
-    }
-
-    func removeClient(_ index: Int32) {
-        guard let state = clients[Int(index)] else { return }
-        setRole(state.upstreamSocket, .none)
-        engine.unregister(state.upstreamSocket)
-        settings.ports.release(state.port, from: .client)
-        clientsByRule[Int(state.rule)][state.source] = nil
-        rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
-        clients[Int(index)] = nil
-        freeClients.append(index)
-        clientCount -= 1
-    }
-
-    func expireClients() {
-        for index in clients.indices {
-            guard let state = clients[index] else { continue }
-            let timeout = UInt64(rules[Int(state.rule)].shared.idleTimeoutSeconds.load(ordering: .relaxed)) * 1_000_000_000
-            if now &- state.lastHeard > timeout {
-                removeClient(Int32(index))
-                lifecycle.clientsExpired &+= 1
-            }
-        }
     }
 }
