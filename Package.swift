@@ -29,9 +29,10 @@ let package = Package(
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "STUN", "SystemSupport"]),
         .target(name: "RelayHTTP", dependencies: ["SystemSupport"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
-        // the relay, so it stays an outside check of the marks.
+        // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
+        // codec, whose address values are its only contact with DatagramEngine.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport"]),
+        .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
             dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
@@ -50,7 +51,7 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "TestPorts"]),
         .testTarget(name: "DeployTests"),

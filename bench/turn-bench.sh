@@ -3,8 +3,9 @@
 # mediarelay, under the same uclient workload, interleaved over repeats. See bench/README.md.
 #
 #   bench/turn-bench.sh [--target coturn|mediarelay|both] [--clients 200,2000] [--seconds 10]
-#                       [--repeats 3] [--out FILE]
+#                       [--repeats 3] [--driver uclient|load] [--out FILE]
 #
+# --driver load drives the same workload with `mediarelay-load --turn` instead of uclient.
 # Workload: N turnutils_uclient clients over UDP, each one allocation without RTCP (-c) sending
 # 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
 # A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
@@ -26,8 +27,10 @@ user=bench
 password=bench-password
 realm=bench.example
 mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by --target mediarelay
+load=${MEDIARELAY_LOAD:-.build/release/mediarelay-load}  # the client with --driver load
+driver=uclient
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --repeats) repeats=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --driver) driver=$2; shift 2 ;;
         -h|--help) usage 0 ;;
         *) echo "turn-bench: unknown argument $1" >&2; usage 2 ;;
     esac
@@ -44,6 +48,11 @@ case "$target" in
     mediarelay) targets=(mediarelay) ;;
     both) targets=(coturn mediarelay) ;;
     *) echo "turn-bench: --target is coturn, mediarelay or both, not $target" >&2; exit 2 ;;
+esac
+case "$driver" in
+    uclient) ;;
+    load) [ -x "$load" ] || { echo "turn-bench: $load is missing; build first: swift build -c release" >&2; exit 1; } ;;
+    *) echo "turn-bench: --driver is uclient or load, not $driver" >&2; exit 2 ;;
 esac
 for tool in turnserver turnutils_uclient turnutils_peer socat; do
     command -v "$tool" >/dev/null || { echo "turn-bench: $tool is missing (make test-deps installs coturn and socat)" >&2; exit 1; }
@@ -136,6 +145,7 @@ measure() {
         echo "turn-bench: $which did not answer STUN on 127.0.0.1:$port" >&2; exit 1
     fi
 
+    if [ "$driver" = load ]; then measure_load "$which" "$clients" "$port" "$server"; return; fi
     processes=$(( (clients + per_process - 1) / per_process ))
     local peer_pids=() client_pids=() logs=()
     for i in $(seq 1 "$processes"); do
@@ -193,6 +203,33 @@ measure() {
     tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram, %d datagrams, %.0f/s, lost %.2f%%, %d errors\n", $1, $2, $3, $4, $5, $6, $7 }' >&2
 }
 
+# The workload of uclient, driven by mediarelay-load: N TURN clients, voice (50 datagrams/s of
+# 160 B each, EF + ECT(0)) over channels to the generator's peer socket, which sends the same
+# back to every relayed address (--bidirectional), so each client costs the relay 100 crossings
+# a second, as a uclient client and turnutils_peer's echo do. Allocation set-up is outside the
+# measured interval; CPU is the server's utime + stime from /proc/PID/stat over the data phase,
+# divided by the datagrams the generator sent, the same for both servers.
+json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$2"; }
+measure_load() {
+    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json"
+    "$load" --turn "127.0.0.1:$port" --turn-user "$user:$password" --streams "$clients" --profile voice \
+        --bidirectional --seconds "$seconds" --relay-pid "$server" --json --no-progress \
+        > "$json" 2> "$workdir/load.log" || true
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    local sent ns lost seconds_run
+    sent=$(json_field sent "$json"); ns=$(json_field relay_proc_cpu_ns_per_packet "$json")
+    lost=$(json_field lost "$json"); seconds_run=$(json_field seconds "$json")
+    if [ -z "$sent" ] || [ "$sent" = 0 ] || [ -z "$ns" ] || [ "$ns" = null ]; then
+        echo "turn-bench: mediarelay-load against $which with $clients clients measured nothing:" >&2
+        tail -3 "$workdir/load.log" >&2
+        exit 1
+    fi
+    awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$sent" -v s="$seconds_run" -v lost="$lost" \
+        'BEGIN { printf "%s %d %.3f %d %.0f %.2f %d\n", t, c, ns / 1000, d, d / s, 100 * lost / d, 0 }' >> "$workdir/results"
+    tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram, %d datagrams, %.0f/s, lost %.2f%%\n", $1, $2, $3, $4, $5, $6 }' >&2
+}
+
 IFS=, read -r -a client_counts <<< "$clients_list"
 skipped=()
 for repeat in $(seq 1 "$repeats"); do
@@ -208,9 +245,9 @@ done
 
 {
     echo "TURN relay CPU per relayed datagram: $(nproc) CPUs, $(uname -r), coturn $(dpkg-query -W -f='${Version}' coturn 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats"
+    echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats --driver $driver"
     echo
-    echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | relayed/s (mean) | lost (worst) | uclient errors |"
+    echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | relayed/s (mean) | lost (worst) | client errors |"
     echo "|---|---:|---:|---:|---:|---:|---:|"
     sort -k1,1 -k2,2n -k3,3n "$workdir/results" | awk '
         function flush() {

@@ -21,9 +21,18 @@ public struct ReceivedDatagram {
 
 /// One datagram waiting to be sent. The bytes are borrowed: they must stay valid until the
 /// engine's next `flush` returns (received bytes do, until the next `receive`).
-struct OutgoingDatagram {
-    var socket: SocketID
-    var destination: Endpoint
-    var trafficClass: TrafficClass
-    var bytes: UnsafeRawBufferPointer
+/// (@usableFromInline for the engine's inlinable `enqueue`.)
+@usableFromInline struct OutgoingDatagram {
+    @usableFromInline var socket: SocketID
+    @usableFromInline var destination: Endpoint
+    @usableFromInline var trafficClass: TrafficClass
+    @usableFromInline var bytes: UnsafeRawBufferPointer
+
+    @inlinable
+    init(socket: SocketID, destination: Endpoint, trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
+        self.socket = socket
+        self.destination = destination
+        self.trafficClass = trafficClass
+        self.bytes = bytes
+    }
 }

@@ -23,11 +23,14 @@ public final class DatagramEngine {
     /// Wakes this engine's `receive` from another thread.
     public let waker: EngineWaker
 
-    private let state: EngineState
+    @usableFromInline let state: EngineState
     private let driver: Driver
-    /// Datagrams queued by `enqueue` for the next flush; their bytes are borrowed.
-    private let outgoing: UnsafeMutablePointer<OutgoingDatagram>
-    private var outgoingCount = 0
+    /// Datagrams queued by `enqueue` for the next flush; their bytes are borrowed. (The queue
+    /// is @usableFromInline for `enqueue` only: it stays this object's, never handed out.)
+    @usableFromInline let outgoing: UnsafeMutablePointer<OutgoingDatagram>
+    @usableFromInline let sendCapacity: Int
+    /// Per datagram, on the engine's thread only: no dynamic exclusivity check (see EngineState).
+    @usableFromInline @exclusivity(unchecked) var outgoingCount = 0
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) throws(SystemCallError) {
         precondition(configuration.batchSize > 0 && configuration.sendCapacity > 0)
@@ -44,6 +47,7 @@ public final class DatagramEngine {
         self.waker = waker
         self.state = state
         outgoing = .allocate(capacity: configuration.sendCapacity)
+        sendCapacity = configuration.sendCapacity
     }
 
     /// Builds the backend asked for; for auto, io_uring when the kernel allows it, else mmsg.
@@ -72,7 +76,9 @@ public final class DatagramEngine {
         SystemCall.close(waker.descriptor)
     }
 
-    /// What the engine has done so far (plain integers, owned by this thread).
+    /// What the engine has done so far (plain integers, owned by this thread). Inlinable, so
+    /// that a caller reading a few of them every turn loads those, not a copy of all of them.
+    @inlinable
     public var counters: EngineCounters { state.counters }
     /// The latest datagram dropped as longer than `maxDatagramSize`, if any.
     public var lastTruncated: TruncatedDatagram? { state.lastTruncated }
@@ -133,7 +139,9 @@ public final class DatagramEngine {
     public var socketCount: Int { state.table.activeCount }
 
     /// The `index`th datagram of the last receive, `0 ..< receivedCount`.
-    @inline(__always)
+    /// (@inlinable, like `enqueue`: called per datagram from the relay's module, where a call
+    /// that cannot be inlined costs as much as the work it does.)
+    @inlinable
     public func received(_ index: Int) -> ReceivedDatagram { state.received(index) }
 
     /// Takes what is ready now, up to `batchSize` datagrams; waits up to `timeoutMilliseconds`
@@ -150,9 +158,9 @@ public final class DatagramEngine {
 
     /// Queues one datagram; flushes first when the queue is full. `bytes` must stay valid
     /// until the flush (received bytes stay valid until the next `receive`).
-    @inline(__always)
+    @inlinable
     public func enqueue(socket: SocketID, to destination: Endpoint, trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
-        if outgoingCount == configuration.sendCapacity { flush() }
+        if outgoingCount == sendCapacity { flush() }
         outgoing[outgoingCount] = OutgoingDatagram(socket: socket, destination: destination, trafficClass: trafficClass, bytes: bytes)
         outgoingCount += 1
     }

@@ -3,6 +3,7 @@
 public let helpText = """
 usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
+       mediarelay-load --turn HOST:PORT (--turn-user NAME:PASSWORD | --turn-secret SECRET) [--relay URL | --relay-pid PID] [options]
        mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
        mediarelay-load compare --server PATH [--reference PATH] [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
                                [--loads L,...] [--engines E,...] [--workers N,...] [--relay-host ADDR] [--server-prefix CMD]
@@ -14,6 +15,14 @@ Session mode (--relay): creates --streams sessions (POST /v1/sessions, 2 legs). 
 leg A and receives on the socket that latched leg B; all sessions are deleted at the end and on Ctrl-C.
 Forward-rule mode (--target): streams are clients sending to the rule's listen address; the generator
 plays the upstream on --upstream-listen, which must be the UPSTREAM of the server's --forward rule.
+TURN mode (--turn): --streams TURN clients, each with its own socket, allocate a UDP relayed address
+on the server (the realm comes from its 401), create a permission and bind channel 0x4000 to the
+generator's peer socket, then send ChannelData at the profile's rate; the peer socket receives (and with
+--bidirectional sends back to every relayed address, arriving as ChannelData). Allocations are refreshed
+before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. Relay CPU per datagram
+comes from --relay's /v1/stats (mediarelay) or from --relay-pid's /proc/PID/stat per datagram sent
+(any server, e.g. coturn's turnserver). The peer socket binds the local address that routes to the server;
+the server's peer policy must allow it (mediarelay: --turn-allowed-peer; coturn: --allow-loopback-peers).
 
 Options (default in brackets):
   --relay URL            control API, http://HOST:PORT [required unless --target]
@@ -36,6 +45,14 @@ Options (default in brackets):
                          frames with GSO would send it
   --target HOST:PORT     drive a forward rule: its listen address [none]
   --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
+  --turn HOST:PORT       drive a TURN server (RFC 8656 over UDP): one client per stream [none]
+  --turn-user NAME:PASSWORD  TURN long-term credential (a static user) [required with --turn, or:]
+  --turn-secret SECRET   TURN REST credentials (coturn's use-auth-secret): user EXPIRY:mediarelay-load
+  --turn-lifetime S      allocation lifetime to request, 1...3600 s; refreshes follow what the server grants [600]
+  --turn-refresh S       refresh allocations, permissions and channels every S seconds, 0.5...3000
+                         [half the shortest of granted lifetime and 300 s, or a minute before it ends]
+  --drain S              keep receiving up to S seconds after the last send, for datagrams in flight,
+                         0...60 (ends early once everything sent has arrived) [0.3]
   --legs FILE            sessions without a control API, listed in FILE one per line as their legs'
                          HOST:PORT (the C reference forwarder's --legs-file), driven as in session mode
   --forwarder-stats FILE read the C reference forwarder's counters from FILE (its --stats) and its CPU

@@ -1,4 +1,4 @@
-/// The settings of one load run (`mediarelay-load --relay ...` or `--target ...`).
+/// The settings of one load run (`mediarelay-load --relay ...`, `--target ...` or `--turn ...`).
 public struct LoadOptions: Sendable, Equatable {
     /// Control API, `http://HOST:PORT`; required unless `target` is given (then optional, for stats).
     public var relay: String?
@@ -17,6 +17,17 @@ public struct LoadOptions: Sendable, Equatable {
     public var target: String?
     /// Forward-rule mode: where the generator's receiver listens as the rule's upstream.
     public var upstreamListen: String?
+    /// TURN mode: the TURN server's `HOST:PORT` the clients allocate on.
+    public var turn: String?
+    /// TURN mode: the static user or REST secret the clients sign with.
+    public var turnCredential: TurnCredential?
+    /// TURN mode: the allocation lifetime the clients request, in seconds.
+    public var turnLifetime: UInt32 = 600
+    /// TURN mode: refresh every this many seconds instead of following the granted lifetimes.
+    public var turnRefresh: Double?
+    /// Seconds the receiver keeps listening after the last send for datagrams still in
+    /// flight (it stops earlier once everything sent has arrived).
+    public var drain = 0.3
     /// Listed-legs mode: a file listing sessions that exist without a control API, one per line,
     /// its legs' HOST:PORT (the C reference forwarder's `--legs-file`).
     public var legs: String?

@@ -23,15 +23,31 @@ public struct LoadResult: Sendable {
     /// Fractions of received datagrams whose ECN / DSCP arrived as sent.
     public var ecnKept = 0.0
     public var dscpKept = 0.0
+    /// The TOS bytes datagrams arrived with and how many of each, most frequent first.
+    public var tosSeen: [(tos: UInt8, count: UInt64)] = []
     public var generatorCPUSeconds = 0.0
     public var relay: RelayDelta?
     /// The relay's CPU over the same interval from /proc/PID/stat, when its pid is known.
     public var relayProcCPUSeconds: Double?
+    /// TURN mode: the server the clients allocated on.
+    public var turnServer: String?
+    /// TURN mode: refresh rounds during the run, and those in which some client failed.
+    public var turnRefreshes = 0
+    public var turnFailedRefreshes = 0
 
     public init() {}
 
     public var lost: UInt64 { sent > received ? sent - received : 0 }
     public var deliveredFraction: Double { sent == 0 ? 0 : Double(received) / Double(sent) }
+
+    /// The /proc CPU per datagram the relay took in, in ns: per packets_in when the relay's
+    /// stats are read, otherwise (a relay without /v1/stats, such as coturn) per datagram
+    /// the generator sent it, both directions counted. Nil without --relay-pid.
+    public var relayProcCPUNsPerDatagram: Double? {
+        guard let proc = relayProcCPUSeconds else { return nil }
+        let datagrams = relay?.packetsIn ?? Double(sent)
+        return datagrams > 0 ? proc * 1e9 / datagrams : .nan
+    }
 
     /// Fills the receiver-side figures from the statistics of a finished run.
     public mutating func take(_ s: ReceiverStatistics) {
@@ -44,6 +60,8 @@ public struct LoadResult: Sendable {
         jitterUs = s.meanJitterNs / 1000
         ecnKept = s.received == 0 ? 0 : Double(s.ecnKept) / Double(s.received)
         dscpKept = s.received == 0 ? 0 : Double(s.dscpKept) / Double(s.received)
+        tosSeen = s.tosCounts.indices.filter { s.tosCounts[$0] > 0 }
+            .map { (UInt8($0), s.tosCounts[$0]) }.sorted { $0.count > $1.count }
     }
 
     /// The result as one JSON object (the last stdout line with --json).
@@ -71,12 +89,17 @@ public struct LoadResult: Sendable {
             ("jitter_us", .number(jitterUs)),
             ("ecn_kept", .number(ecnKept)),
             ("dscp_kept", .number(dscpKept)),
+            ("tos_seen", .object(tosSeen.map { (String($0.tos), i($0.count)) })),
             ("generator_cpu_seconds", .number(generatorCPUSeconds)),
             ("relay_engine", relay.map { .string($0.engine) } ?? .null),
             ("relay_packets_in", n(relay?.packetsIn)),
             ("relay_packets_out", n(relay?.packetsOut)),
             ("relay_cpu_seconds", n(relay?.cpuSeconds)),
             ("relay_proc_cpu_seconds", n(relayProcCPUSeconds)),
+            ("relay_proc_cpu_ns_per_packet", n(relayProcCPUNsPerDatagram)),
+            ("turn", turnServer.map { .string($0) } ?? .null),
+            ("turn_refreshes", .integer(Int64(turnRefreshes))),
+            ("turn_failed_refreshes", .integer(Int64(turnFailedRefreshes))),
             ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
             ("relay_syscalls_per_packet", n(relay?.syscallsPerPacket)),
         ])

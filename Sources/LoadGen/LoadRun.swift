@@ -15,8 +15,6 @@ public struct LoadRun: Sendable {
 
     /// The relay's settling time after the legs latched, before measuring.
     static let settleNs: UInt64 = 100_000_000
-    /// How long the receiver keeps listening after the last send for datagrams in flight.
-    static let drainNs: UInt64 = 300_000_000
 
     public init(options: LoadOptions, deleteSessions: Bool = true, log: @escaping @Sendable (String) -> Void) {
         self.options = options
@@ -40,8 +38,25 @@ public struct LoadRun: Sendable {
         } else {
             stats = control.map { .relay($0) }
         }
+        var turn: TurnClients?
+        defer {
+            if let turn {
+                let unconfirmed = turn.release()
+                if unconfirmed > 0 { log("\(unconfirmed) TURN allocations were not confirmed released; the server will expire them") }
+            }
+        }
         var setup: RunSetup
-        if let legs = options.legs {
+        if let server = options.turn, let credential = options.turnCredential {
+            let clients = try TurnClients(server: SocketAddress(hostPort: server), count: options.streams,
+                                          credential: credential, lifetime: options.turnLifetime, refreshSeconds: options.turnRefresh,
+                                          tos: shape.tos, runSeconds: options.seconds)
+            turn = clients
+            let allocating = MonotonicClock.now()
+            try clients.allocate(log: log)
+            let took = Double(MonotonicClock.now() - allocating) / 1e9
+            if took > 1 { log(String(format: "allocated %d TURN clients in %.1f s", clients.clients.count, took)) }
+            setup = RunSetup.turn(clients, bidirectional: options.bidirectional)
+        } else if let legs = options.legs {
             setup = try RunSetup.sessions(try RelaySession.listed(in: legs, count: options.streams),
                                           tos: shape.tos, bidirectional: options.bidirectional)
         } else if let target = options.target, let upstream = options.upstreamListen {
@@ -56,7 +71,7 @@ public struct LoadRun: Sendable {
             if took > 1 { log(String(format: "created %d sessions in %.1f s", sessions.count, took)) }
             setup = try RunSetup.sessions(sessions, tos: shape.tos, bidirectional: options.bidirectional)
         } else {
-            throw LoadError("--relay: required (or --target with --upstream-listen)")
+            throw LoadError("--relay: required (or --target with --upstream-listen, --legs, or --turn)")
         }
         if options.senderGSO, let socket = setup.flows.first?.socket, !socket.acceptsGSO() {
             throw LoadError("--sender-gso: this kernel refuses UDP_SEGMENT (UDP GSO needs Linux 4.18 or later)")
@@ -71,6 +86,7 @@ public struct LoadRun: Sendable {
         result.offeredRate = shape.datagramsPerSecond * (options.bidirectional ? 2 : 1)
         result.warmupSeconds = options.warmup
         result.tos = shape.tos
+        result.turnServer = options.turn
         result.latchedStreams = latched
 
         let statsBefore = try stats.map { source throws(LoadError) in try Self.quietStats(source) }
@@ -80,8 +96,10 @@ public struct LoadRun: Sendable {
         let start = MonotonicClock.now() + 2_000_000
         let end = start + UInt64(options.seconds * 1e9)
         let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end, gso: options.senderGSO)
+        let inbox = ControlInbox()
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
-                                       latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize)
+                                       latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize,
+                                       turnClients: Set(turn?.clients.map(\.socket.fd) ?? []), inbox: inbox)
         let senderOutcome = ThreadOutcome<UInt64>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
         senderOutcome.start(name: "load-send") { sender.run(signals) }
@@ -92,6 +110,7 @@ public struct LoadRun: Sendable {
         while !senderOutcome.isDone {
             MonotonicClock.sleep(until: MonotonicClock.now() + 50_000_000)
             if interruptRequested.load(ordering: .relaxed) { signals.stop.store(true, ordering: .relaxed) }
+            if let turn, let failure = turn.refreshIfDue(now: MonotonicClock.now(), inbox: inbox) { log(failure) }
             let now = MonotonicClock.now()
             if options.progress, now >= lastLine + 1_000_000_000 {
                 let sent = signals.sent.load(ordering: .relaxed), received = signals.received.load(ordering: .relaxed)
@@ -106,7 +125,7 @@ public struct LoadRun: Sendable {
             }
         }
         let sendEnded = MonotonicClock.now()
-        signals.receiveUntil.store(sendEnded + Self.drainNs, ordering: .relaxed)
+        signals.receiveUntil.store(sendEnded + UInt64(options.drain * 1e9), ordering: .relaxed)
         result.pacerSkipped = senderOutcome.wait()
         let statistics = receiverOutcome.wait()
         result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
@@ -119,6 +138,10 @@ public struct LoadRun: Sendable {
             result.relayProcCPUSeconds = after.seconds - before.seconds
         }
         result.take(statistics)
+        if let turn {
+            result.turnRefreshes = turn.refreshes
+            result.turnFailedRefreshes = turn.failedRefreshes
+        }
         if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
         return result
     }

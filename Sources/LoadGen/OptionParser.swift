@@ -45,6 +45,20 @@ public enum OptionParser {
             case "--warmup": o.warmup = try number(name, try value(name), 0...60)
             case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
             case "--no-progress": o.progress = false
+            case "--turn": o.turn = try address(name, try value(name))
+            case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
+            case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
+            case "--drain": o.drain = try number(name, try value(name), 0...60)
+            case "--turn-user":
+                let v = try value(name)
+                guard o.turnCredential == nil else { throw LoadError("--turn-user: give one credential, --turn-user or --turn-secret") }
+                guard let credential = TurnCredential(userPassword: v) else { throw LoadError("--turn-user \(v): accepted: NAME:PASSWORD") }
+                o.turnCredential = credential
+            case "--turn-secret":
+                let v = try value(name)
+                guard o.turnCredential == nil else { throw LoadError("--turn-secret: give one credential, --turn-user or --turn-secret") }
+                guard !v.isEmpty else { throw LoadError("--turn-secret: must not be empty") }
+                o.turnCredential = .secret(v)
             default: throw LoadError("\(name): unknown option (see --help)")
             }
         }
@@ -53,10 +67,17 @@ public enum OptionParser {
                 throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
             }
         }
-        if o.legs != nil {
+        if o.turn != nil {
+            guard o.turnCredential != nil else { throw LoadError("--turn: needs --turn-user NAME:PASSWORD or --turn-secret SECRET") }
+            guard o.target == nil, o.upstreamListen == nil, o.legs == nil else {
+                throw LoadError("--turn: not with --target/--upstream-listen/--legs (one mode per run)")
+            }
+        } else if o.turnCredential != nil || o.turnLifetime != LoadOptions().turnLifetime || o.turnRefresh != nil {
+            throw LoadError("--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn HOST:PORT")
+        } else if o.legs != nil {
             guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
         } else if o.target == nil {
-            guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen)") }
+            guard o.relay != nil else { throw LoadError("--relay: required (or --target with --upstream-listen, --legs, or --turn)") }
             guard o.upstreamListen == nil else { throw LoadError("--upstream-listen: only with --target") }
         } else {
             guard o.upstreamListen != nil else { throw LoadError("--target: needs --upstream-listen HOST:PORT (the rule's upstream)") }

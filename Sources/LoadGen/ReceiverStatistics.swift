@@ -12,6 +12,8 @@ public struct ReceiverStatistics: Sendable {
     public private(set) var bytes: UInt64 = 0
     public private(set) var ecnKept: UInt64 = 0
     public private(set) var dscpKept: UInt64 = 0
+    /// Datagrams received with each TOS byte (index): the marks as they arrived, whatever was sent.
+    public private(set) var tosCounts = [UInt64](repeating: 0, count: 256)
     /// Datagrams that were not ours (bad magic, unknown stream).
     public private(set) var foreign: UInt64 = 0
     /// Late latching datagrams: expected, never measured.
@@ -44,6 +46,7 @@ public struct ReceiverStatistics: Sendable {
         }
         received += 1
         bytes += UInt64(length)
+        tosCounts[Int(tos)] += 1
         if tos & 3 == header.tos & 3 { ecnKept += 1 }
         if tos >> 2 == header.tos >> 2 { dscpKept += 1 }
         if windows[s].record(header.sequence) == .duplicate { return }

@@ -7,10 +7,17 @@ public enum ResultTable {
             guard let d, d.isFinite else { return "-" }
             return String(format: "%.\(digits)f", d)
         }
+        let marksTotal = r.tosSeen.reduce(0) { $0 + $1.count }
         var rows: [(String, String)] = [
             ("profile", "\(r.profile.rawValue), \(r.streams) streams\(r.bidirectional ? ", bidirectional" : ""), TOS \(r.tos)"),
             ("offered", "\(f(r.offeredRate, 0)) datagrams/s for \(f(r.seconds, 2)) s"),
             ("latched", "\(r.latchedStreams) of \(r.streams) streams"),
+        ]
+        if let server = r.turnServer {
+            rows.append(("TURN", "\(r.streams) allocations on \(server), ChannelData on channel 0x4000; "
+                             + "\(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
+        }
+        rows += [
             ("sent", "\(r.sent)"),
             ("received", "\(r.received) (\(f(r.deliveredFraction * 100, 2)) %)"),
             ("lost", "\(r.lost)"),
@@ -20,6 +27,9 @@ public enum ResultTable {
             ("jitter us", f(r.jitterUs)),
             ("ECN kept", "\(f(r.ecnKept * 100, 2)) %"),
             ("DSCP kept", "\(f(r.dscpKept * 100, 2)) %"),
+            ("marks seen", r.tosSeen.prefix(4).map { seen in
+                "DSCP \(seen.tos >> 2) ECN \(seen.tos & 3): \(f(Double(seen.count) / Double(max(1, marksTotal)) * 100, 2)) %"
+            }.joined(separator: ", ") + (r.tosSeen.count > 4 ? ", ..." : "")),
             ("generator CPU", "\(f(r.generatorCPUSeconds, 3)) s (\(f(r.seconds > 0 ? r.generatorCPUSeconds / r.seconds * 100 : nil, 0)) % of one core)"),
         ]
         if let relay = r.relay {
@@ -29,7 +39,9 @@ public enum ResultTable {
                 ("relay syscalls", "\(f(relay.syscallsPerPacket, 3)) per datagram"),
             ]
         }
-        if let proc = r.relayProcCPUSeconds { rows.append(("relay CPU /proc", "\(f(proc, 3)) s")) }
+        if let proc = r.relayProcCPUSeconds {
+            rows.append(("relay CPU /proc", "\(f(proc, 3)) s, \(f((r.relayProcCPUNsPerDatagram ?? .nan) / 1000, 3)) us per datagram"))
+        }
         if r.pacerSkipped > 0 { rows.append(("pacer behind", "\(r.pacerSkipped) ticks skipped: the generator fell behind")) }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")

@@ -56,10 +56,31 @@ struct RunSetup: Sendable {
             learnReverse: bidirectional ? upstreamSocket : nil)
     }
 
+    /// TURN mode: each client sends ChannelData from its own socket to the server, which
+    /// relays it to the peer socket; the reverse streams go from the peer socket to each
+    /// relayed address. Nothing needs latching, but the latching datagrams prove every
+    /// allocation carries traffic before the measurement starts.
+    static func turn(_ turn: TurnClients, bidirectional: Bool) -> RunSetup {
+        let n = turn.clients.count
+        let forward = turn.clients.enumerated().map {
+            Flow(socket: $0.element.socket, destination: turn.server, stream: UInt32($0.offset), channel: TurnClients.channel)
+        }
+        let reverse = turn.clients.enumerated().compactMap { i, client in
+            client.relayed.map { Flow(socket: turn.peer, destination: $0, stream: UInt32(n + i)) }
+        }
+        return RunSetup(
+            flows: bidirectional ? forward + reverse : forward,
+            // The client sockets are read even one way: the answers to refreshes arrive there.
+            receivingSockets: [turn.peer] + turn.clients.map(\.socket),
+            streamCount: bidirectional ? 2 * n : n,
+            latchPlan: [forward],
+            latchWitness: turn.peer, streams: n, learnReverse: nil)
+    }
+
     /// Sends the latching datagrams and waits (at most 2 s) until every forward stream has
     /// proved it latched by arriving at the witness socket. Returns how many did.
     mutating func latch(log: @Sendable (String) -> Void) throws(LoadError) -> Int {
-        let sendBatch = SendBatch(capacity: 256, bufferSize: PayloadHeader.size)
+        let sendBatch = SendBatch(capacity: 256, bufferSize: PayloadHeader.size + SendBatch.channelHeaderSize)
         let receiveBatch = ReceiveBatch(capacity: 64, bufferSize: 2048)
         var seen = [Bool](repeating: false, count: streams)
         var sources = [SocketAddress?](repeating: nil, count: streams)
@@ -82,7 +103,7 @@ struct RunSetup: Sendable {
             for flow in group {
                 if sendBatch.count > 0 && (sendBatch.fd != flow.socket.fd || sendBatch.isFull) { sendBatch.flush() }
                 let header = PayloadHeader(stream: flow.stream, sequence: PayloadHeader.latchSequence, sendTime: MonotonicClock.now(), tos: 0)
-                sendBatch.append(fd: flow.socket.fd, to: flow.destination, header: header, size: PayloadHeader.size)
+                sendBatch.append(fd: flow.socket.fd, to: flow.destination, header: header, size: PayloadHeader.size, channel: flow.channel)
             }
             if sendBatch.count > 0 { sendBatch.flush() }
             MonotonicClock.sleep(until: MonotonicClock.now() + 20_000_000)

@@ -1,5 +1,6 @@
 import Glibc
 import CLoadGen
+import STUN
 import SystemSupport
 
 /// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
@@ -76,12 +77,17 @@ final class SendBatch {
 
     var isFull: Bool { count == capacity }
 
-    /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`.
+    /// Room a ChannelData header takes in front of the payload (size buffers with it).
+    static let channelHeaderSize = ChannelData.headerSize
+
+    /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`; with a
+    /// `channel`, framed as TURN ChannelData (4 more bytes in front, RFC 8656 section 12.4).
     /// The caller flushes first when the batch is full or bound for another socket.
     @inline(__always)
-    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int) {
+    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int, channel: UInt16 = 0) {
         precondition(count < capacity && (count == 0 || fd == self.fd), "flush before switching sockets")
-        if segmentsPerMessage > 1, count > 0, size == bufferSize, segments[count - 1] < segmentsPerMessage,
+        // ChannelData is not cut into GSO segments: each datagram needs its own frame header.
+        if segmentsPerMessage > 1, channel == 0, count > 0, size == bufferSize, segments[count - 1] < segmentsPerMessage,
            iovecs[count - 1].iov_len == segments[count - 1] * bufferSize, sameDestination(count - 1, destination) {
             // The next segment of the last message (the rest of a video frame).
             header.encode(into: iovecs[count - 1].iov_base + iovecs[count - 1].iov_len)
@@ -90,8 +96,14 @@ final class SendBatch {
             return
         }
         self.fd = fd
-        header.encode(into: iovecs[count].iov_base)
-        iovecs[count].iov_len = min(max(size, PayloadHeader.size), bufferSize)
+        let buffer = iovecs[count].iov_base!
+        let framing = channel == 0 ? 0 : ChannelData.headerSize
+        let payload = min(max(size, PayloadHeader.size), bufferSize - framing)
+        if framing > 0 {
+            ChannelData.writeHeader(channel: channel, length: payload, to: UnsafeMutableRawBufferPointer(start: buffer, count: framing), at: 0)
+        }
+        header.encode(into: buffer + framing)
+        iovecs[count].iov_len = framing + payload
         names[count] = destination.storage
         messages[count].msg_hdr.msg_namelen = destination.length
         segments[count] = 1

@@ -1,18 +1,27 @@
 import SystemSupport
 import Glibc
+import STUN
 
 /// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
 /// recvmmsg until each is empty, recording every datagram into `ReceiverStatistics`.
+///
+/// TURN client sockets (`turnClients`) receive ChannelData, whose 4-byte header is skipped,
+/// and the server's answers to refreshes, which go to `inbox` for the main thread.
 public struct TrafficReceiver: Sendable {
     public let sockets: [UDPSocket]
     public let streams: Int
     public let latencyFrom: UInt64
     public let bufferSize: Int
+    public let turnClients: Set<Int32>
+    public let inbox: ControlInbox?
 
-    public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int) {
+    public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
+                turnClients: Set<Int32> = [], inbox: ControlInbox? = nil) {
         self.sockets = sockets
         self.streams = streams
         self.latencyFrom = latencyFrom
+        self.turnClients = turnClients
+        self.inbox = inbox
         // Room for more than the largest datagram sent, so a relay that pads is seen (MSG_TRUNC).
         bufferSize = max(2048, maxDatagram + 64)
     }
@@ -32,22 +41,39 @@ public struct TrafficReceiver: Sendable {
             if ready > 0 {
                 for p in polls.indices where polls[p].revents != 0 {
                     let fd = polls[p].fd
+                    let turn = turnClients.contains(fd)
                     while true {
                         let n = batch.receive(from: fd)
                         if n == 0 { break }
                         // One clock read per batch: the datagrams of one recvmmsg arrived together.
                         let now = MonotonicClock.now()
+                        var control = 0
                         for i in 0..<n {
-                            guard let header = PayloadHeader.decode(batch.payload(i), length: batch.length(i)) else {
+                            var payload = batch.payload(i), length = batch.length(i)
+                            if turn {
+                                let bytes = UnsafeRawBufferPointer(start: payload, count: length)
+                                if length > 0, !ChannelData.isChannelData(payload.load(as: UInt8.self)) {
+                                    inbox?.put(fd: fd, bytes)
+                                    control += 1
+                                    continue
+                                }
+                                guard let frame = ChannelData.parse(bytes) else {
+                                    statistics.recordForeign()
+                                    continue
+                                }
+                                payload += ChannelData.headerSize
+                                length = frame.length
+                            }
+                            guard let header = PayloadHeader.decode(payload, length: length) else {
                                 statistics.recordForeign()
                                 continue
                             }
-                            statistics.record(header, length: batch.length(i), tos: batch.tos(i), now: now)
+                            statistics.record(header, length: length, tos: batch.tos(i), now: now)
                             if header.sequence != PayloadHeader.latchSequence, now > header.sendTime {
                                 interval.record(now - header.sendTime)
                             }
                         }
-                        signals.received.add(UInt64(n), ordering: .relaxed)
+                        signals.received.add(UInt64(n - control), ordering: .relaxed)
                         if n < batch.capacity { break }
                     }
                 }

@@ -4,6 +4,8 @@ public struct Flow: Sendable {
     public let socket: UDPSocket
     public let destination: SocketAddress
     public let stream: UInt32
+    /// A TURN channel number: the datagrams go as ChannelData on it. 0: plain UDP.
+    public var channel: UInt16 = 0
 }
 
 /// The paced sending loop, run on its own thread.
@@ -46,9 +48,13 @@ public struct TrafficSender: Sendable {
         let fds = flows.map(\.socket.fd)
         let destinations = flows.map(\.destination)
         let streams = flows.map(\.stream)
+        let channels = flows.map(\.channel)
         var sequences = [UInt64](repeating: 0, count: count)
         let perTick = shape.datagramsPerTick
-        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize, segments: gso ? Self.segmentsPerSend(shape) : 1)
+        // Room for a ChannelData header only when a flow is TURN: sender GSO cuts buffers of
+        // exactly the datagram size.
+        let framing = channels.contains { $0 != 0 } ? SendBatch.channelHeaderSize : 0
+        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize + framing, segments: gso ? Self.segmentsPerSend(shape) : 1)
         // Allow catching up on a 20 ms stall at most, in bursts of at most 64 ticks.
         let maxDebt = UInt64(max(64, shape.ticksPerSecond * Double(count) / Double(max(1, shape.streams)) * 0.02))
         // The shape's rate is per direction for `shape.streams` flows; a reverse direction adds
@@ -81,7 +87,8 @@ public struct TrafficSender: Sendable {
                     let sequence = sequences[f]
                     sequences[f] = sequence + 1
                     let header = PayloadHeader(stream: streams[f], sequence: sequence, sendTime: now, tos: tos)
-                    batch.append(fd: fd, to: destinations[f], header: header, size: shape.size(stream: streams[f], sequence: sequence))
+                    batch.append(fd: fd, to: destinations[f], header: header, size: shape.size(stream: streams[f], sequence: sequence),
+                                 channel: channels[f])
                 }
                 f += 1
                 if f == count { f = 0 }

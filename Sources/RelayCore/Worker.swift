@@ -25,12 +25,14 @@ final class Worker {
     let shared: WorkerShared
     let settings: RelaySettings
     let engine: DatagramEngine
-    var roles: [SocketRole] = []
+    // Read and written per datagram by this worker's thread only, and no access overlaps
+    // another: the dynamic exclusivity checks (swift_beginAccess) buy nothing on them.
+    @exclusivity(unchecked) var roles: [SocketRole] = []
     let forwardRules: ForwardRuleTable
     let sessions: SessionTable
     /// The TURN server's share on this worker, when TURN is configured.
     var turnTable: TurnTable?
-    var drops = DropCounts()
+    @exclusivity(unchecked) var drops = DropCounts()
     var now: UInt64 = MonotonicClock.now()
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0

@@ -49,12 +49,37 @@ final class OptionParserTests: XCTestCase {
             (["compare"], "compare --server: required"),
             (["--relay", "http://no.such.host.invalid:1"], "--relay http://no.such.host.invalid:1: no.such.host.invalid: cannot resolve"),
             (["compare", "--server", "x", "--repeats", "0"], "--repeats 0:"),
+            (["--turn", "127.0.0.1:3478"], "--turn: needs --turn-user NAME:PASSWORD or --turn-secret SECRET"),
+            (["--turn", "127.0.0.1:3478", "--turn-user", "nameonly"], "--turn-user nameonly: accepted: NAME:PASSWORD"),
+            (["--turn", "127.0.0.1:3478", "--turn-user", "a:b", "--turn-secret", "s"], "--turn-secret: give one credential"),
+            (["--turn", "127.0.0.1:3478", "--turn-secret", ""], "--turn-secret: must not be empty"),
+            (["--turn", "nope", "--turn-secret", "s"], "--turn nope: accepted: HOST:PORT"),
+            (["--turn", "127.0.0.1:3478", "--turn-secret", "s", "--target", "127.0.0.1:9", "--upstream-listen", "127.0.0.1:8"],
+             "--turn: not with --target"),
+            (["--relay", "http://127.0.0.1:1", "--turn-secret", "s"], "--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn"),
+            (["--turn", "127.0.0.1:3478", "--turn-secret", "s", "--turn-lifetime", "0"], "--turn-lifetime 0: accepted: an integer 1...3600"),
         ]
         for (args, expected) in cases {
             guard let message = error(args) else { XCTFail("\(args) accepted"); continue }
             XCTAssertTrue(message.hasPrefix(expected), "\(args): got '\(message)', want prefix '\(expected)'")
             XCTAssertFalse(message.contains("\n"), "one line")
         }
+    }
+
+    func testTurnModeWithStatsFromEitherSide() throws {
+        guard case .run(let o) = try OptionParser.parse(["--turn", "[::1]:3478", "--turn-user", "u:p:w", "--relay-pid", "42",
+                                                        "--turn-refresh", "2", "--drain", "3"]) else { return XCTFail() }
+        XCTAssertEqual(o.turn, "[::1]:3478")
+        XCTAssertEqual(o.turnCredential, .user(name: "u", password: "p:w"), "the password may hold colons")
+        XCTAssertNil(o.relay, "--relay is optional in TURN mode (coturn has no /v1/stats)")
+        XCTAssertEqual(o.relayPID, 42)
+        XCTAssertEqual(o.turnRefresh, 2)
+        XCTAssertEqual(o.turnLifetime, 600)
+        XCTAssertEqual(o.drain, 3)
+        guard case .run(let r) = try OptionParser.parse(["--turn", "127.0.0.1:3478", "--turn-secret", "s",
+                                                        "--relay", "http://127.0.0.1:9480"]) else { return XCTFail() }
+        XCTAssertEqual(r.turnCredential, .secret("s"))
+        XCTAssertEqual(r.relay, "http://127.0.0.1:9480")
     }
 
     func testCompareDefaultsAndQuick() throws {
@@ -102,10 +127,11 @@ final class OptionParserTests: XCTestCase {
         for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
-                       "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix"] {
+                       "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
+                       "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
         }
-        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]"] {
+        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]"] {
             XCTAssertTrue(helpText.contains(defaultValue), "help lacks default \(defaultValue)")
         }
     }

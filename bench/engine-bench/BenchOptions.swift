@@ -9,6 +9,13 @@ struct BenchOptions {
     var repeats = 3
     var size = 200
     var output: String?
+    /// `--count N` (FixedCount): forward exactly N datagrams through one forwarder, `--only`
+    /// NAME, `--side` swift or c, under `--wrap` (a command line split at spaces), in bursts.
+    var count: Int?
+    var only = ""
+    var side = "swift"
+    var wrap: [String] = []
+    var burst = 16
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
 
@@ -37,15 +44,25 @@ struct BenchOptions {
                     guard access(path, X_OK) == 0 else { fail("--c-forwarder \(path): not an executable (make reference builds it)") }
                     options.reference = path
                 }
+            case "--count": options.count = number(value(), "--count")
+            case "--only": options.only = value()
+            case "--side":
+                options.side = value()
+                guard options.side == "swift" || options.side == "c" else { fail("--side: swift or c") }
+            case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
+            case "--burst": options.burst = number(value(), "--burst")
             case "--help":
                 print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none]")
+                print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
+                print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)
             default: fail("unknown option \(arguments[index])")
             }
             index += 1
         }
         guard options.repeats >= 1, options.seconds > 0, (1...1472).contains(options.size),
-              options.rates.allSatisfy({ (1...2_000_000).contains($0) }) else { fail("values out of range") }
+              options.rates.allSatisfy({ (1...2_000_000).contains($0) }),
+              options.count.map({ $0 >= 1 }) ?? true, (1...1024).contains(options.burst) else { fail("values out of range") }
         return options
     }
 }

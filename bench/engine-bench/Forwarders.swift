@@ -38,9 +38,7 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
         let worker = Thread { [self] in
             thread = pthread_self()
-            // GRO off: the source sends single datagrams (nothing to coalesce) and the C
-            // reference receives into one-datagram buffers, as the engine does without GRO.
-            let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: useGSO, gro: false))
+            let engine = try! DatagramEngine(configuration: forwarderConfiguration(backend: backend, gso: useGSO))
             let loopback = Endpoint(host: "127.0.0.1", port: 0)!
             let inbound = try! UDPSocket(binding: loopback)
             _ = try! engine.register(inbound)
@@ -48,12 +46,7 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
             target = inbound.localEndpoint
             ready.store(true, ordering: .releasing)
             while !stopping.load(ordering: .relaxed) {
-                let count = engine.receive(timeoutMilliseconds: 20)
-                for index in 0..<count {
-                    let datagram = engine.received(index)
-                    engine.enqueue(socket: outbound, to: destination, trafficClass: datagram.trafficClass, bytes: datagram.bytes)
-                }
-                engine.flush()
+                forwardTurn(engine, through: outbound, to: destination)
                 let counters = engine.counters
                 forwarded.store(counters.datagramsOut, ordering: .relaxed)
                 syscalls.store(counters.syscalls, ordering: .relaxed)
@@ -78,8 +71,9 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     }
 }
 
-/// The C reference (bench/reference/forwarder.c) as a child process: one thread, so its
-/// process CPU clock is its forwarding thread's. Its counters come from the file it stores
+/// The C reference (bench/reference/forwarder.c) as a child process, or in `--count` runs either
+/// forwarder as one (`engine-bench serve` for ours): one thread, so its process CPU clock is its
+/// forwarding thread's. Its counters come from the file it stores
 /// them in after every turn (`--stats`), mapped here read-only.
 final class ReferenceForwarder: ForwarderUnderTest {
     let process = Process()
@@ -88,11 +82,16 @@ final class ReferenceForwarder: ForwarderUnderTest {
     private let statsPath: String
     private let stats: UnsafeMutableRawPointer
 
-    init(path: String, backend: String, destination: Endpoint) throws {
+    /// `command`: the forwarder and any leading arguments (`engine-bench serve` takes the same
+    /// command line), after an optional wrapper that execs it in place (valgrind, strace), so the
+    /// process started is the forwarder's.
+    init(command: [String], backend: String, destination: Endpoint) throws {
+        let path = command[0]
         statsPath = "/tmp/engine-bench-\(getpid())-reference.stats"
         unlink(statsPath)
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--backend", backend, "--listen", "127.0.0.1:0", "--to", destination.description, "--stats", statsPath]
+        process.arguments = Array(command.dropFirst())
+            + ["--backend", backend, "--listen", "127.0.0.1:0", "--to", destination.description, "--stats", statsPath]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -129,7 +128,13 @@ final class ReferenceForwarder: ForwarderUnderTest {
     }
 
     func stop() {
-        process.terminate()
+        // Under a wrapper that runs the forwarder as its child (strace) the forwarder is told,
+        // not the wrapper, which would leave it running; the wrapper then ends with it.
+        let pid = process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        let forwarders = children.split(separator: " ").compactMap { pid_t($0) }
+        if forwarders.isEmpty { process.terminate() }
+        for child in forwarders { kill(child, SIGTERM) }
         process.waitUntilExit()
         munmap(stats, 64)
         unlink(statsPath)

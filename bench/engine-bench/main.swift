@@ -44,7 +44,9 @@ final class Sink: @unchecked Sendable {
     func with<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
 }
 
-func run(_ configuration: Configuration, reference: String?, rate: Int, options: BenchOptions) throws -> Measurement {
+/// Starts the sink thread: an mmsg engine on a loopback socket, counting while `measuring`.
+/// Returns the sink, its address known, and what stops it.
+func startSink() -> (sink: Sink, destination: Endpoint, stop: () -> Void) {
     let sink = Sink()
     let sinkThread = Thread {
         let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: .mmsg))
@@ -58,13 +60,17 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
     }
     sinkThread.start()
     while sink.with({ sink.address == nil }) { usleep(1000) }
-    let destination = sink.with { sink.address! }
-    defer {
+    return (sink, sink.with { sink.address! }, {
         sink.with { sink.stop = true }
         while sinkThread.isExecuting { usleep(1000) }
-    }
+    })
+}
 
-    let forwarder: ForwarderUnderTest = try reference.map { try ReferenceForwarder(path: $0, backend: configuration.name, destination: destination) }
+func run(_ configuration: Configuration, reference: String?, rate: Int, options: BenchOptions) throws -> Measurement {
+    let (sink, destination, stopSink) = startSink()
+    defer { stopSink() }
+
+    let forwarder: ForwarderUnderTest = try reference.map { try ReferenceForwarder(command: [$0], backend: configuration.name, destination: destination) }
         ?? SwiftForwarder(backend: configuration.backend, gso: configuration.gso, destination: destination)
     defer { forwarder.stop() }
     let target = forwarder.target
@@ -115,7 +121,12 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
                        gsoShare: Double(after.gso - before!.counters.gso) / forwarded)
 }
 
+if CommandLine.arguments.dropFirst().first == "serve" { Serve.run(Array(CommandLine.arguments.dropFirst(2))) }
 let options = BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
+if let count = options.count {
+    try FixedCount.run(options, count: count)
+    exit(0)
+}
 if options.reference == nil {
     FileHandle.standardError.write(Data("engine-bench: no C reference (make reference builds .build/reference/forwarder); Swift only, no ratios\n".utf8))
 }

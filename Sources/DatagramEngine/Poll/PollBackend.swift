@@ -12,7 +12,7 @@ final class PollBackend {
     private let vectors: ReceiveVectors
     private let waker: EngineWaker
     /// Receive slots the last turn used: only those need `prepare` again.
-    private var slotsUsed = 0
+    @exclusivity(unchecked) private var slotsUsed = 0  // per turn, this thread only (see EngineState)
 
     /// `batched`: recvmmsg / sendmmsg (mmsg) rather than one call per datagram (perPacket).
     init(state: EngineState, batched: Bool, waker: EngineWaker) throws(SystemCallError) {

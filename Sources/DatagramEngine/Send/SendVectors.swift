@@ -39,7 +39,8 @@ final class SendVectors {
     private let addresses: UnsafeMutablePointer<sockaddr_storage>
     private let control: UnsafeMutableRawPointer
     private let messages: UnsafeMutablePointer<Message>
-    private(set) var count = 0
+    /// Per message, on the engine's thread only: no dynamic exclusivity check (see EngineState).
+    @exclusivity(unchecked) private(set) var count = 0
 
     init(capacity: Int) {
         self.capacity = capacity

@@ -139,6 +139,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Reads a socket address the kernel wrote; nil for families other than IPv4 and IPv6.
+    /// Inlined: once per received datagram, and the IPv4 case is a few loads.
+    @inline(__always)
     init?(reading address: UnsafeRawPointer, length: socklen_t) {
         let family = Int32(address.load(as: sa_family_t.self))
         if family == AF_INET, length >= MemoryLayout<sockaddr_in>.size {

@@ -33,6 +33,7 @@ extension ForwardRuleTable {
         engine.unregister(state.upstreamSocket)
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
+        if rules[Int(state.rule)].lastClient?.client == index { rules[Int(state.rule)].lastClient = nil }
         rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
         clients[Int(index)] = nil
         freeClients.append(index)

@@ -1,0 +1,29 @@
+import DatagramEngine
+import STUN
+
+// The STUN codec names addresses with DatagramEngine's `Endpoint`. LoadGen meets that type only
+// here, as a value at the codec's edge, and converts it to and from its own `SocketAddress`:
+// the generator's sockets and cmsg code stay independent of the relay's engine (DESIGN.md).
+
+extension SocketAddress {
+    /// The same address as the STUN codec's value type (XOR-PEER-ADDRESS and friends).
+    var endpoint: Endpoint? { Endpoint(host: host, port: port) }
+
+    init(_ endpoint: Endpoint) throws(LoadError) {
+        try self.init(host: endpoint.hostText, port: endpoint.port)
+    }
+}
+
+extension MessageBuilder {
+    mutating func append(_ type: AttributeType, address: SocketAddress) {
+        if let endpoint = address.endpoint { append(type, xorAddress: endpoint) }
+    }
+}
+
+extension StunMessage {
+    /// An XOR address attribute as a `SocketAddress`, nil when absent or malformed.
+    func socketAddress(_ type: AttributeType) -> SocketAddress? {
+        guard let endpoint = try? xorAddress(type) else { return nil }
+        return try? SocketAddress(endpoint)
+    }
+}

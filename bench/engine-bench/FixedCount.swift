@@ -1,0 +1,68 @@
+import DatagramEngine
+import Foundation
+import Glibc
+
+/// `engine-bench --count N`: one forwarder (ours as `engine-bench serve`, or the C reference)
+/// as a child process, started under an optional wrapper such as valgrind or strace
+/// (`--wrap "valgrind --tool=callgrind"`), sent exactly N datagrams in bursts of `--burst` at
+/// `--rates`' first rate, then stopped with SIGTERM once it has forwarded them (or has stalled).
+/// Counting instructions or system calls over a fixed number of datagrams does not depend on
+/// how busy the machine is, unlike CPU time (bench/profile-forwarder.sh).
+enum FixedCount {
+    static func run(_ options: BenchOptions, count: Int) throws {
+        guard let configuration = configurations.first(where: { $0.name == options.only }) else {
+            fail("--count needs --only NAME: \(configurations.map(\.name).joined(separator: ", "))")
+        }
+        let forwarderCommand: [String]
+        if options.side == "c" {
+            guard let reference = options.reference else { fail("--side c needs the C reference (--c-forwarder PATH)") }
+            forwarderCommand = [reference]
+        } else {
+            forwarderCommand = [Bundle.main.executablePath ?? CommandLine.arguments[0], "serve"]
+        }
+        var command = options.wrap + forwarderCommand
+        if !options.wrap.isEmpty, !command[0].hasPrefix("/") { command = ["/usr/bin/env"] + command }
+
+        let (sink, destination, stopSink) = startSink()
+        defer { stopSink() }
+        sink.with { sink.measuring = true }
+        let forwarder = try ReferenceForwarder(command: command, backend: configuration.name, destination: destination)
+        let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+        let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
+        let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
+        defer { payload.deallocate() }
+        payload.initializeMemory(as: UInt8.self, repeating: 0x5A)
+
+        // Bursts at absolute deadlines, `burst / rate` apart.
+        let rate = options.rates[0]
+        let interval = Int(1e9 * Double(options.burst) / Double(rate))
+        var next = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &next)
+        var sent = 0
+        while sent < count {
+            let burst = min(options.burst, count - sent)
+            for _ in 0..<burst {
+                source.enqueue(socket: sender, to: forwarder.target, trafficClass: TrafficClass(dscp: 46, ecn: .ect1),
+                               bytes: UnsafeRawBufferPointer(payload))
+            }
+            source.flush()
+            sent += burst
+            next.tv_nsec += interval
+            while next.tv_nsec >= 1_000_000_000 { next.tv_nsec -= 1_000_000_000; next.tv_sec += 1 }
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nil)
+        }
+        // Wait for the last of them; stop early when nothing moved for two seconds (a drop).
+        var last = forwarder.counters().forwarded
+        var still = 0
+        while last < UInt64(count) && still < 200 {
+            usleep(10_000)
+            let now = forwarder.counters().forwarded
+            still = now == last ? still + 1 : 0
+            last = now
+        }
+        let counters = forwarder.counters()
+        forwarder.stop()
+        let sunk = sink.with { sink.sunk }
+        print("\(options.side) \(configuration.name) sent \(count) forwarded \(counters.forwarded) syscalls \(counters.syscalls) gso \(counters.gso) sunk \(sunk)")
+    }
+}

@@ -1,0 +1,21 @@
+import DatagramEngine
+
+/// The engine under test, in the benchmark's thread and in `engine-bench serve` alike. GRO off:
+/// the source sends single datagrams (nothing to coalesce) and the C reference receives into
+/// one-datagram buffers, as the engine does without GRO.
+func forwarderConfiguration(backend: Backend, gso: Bool) -> EngineConfiguration {
+    EngineConfiguration(backend: backend, gso: gso, gro: false)
+}
+
+/// The forwarding turn under test, the same in the benchmark's forwarder thread and in
+/// `engine-bench serve`: whatever arrived leaves through `outbound` to `destination` with its
+/// TOS byte, as the relay's forward rules and the C reference's `--to` do.
+@inline(__always)
+func forwardTurn(_ engine: DatagramEngine, through outbound: SocketID, to destination: Endpoint) {
+    let count = engine.receive(timeoutMilliseconds: 20)
+    for index in 0..<count {
+        let datagram = engine.received(index)
+        engine.enqueue(socket: outbound, to: destination, trafficClass: datagram.trafficClass, bytes: datagram.bytes)
+    }
+    engine.flush()
+}
