@@ -1,12 +1,13 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
 /// Graceful shutdown, and forwarding that survives bad HTTP and stray datagrams.
 final class LifecycleTests: XCTestCase {
     func testSigtermDrainsThenExitsZero() throws {
-        let relay = try RelayProcess(["--ports", "42100-42199", "--drain-seconds", "2"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--drain-seconds", "2"])
         let session = try relay.createSession()
         let peers = try Peers(count: 2)
         peers.send(from: 1, to: session.legs[1], [0])
@@ -27,7 +28,7 @@ final class LifecycleTests: XCTestCase {
     func testMalformedHTTPAndStrayDatagramsLeaveForwardingIntact() throws {
         let upstream = try Peers(count: 1)
         let listen = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "42200-42299", "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let session = try relay.createSession()
         let peers = try Peers(count: 3)
@@ -44,7 +45,7 @@ final class LifecycleTests: XCTestCase {
         let stranger = try Peers(count: 8)
         for round in 0..<200 {
             stranger.send(from: round % 8, to: session.legs[0], [UInt8](repeating: 0xEE, count: round % 1500))
-            stranger.send(from: round % 8, to: Endpoint(host: "127.0.0.1", port: 42250)!, [1])
+            stranger.send(from: round % 8, to: Endpoint(host: "127.0.0.1", port: relay.ports!.range.upperBound)!, [1])
         }
         XCTAssertTrue(peers.collect(seconds: 0.3).filter { $0.bytes.first == 0xEE }.isEmpty, "no stray was forwarded")
 

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// ECN and DSCP across the relay, on every engine: preserved by default, re-marked to the
@@ -7,7 +8,7 @@ import XCTest
 final class MarkingTests: XCTestCase {
     func testMarkingPoliciesOnEveryEngine() throws {
         for engine in ["perpacket", "mmsg", "uring"] {
-            let relay = try RelayProcess(["--ports", "41500-41599", "--engine", engine])
+            let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine])
             defer { XCTAssertEqual(relay.stop(), 0) }
             let sent = ECN.allCases.flatMap { ecn in [0, 10, 34, 46, 63].map { TrafficClass(dscp: UInt8($0), ecn: ecn) } }
 
@@ -25,7 +26,7 @@ final class MarkingTests: XCTestCase {
     func testServerDefaultsRemarkForwardRules() throws {
         let upstream = try Peers(count: 1)
         let listen = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "41600-41699", "--dscp", "class", "--service-class", "responsiveData",
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--dscp", "class", "--service-class", "responsiveData",
                                       "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let client = try Peers(count: 1)
@@ -54,7 +55,7 @@ final class DualStackTests: XCTestCase {
             throw XCTSkip("this host has no ::1")
         }
         for engine in ["mmsg", "uring"] {
-            let relay = try RelayProcess(["--ports", "42500-42599", "--engine", engine,
+            let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine,
                                           "--relay-address", "::", "--advertise-address", "::1"])
             defer { XCTAssertEqual(relay.stop(), 0) }
             let session = try relay.createSession()

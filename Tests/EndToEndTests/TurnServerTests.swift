@@ -10,10 +10,8 @@ final class TurnServerTests: XCTestCase {
     func testCoturnClientThroughMediarelay() throws {
         try Coturn.requireTools()
         let turnPort = try freeUDPPort()
-        let ports = try PortBlock()
-        defer { withExtendedLifetime(ports) {} }
-        let relay = try RelayProcess([
-            "--ports", ports.argument, "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
+        let relay = try RelayProcess(ports: PortBlock(), [
+            "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
             "--turn-realm", "north.gov", "--turn-user", "alice:secret", "--turn-secret", "logen",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128",
         ])
