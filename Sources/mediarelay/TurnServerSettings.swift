@@ -23,8 +23,14 @@ extension Server {
                                 ownPorts: relay.ports.range,
                                 relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 },
                                 ownAddresses: hostAddresses())
+        let authenticator = TurnAuthenticator(credentials: credentials)
+        if !authenticator.challengeFitsBareAllocate {
+            log.warning("--turn-realm is \(options.turnRealm.utf8.count) bytes: the 401 to an Allocate that carries only "
+                + "REQUESTED-TRANSPORT would exceed the amplification bound, so such clients get no answer; "
+                + "a realm of 52 bytes or fewer avoids it")
+        }
         // A family is offered only with an address to hand out for it.
-        var turn = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials), peerPolicy: policy,
+        var turn = TurnSettings(authenticator: authenticator, peerPolicy: policy,
                                 relayIPv4: advertiseIPv4 == nil ? nil : relayIPv4,
                                 relayIPv6: advertiseIPv6 == nil ? nil : relayIPv6)
         turn.advertiseIPv4 = advertiseIPv4
