@@ -45,6 +45,13 @@ test-deps:
 			{ echo "make: ERROR: could not install coturn (apt-get install coturn); the TURN interop tests need it" >&2; exit 1; }; \
 	fi
 
+	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on.
+	@if ! command -v ip >/dev/null || ! command -v ethtool >/dev/null; then \
+		echo "make: installing iproute2 and ethtool for the GRO test through veth"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iproute2 ethtool) || \
+			{ echo "make: ERROR: could not install iproute2/ethtool; GROVethTests needs them" >&2; exit 1; }; \
+	fi
+
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build

@@ -29,10 +29,15 @@ ip -n "$generator" link set "$generator_link" up
 ip -n "$relay" link set "$relay_link" up
 # Like a real link: a GSO buffer is cut into datagrams before it crosses the pair (as a NIC
 # would put them on the wire), and each side may coalesce arrivals again with GRO, as a NIC's
-# driver does. Without this a GSO buffer would cross the pair whole, as on loopback.
+# driver does. Without this a GSO buffer would cross the pair whole, as on loopback. veth runs
+# GRO only in NAPI, here in its own thread (so arrivals queue up and can be merged), and hands a
+# locally sent UDP datagram to it only with rx-udp-gro-forwarding on: "gro on" alone merges
+# nothing (GROVethTests shows both).
 for side in "$generator:$generator_link" "$relay:$relay_link"; do
-	ip netns exec "${side%%:*}" ethtool -K "${side#*:}" tx-udp-segmentation off gro on ||
+	ip netns exec "${side%%:*}" ethtool -K "${side#*:}" tx-udp-segmentation off gro on rx-udp-gro-forwarding on ||
 		echo "bench/veth.sh: ethtool could not set the offloads of ${side#*:}; GSO buffers may cross whole" >&2
+	ip netns exec "${side%%:*}" sh -c "echo 1 > /sys/class/net/${side#*:}/threaded" ||
+		echo "bench/veth.sh: no threaded NAPI on ${side#*:}; its GRO will merge little" >&2
 done
 
 arguments=(--server .build/release/mediarelay --reference .build/reference/forwarder --loads "${LOADS:-50k,200k,video200}" "$@")

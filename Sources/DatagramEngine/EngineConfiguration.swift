@@ -12,8 +12,8 @@ public struct EngineConfiguration: Sendable {
     /// UDP GSO on the batched backends (never on perPacket, which is the no-batching baseline).
     public var gso = true
     /// UDP GRO on receive, where the kernel takes UDP_GRO: a burst of one flow arrives as one
-    /// buffer and is split into its datagrams. On the mmsg backend only for now (io_uring's
-    /// provided buffers are sized for one datagram each; 64 KiB each would be 256 MiB).
+    /// buffer and is split into its datagrams. On the batched backends (never on perPacket).
+    /// Every receive buffer must then hold a whole burst, 64 KiB: see `receiveBufferBytes`.
     public var gro = true
     /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
@@ -31,7 +31,13 @@ public struct EngineConfiguration: Sendable {
 
     /// The bytes of one io_uring provided buffer: the recvmsg header, source address and control
     /// space, then the payload, rounded up so that every buffer's header stays aligned.
-    public var uringBufferSize: Int { (Ring.headerLength + maxDatagramSize + 63) & ~63 }
+    /// With GRO a buffer takes a whole coalesced burst (64 KiB), so the budget below leaves
+    /// fewer of them: 256 rather than 4096 (16 MiB per worker; 4096 would be 256 MiB). When they
+    /// are all full the multishot receives end and are re-armed (receiveRestarts), and the
+    /// datagrams wait in the socket's queue meanwhile, none lost.
+    public var uringBufferSize: Int {
+        (Ring.headerLength + (gro ? max(EngineState.groBufferSize, maxDatagramSize) : maxDatagramSize) + 63) & ~63
+    }
 
     /// io_uring provided buffers actually used: `uringBuffers`, halved while they would hold
     /// more than `uringBufferBytes`, but never fewer than two receive batches (a power of two,

@@ -39,8 +39,9 @@ import Glibc
     /// Whether GSO may merge sends: asked for, and a batched backend.
     var gsoActive: Bool { configuration.gso && configuration.backend != .perPacket }
 
-    /// Whether UDP GRO may coalesce receives: asked for, on the mmsg backend (see EngineConfiguration.gro).
-    var groActive: Bool { configuration.gro && configuration.backend == .mmsg }
+    /// Whether UDP GRO may coalesce receives: asked for, and a batched backend (perPacket is the
+    /// one-datagram-per-call baseline). `auto` counts as batched: it is uring or mmsg.
+    var groActive: Bool { configuration.gro && configuration.backend != .perPacket }
 
     var isFull: Bool { receivedCount >= configuration.batchSize }
 

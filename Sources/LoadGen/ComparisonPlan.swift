@@ -28,7 +28,7 @@ public struct EngineSetting: Sendable, Equatable {
         EngineSetting(name: "uring+gso", arguments: ["--engine", "uring", "--gso", "on", "--gro", "off"]),
     ]
 
-    /// On video only: mmsg with GSO, without and with the relay's GRO (mmsg has it), so the
+    /// On video only: mmsg with GSO, without and with the relay's GRO (uring has it too: one pair shows its share), so the
     /// video row shows what GRO adds on the traffic it is for.
     public static let videoGRO: [EngineSetting] = [
         EngineSetting(name: "mmsg+gso", arguments: ["--engine", "mmsg", "--gso", "on", "--gro", "off"], profiles: [.video]),

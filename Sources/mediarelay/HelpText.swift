@@ -65,8 +65,8 @@ enum HelpText {
     /// What each worker holds in receive buffers, computed by the engine's own sizing so the
     /// figures cannot drift from the code.
     static var memoryLines: [String] {
-        func uring(_ size: Int) -> String {
-            let configuration = EngineConfiguration(maxDatagramSize: size)
+        func uring(_ size: Int, gro: Bool = false) -> String {
+            let configuration = EngineConfiguration(gro: gro, maxDatagramSize: size)
             return "\(configuration.uringBufferCount) x \(configuration.uringBufferSize) B = \(mebibytes(configuration.receiveBufferBytes(.uring)))"
         }
         let defaults = EngineConfiguration(batchSize: 64, maxDatagramSize: ServerOptions.defaultMaxDatagramSize)
@@ -74,8 +74,9 @@ enum HelpText {
         withoutGRO.gro = false
         return [
             "Receive buffers per worker (all its datagram memory; forwarding borrows them, never copies):",
-            "  uring: \(uring(ServerOptions.defaultMaxDatagramSize)) at the default --max-datagram-size; larger sizes get fewer",
-            "    buffers, at most \(mebibytes(defaults.uringBufferBytes)) unless two batches need more (65507: \(uring(65_507)))",
+            "  uring with --gro on: \(uring(ServerOptions.defaultMaxDatagramSize, gro: true)) (a buffer takes a whole GRO burst)",
+            "  uring with --gro off: \(uring(ServerOptions.defaultMaxDatagramSize)) at the default --max-datagram-size; larger sizes get",
+            "    fewer buffers, at most \(mebibytes(defaults.uringBufferBytes)) unless two batches need more (65507: \(uring(65_507)))",
             "  mmsg: --batch-size x 64 KiB with --gro on (a buffer takes a whole GRO burst) = \(mebibytes(defaults.receiveBufferBytes(.mmsg)))",
             "    at the defaults; perpacket, and mmsg with --gro off: --batch-size x --max-datagram-size = \(mebibytes(withoutGRO.receiveBufferBytes(.mmsg)))",
         ]

@@ -196,7 +196,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .engine: "datagram backend; auto prefers uring and falls back to mmsg, saying why"
         case .gso: "send equal-size datagrams to one destination as one UDP_SEGMENT sendmsg"
-        case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg engine)"
+        case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg, uring; 64 KiB receive buffers, see below)"
         case .workers: "worker threads, each with its own sessions and sockets"
         case .forward: "forward datagrams sent to LISTEN to UPSTREAM, one upstream socket per client"
         case .ports: "UDP ports that sessions and forward clients bind"

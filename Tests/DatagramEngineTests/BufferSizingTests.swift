@@ -21,8 +21,14 @@ final class BufferSizingTests: XCTestCase {
             withoutGRO.gro = false
             XCTAssertEqual(withoutGRO.receiveBufferBytes(.mmsg), 64 * size)
         }
-        XCTAssertEqual(EngineConfiguration(maxDatagramSize: 2048).uringBufferCount, 4096, "small datagrams keep every buffer")
-        XCTAssertEqual(EngineConfiguration(maxDatagramSize: 65_507).uringBufferCount, 256)
+        XCTAssertEqual(EngineConfiguration(gro: false, maxDatagramSize: 2048).uringBufferCount, 4096, "small datagrams keep every buffer")
+        XCTAssertEqual(EngineConfiguration(gro: false, maxDatagramSize: 65_507).uringBufferCount, 256)
+        // With GRO every buffer takes a whole burst, whatever the datagram size: 256 of them.
+        for size in [512, 2048, 9000] {
+            let configuration = EngineConfiguration(gro: true, maxDatagramSize: size)
+            XCTAssertGreaterThanOrEqual(configuration.uringBufferSize, 65_536 + 64, "\(size)")
+            XCTAssertEqual(configuration.uringBufferCount, 256, "\(size)")
+        }
         // Two batches of the largest datagrams outweigh the budget: the batches win.
         let big = EngineConfiguration(batchSize: 1024, maxDatagramSize: 65_507)
         XCTAssertEqual(big.uringBufferCount, 2048)

@@ -2,7 +2,7 @@ import Glibc
 import XCTest
 @testable import DatagramEngine
 
-/// UDP GRO on receive (mmsg): a burst of one flow arrives as one buffer with its segment size
+/// UDP GRO on receive (mmsg and io_uring, each test on both): a burst of one flow arrives as one buffer with its segment size
 /// and is split into its datagrams, each with the buffer's source and TOS byte; where they all
 /// go on to one destination they leave again as one GSO send, pointing into the same buffer.
 ///
@@ -35,46 +35,72 @@ final class GROTests: XCTestCase {
         return sender.counters
     }
 
-    func receiver(gro: Bool = true) throws -> (DatagramEngine, SocketID, Endpoint) {
-        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: true, gro: gro))
+    /// The backends GRO runs on: both batched ones.
+    static let backends: [Backend] = [.mmsg, .uring]
+
+    func receiver(_ backend: Backend, gro: Bool = true) throws -> (DatagramEngine, SocketID, Endpoint) {
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true, gro: gro))
         let socket = try UDPSocket(binding: Loopback.v4)
         let id = try engine.register(socket)
         return (engine, id, socket.localEndpoint)
     }
 
     func testABurstIsSplitIntoItsDatagramsWithEqualAndShorterLastSegments() throws {
-        let (engine, id, address) = try receiver()
-        XCTAssertTrue(engine.groEnabled(id), "the kernel here takes UDP_GRO (Linux 5.0 and later)")
+        for backend in Self.backends { try burstIsSplit(backend) }
+    }
+
+    func testMixedMarksAreNeverMerged() throws {
+        for backend in Self.backends { try mixedMarksStayApart(backend) }
+    }
+
+    func testPassThroughLeavesAsOneGSOSendAndDeliversEveryDatagramWithItsMarks() throws {
+        for backend in Self.backends { try passThrough(backend) }
+    }
+
+    func testGROOffReceivesOneDatagramPerBuffer() throws {
+        for backend in Self.backends { try groOff(backend) }
+    }
+
+    func testGROIsNotAskedForOnThePerPacketBaseline() throws {
+        // perpacket is the one-datagram-per-call baseline the batched backends are measured against.
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: .perPacket, gro: true))
+        let id = try engine.register(UDPSocket(binding: Loopback.v4))
+        XCTAssertFalse(engine.groEnabled(id))
+    }
+
+    func burstIsSplit(_ backend: Backend) throws {
+        let (engine, id, address) = try receiver(backend)
+        XCTAssertTrue(engine.groEnabled(id), "\(backend): the kernel here takes UDP_GRO (Linux 5.0 and later)")
         let ef = TrafficClass(dscp: 46, ecn: .ect1)
         let sent = try send([([1000, 1000, 1000, 1000], ef), ([800, 800, 800, 300], ef)], to: address)
         XCTAssertEqual(sent.gsoSends, 2)
         XCTAssertEqual(sent.gsoSegments, 8, "the shorter last datagram ends the second GSO send instead of leaving alone")
         var arrivals: [(number: UInt8, size: Int, marking: TrafficClass)] = []
         _ = Loopback.drain(engine, count: 8) { arrivals.append(($0.bytes[0], $0.bytes.count, $0.trafficClass)) }
-        XCTAssertEqual(arrivals.map(\.number), Array(0..<8))
-        XCTAssertEqual(arrivals.map(\.size), [1000, 1000, 1000, 1000, 800, 800, 800, 300])
-        XCTAssertEqual(Set(arrivals.map(\.marking)), [ef])
-        XCTAssertEqual(engine.counters.groSegments, 8, "both sends arrived coalesced and were split")
-        XCTAssertEqual(engine.counters.datagramsIn, 8)
-        XCTAssertEqual(engine.counters.bytesIn, 6700)
+        XCTAssertEqual(arrivals.map(\.number), Array(0..<8), "\(backend)")
+        XCTAssertEqual(arrivals.map(\.size), [1000, 1000, 1000, 1000, 800, 800, 800, 300], "\(backend)")
+        XCTAssertEqual(Set(arrivals.map(\.marking)), [ef], "\(backend)")
+        XCTAssertEqual(engine.counters.groSegments, 8, "\(backend): both sends arrived coalesced and were split")
+        XCTAssertEqual(engine.counters.datagramsIn, 8, "\(backend)")
+        XCTAssertEqual(engine.counters.bytesIn, 6700, "\(backend)")
     }
 
-    func testMixedMarksAreNeverMerged() throws {
-        let (engine, _, address) = try receiver()
+    func mixedMarksStayApart(_ backend: Backend) throws {
+        let (engine, _, address) = try receiver(backend)
         let marks = [TrafficClass(dscp: 46, ecn: .ect1), TrafficClass(dscp: 46, ecn: .ce),
                      TrafficClass(dscp: 34, ecn: .ect0), TrafficClass(rawValue: 0)]
         _ = try send(marks.map { ([500, 500, 500], $0) }, to: address)
         var arrivals: [(number: UInt8, marking: TrafficClass)] = []
         _ = Loopback.drain(engine, count: 12) { arrivals.append(($0.bytes[0], $0.trafficClass)) }
-        XCTAssertEqual(arrivals.map(\.number), Array(0..<12))
+        XCTAssertEqual(arrivals.map(\.number), Array(0..<12), "\(backend)")
         XCTAssertEqual(arrivals.map(\.marking), marks.flatMap { Array(repeating: $0, count: 3) },
-                       "each datagram keeps its own DSCP and ECN: one buffer never spans two markings")
-        XCTAssertEqual(engine.counters.groSegments, 12)
+                       "\(backend): each datagram keeps its own DSCP and ECN: one buffer never spans two markings")
+        XCTAssertEqual(engine.counters.groSegments, 12, "\(backend)")
     }
 
-    func testPassThroughLeavesAsOneGSOSendAndDeliversEveryDatagramWithItsMarks() throws {
-        let (relay, relayID, relayAddress) = try receiver()
-        let (sink, _, sinkAddress) = try receiver(gro: false)
+    func passThrough(_ backend: Backend) throws {
+        let (relay, relayID, relayAddress) = try receiver(backend)
+        let (sink, _, sinkAddress) = try receiver(.mmsg, gro: false)
         let marking = TrafficClass(dscp: 34, ecn: .ect0)
         _ = try send([(Array(repeating: 1200, count: 7) + [640], marking)], to: relayAddress)
         var forwarded = 0
@@ -88,34 +114,25 @@ final class GROTests: XCTestCase {
             relay.flush()
             forwarded += count
         }
-        XCTAssertEqual(relay.counters.groSegments, 8)
-        XCTAssertEqual(relay.counters.gsoSends, 1, "the coalesced buffer left as one GSO send")
-        XCTAssertEqual(relay.counters.gsoSegments, 8)
+        XCTAssertEqual(relay.counters.groSegments, 8, "\(backend)")
+        XCTAssertEqual(relay.counters.gsoSends, 1, "\(backend): the coalesced buffer left as one GSO send")
+        XCTAssertEqual(relay.counters.gsoSegments, 8, "\(backend)")
         var arrivals: [(number: UInt8, size: Int, marking: TrafficClass)] = []
         _ = Loopback.drain(sink, count: 8) { arrivals.append(($0.bytes[0], $0.bytes.count, $0.trafficClass)) }
-        XCTAssertEqual(arrivals.map(\.number), Array(0..<8))
-        XCTAssertEqual(arrivals.map(\.size), Array(repeating: 1200, count: 7) + [640])
-        XCTAssertEqual(Set(arrivals.map(\.marking)), [marking])
+        XCTAssertEqual(arrivals.map(\.number), Array(0..<8), "\(backend)")
+        XCTAssertEqual(arrivals.map(\.size), Array(repeating: 1200, count: 7) + [640], "\(backend)")
+        XCTAssertEqual(Set(arrivals.map(\.marking)), [marking], "\(backend)")
         XCTAssertEqual(sink.counters.groSegments, 0, "the sink has GRO off: the kernel cut the send into datagrams")
     }
 
-    func testGROOffReceivesOneDatagramPerBuffer() throws {
-        let (engine, id, address) = try receiver(gro: false)
-        XCTAssertFalse(engine.groEnabled(id))
+    func groOff(_ backend: Backend) throws {
+        let (engine, id, address) = try receiver(backend, gro: false)
+        XCTAssertFalse(engine.groEnabled(id), "\(backend)")
         _ = try send([([900, 900, 900, 900], TrafficClass(dscp: 46, ecn: .ect1))], to: address)
         var sizes: [Int] = []
         _ = Loopback.drain(engine, count: 4) { sizes.append($0.bytes.count) }
-        XCTAssertEqual(sizes, [900, 900, 900, 900])
-        XCTAssertEqual(engine.counters.groSegments, 0)
-    }
-
-    func testGROIsOnlyAskedForWhereItIsUsed() throws {
-        // perpacket is the no-batching baseline; io_uring's provided buffers hold one datagram.
-        for backend in [Backend.perPacket, .uring] {
-            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gro: true))
-            let id = try engine.register(UDPSocket(binding: Loopback.v4))
-            XCTAssertFalse(engine.groEnabled(id), "\(backend)")
-        }
+        XCTAssertEqual(sizes, [900, 900, 900, 900], "\(backend)")
+        XCTAssertEqual(engine.counters.groSegments, 0, "\(backend)")
     }
 
     func testAKernelThatRefusesUDPGROLeavesTheSocketReceivingSingleDatagrams() throws {

@@ -42,9 +42,12 @@ final class ReferenceForwarderTests: XCTestCase {
 
         /// Datagrams in and out, from its counters file.
         func counters() throws -> (in: UInt64, out: UInt64) {
-            let data = try Data(contentsOf: URL(fileURLWithPath: stats))
-            let values = data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in (raw.load(as: UInt64.self), raw.load(fromByteOffset: 8, as: UInt64.self)) }
-            return values
+            (try counter(0), try counter(1))
+        }
+
+        /// Counter `index` of its counters file (see --stats in forwarder.c).
+        func counter(_ index: Int) throws -> UInt64 {
+            try Data(contentsOf: URL(fileURLWithPath: stats)).withUnsafeBytes { $0.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) }
         }
 
         /// The legs of each session, as listed in its --legs-file.
@@ -69,7 +72,7 @@ final class ReferenceForwarderTests: XCTestCase {
         for run in 0..<8 {
             for index in 0..<6 { batch.append(([UInt8](repeating: UInt8(run * 6 + index), count: run % 2 == 0 ? 200 : 1200), marks[run % 4])) }
         }
-        for backend in ["perpacket", "mmsg", "mmsg+gso", "uring", "uring+gso"] {
+        for backend in ["perpacket", "mmsg", "mmsg+gso", "uring", "uring+gso", "mmsg+gso+gro", "uring+gso+gro"] {
             let peers = try Peers(count: 2)
             let forwarder = try Forwarder(["--backend", backend, "--listen", "127.0.0.1:0", "--to", peers.address(1).description])
             defer { forwarder.stop() }
@@ -88,6 +91,48 @@ final class ReferenceForwarderTests: XCTestCase {
             }
             XCTAssertEqual(counters.in, UInt64(batch.count), backend)
             XCTAssertEqual(counters.out, UInt64(batch.count), backend)
+        }
+    }
+
+    /// +gro as the engine does it: a burst sent as one GSO send reaches the forwarder as one
+    /// UDP GRO buffer on loopback, is split (the last datagram shorter) and leaves as one GSO
+    /// send, each datagram with its size and marks.
+    func testGROSplitsABurstAndPassesItOnAsOneGSOSend() throws {
+        let marks = [TrafficClass(dscp: 46, ecn: .ect1), TrafficClass(dscp: 34, ecn: .ect0)]
+        let sizes = Array(repeating: 1200, count: 7) + [640]
+        let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: 2 * sizes.reduce(0, +), alignment: 8)
+        defer { payload.deallocate() }
+        for backend in ["mmsg+gso+gro", "uring+gso+gro"] {
+            let peers = try Peers(count: 1)
+            let forwarder = try Forwarder(["--backend", backend, "--listen", "127.0.0.1:0", "--to", peers.address(0).description])
+            defer { forwarder.stop() }
+            let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: true, gro: false))
+            let socket = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
+            var offset = 0, number: UInt8 = 0
+            for mark in marks {
+                for size in sizes {
+                    let slice = UnsafeMutableRawBufferPointer(rebasing: payload[offset..<(offset + size)])
+                    slice.initializeMemory(as: UInt8.self, repeating: number)
+                    source.enqueue(socket: socket, to: forwarder.address, trafficClass: mark, bytes: UnsafeRawBufferPointer(slice))
+                    offset += size
+                    number += 1
+                }
+            }
+            source.flush()
+            XCTAssertEqual(source.counters.gsoSends, 2, "two bursts, one GSO send each")
+            let arrivals = peers.collect(expected: 16, seconds: 10)
+            let expected = marks.enumerated().flatMap { run in
+                sizes.enumerated().map { "\(run.offset * 8 + $0.offset) \($0.element) \(run.element.rawValue)" }
+            }
+            XCTAssertEqual(arrivals.map { "\($0.bytes.first!) \($0.bytes.count) \($0.trafficClass.rawValue)" }.sorted(), expected.sorted(), backend)
+            var groSegments = try forwarder.counter(5)
+            let deadline = Date().addingTimeInterval(10)
+            while try forwarder.counter(3) < 16 && Date() < deadline {
+                usleep(10_000)
+                groSegments = try forwarder.counter(5)
+            }
+            XCTAssertEqual(groSegments, 16, "\(backend): both bursts arrived as GRO buffers and were split")
+            XCTAssertEqual(try forwarder.counter(3), 16, "\(backend): and left as GSO sends")
         }
     }
 

@@ -16,6 +16,9 @@ struct BenchOptions {
     var side = "swift"
     var wrap: [String] = []
     var burst = 16
+    /// The source sends each millisecond's datagrams as GSO sends, and the +gro configurations
+    /// run too (on loopback a GSO send reaches a GRO socket whole: see bench/README.md).
+    var sourceGSO = false
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
 
@@ -51,8 +54,9 @@ struct BenchOptions {
                 guard options.side == "swift" || options.side == "c" else { fail("--side: swift or c") }
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--burst": options.burst = number(value(), "--burst")
+            case "--source-gso": options.sourceGSO = true
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso]")
                 print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)

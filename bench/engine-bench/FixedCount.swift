@@ -28,7 +28,7 @@ enum FixedCount {
         defer { stopSink() }
         sink.with { sink.measuring = true }
         let forwarder = try ReferenceForwarder(command: command, backend: configuration.name, destination: destination)
-        let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+        let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
         let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
         let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
         defer { payload.deallocate() }

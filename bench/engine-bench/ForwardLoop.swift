@@ -1,10 +1,10 @@
 import DatagramEngine
 
-/// The engine under test, in the benchmark's thread and in `engine-bench serve` alike. GRO off:
-/// the source sends single datagrams (nothing to coalesce) and the C reference receives into
-/// one-datagram buffers, as the engine does without GRO.
-func forwarderConfiguration(backend: Backend, gso: Bool) -> EngineConfiguration {
-    EngineConfiguration(backend: backend, gso: gso, gro: false)
+/// The engine under test, in the benchmark's thread and in `engine-bench serve` alike. GRO only
+/// in the +gro configurations (run with `--source-gso`, whose bursts give it something to
+/// coalesce), as the C reference takes UDP_GRO only with +gro.
+func forwarderConfiguration(backend: Backend, gso: Bool, gro: Bool) -> EngineConfiguration {
+    EngineConfiguration(backend: backend, gso: gso, gro: gro)
 }
 
 /// The forwarding turn under test, the same in the benchmark's forwarder thread and in

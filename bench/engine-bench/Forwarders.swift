@@ -35,10 +35,10 @@ final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
     private var clock = clockid_t()
     private var worker: Thread?
 
-    init(backend: Backend, gso useGSO: Bool, destination: Endpoint) {
+    init(backend: Backend, gso useGSO: Bool, gro: Bool, destination: Endpoint) {
         let worker = Thread { [self] in
             thread = pthread_self()
-            let engine = try! DatagramEngine(configuration: forwarderConfiguration(backend: backend, gso: useGSO))
+            let engine = try! DatagramEngine(configuration: forwarderConfiguration(backend: backend, gso: useGSO, gro: gro))
             let loopback = Endpoint(host: "127.0.0.1", port: 0)!
             let inbound = try! UDPSocket(binding: loopback)
             _ = try! engine.register(inbound)

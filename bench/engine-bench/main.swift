@@ -17,6 +17,8 @@ struct Configuration {
     let name: String
     let backend: Backend
     let gso: Bool
+    /// UDP GRO on receive: measured only with `--source-gso` (single datagrams never coalesce).
+    var gro = false
 }
 
 let configurations = [
@@ -25,6 +27,8 @@ let configurations = [
     Configuration(name: "mmsg+gso", backend: .mmsg, gso: true),
     Configuration(name: "uring", backend: .uring, gso: false),
     Configuration(name: "uring+gso", backend: .uring, gso: true),
+    Configuration(name: "mmsg+gso+gro", backend: .mmsg, gso: true, gro: true),
+    Configuration(name: "uring+gso+gro", backend: .uring, gso: true, gro: true),
 ]
 
 struct Measurement {
@@ -72,12 +76,14 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
     defer { stopSink() }
 
     let forwarder: ForwarderUnderTest = try reference.map { try ReferenceForwarder(command: [$0], backend: configuration.name, destination: destination) }
-        ?? SwiftForwarder(backend: configuration.backend, gso: configuration.gso, destination: destination)
+        ?? SwiftForwarder(backend: configuration.backend, gso: configuration.gso, gro: configuration.gro, destination: destination)
     defer { forwarder.stop() }
     let target = forwarder.target
 
-    // The source: bursts every millisecond at absolute deadlines, so the offered rate holds.
-    let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
+    // The source: bursts every millisecond at absolute deadlines, so the offered rate holds; with
+    // --source-gso each burst leaves as GSO sends (up to 64 datagrams each), as a video sender's
+    // frames would, so that the forwarder's GRO has whole bursts to take in.
+    let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
     let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
     let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
     defer { payload.deallocate() }
@@ -127,10 +133,11 @@ if let count = options.count {
 if options.reference == nil {
     FileHandle.standardError.write(Data("engine-bench: no C reference (make reference builds .build/reference/forwarder); Swift only, no ratios\n".utf8))
 }
+let measured = configurations.filter { options.sourceGSO || !$0.gro }
 var results: [String: [Measurement]] = [:]
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
-        for configuration in configurations {
+        for configuration in measured {
             // Swift and C side by side, which goes first alternating by repeat. The C lines name
             // the engine "C:NAME", one word, so scripts that read these lines (compare-commits)
             // still find the rate and CPU in the same columns.
@@ -140,7 +147,7 @@ for repeatIndex in 1...options.repeats {
                 let measurement = try run(configuration, reference: reference, rate: rate, options: options)
                 let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
                 results[key, default: []].append(measurement)
-                let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 12, withPad: " ", startingAt: 0)
+                let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 15, withPad: " ", startingAt: 0)
                 FileHandle.standardError.write(Data(String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%\n",
                                                            repeatIndex, name as NSString, rate,
                                                            measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram,
@@ -150,7 +157,7 @@ for repeatIndex in 1...options.repeats {
     }
 }
 
-let table = BenchTable.render(results, rates: options.rates, names: configurations.map(\.name), withReference: options.reference != nil)
+let table = BenchTable.render(results, rates: options.rates, names: measured.map(\.name), withReference: options.reference != nil)
 print(table, terminator: "")
 if let output = options.output {
     try table.write(toFile: output, atomically: true, encoding: .utf8)

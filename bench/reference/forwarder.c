@@ -7,7 +7,11 @@
 //   uring      multishot IORING_OP_RECVMSG over a provided-buffer ring, every SENDMSG of a turn
 //              in one submit, received buffers lent to the sends and given back next turn
 //   +gso       (mmsg, uring) equal-size runs to one destination with one TOS byte leave as one
-//              sendmsg with UDP_SEGMENT (at most 64 segments, 65,000 bytes)
+//              sendmsg with UDP_SEGMENT (at most 64 segments, 65,000 bytes; the last may be shorter)
+//   +gro       (mmsg, uring) UDP_GRO on every socket: a coalesced buffer is split in place into
+//              its datagrams (segment size from the UDP_GRO cmsg), so with +gso it leaves again
+//              as one GSO send. Receive buffers are then 64 KiB: 64 on mmsg, 256 provided
+//              buffers on uring instead of 4096 of 2 KiB (the engine's byte budget gives 256)
 // Every datagram's TOS byte is read (IP_RECVTOS / IPV6_RECVTCLASS) and set (IP_TOS /
 // IPV6_TCLASS cmsg), the kernel's drop counter (SO_RXQ_OVFL) and truncation are checked, and
 // the same counters are kept, so the work per datagram is the engine's: no less, no more.
@@ -20,7 +24,8 @@
 //                   to the other leg's peer (what the relay's sessions do; used by `make demo`).
 //                   --legs-file FILE gets one line per session, its two legs' HOST:PORT.
 // It prints "listening on HOST:PORT" (the first socket) when ready and runs until SIGTERM.
-// --stats FILE: the counters are stored in FILE (created, 64 bytes of u64) after every turn,
+// --stats FILE: the counters are stored in FILE (created, 64 bytes of u64: datagrams in, out,
+// syscalls, GSO segments, send errors, GRO segments) after every turn,
 // so a harness can read them without a system call from the forwarder.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -44,8 +49,12 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 enum { BATCH = 64, SEND_CAPACITY = 1024, MAX_DATAGRAM = 2048, CONTROL = 64, MAX_SEGMENTS = 64,
-       MAX_GSO_BYTES = 65000, URING_BUFFERS = 4096, NAME_LENGTH = 32, STASH_CAPACITY = 4096 + 16384 };
+       MAX_GSO_BYTES = 65000, URING_BUFFERS = 4096, NAME_LENGTH = 32, STASH_CAPACITY = 4096 + 16384,
+       GRO_BUFFER = 65536, MAX_GRO_SEGMENTS = 64, URING_GRO_BUFFERS = 256 };
 enum { PERPACKET, MMSG, URING };
 enum { TAG_RECEIVE = 1, TAG_SEND = 2, TAG_WAKE = 3 };
 #define TAG(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
@@ -53,18 +62,18 @@ enum { TAG_RECEIVE = 1, TAG_SEND = 2, TAG_WAKE = 3 };
 struct leg { int fd, ipv4, gso, latched; socklen_t peer_length; struct sockaddr_storage peer; uint32_t overflow; };
 struct received { int leg; uint8_t tos; const void *bytes; size_t length; struct sockaddr_storage source; socklen_t source_length; };
 struct outgoing { int leg; uint8_t tos; const void *bytes; size_t length; const struct sockaddr_storage *to; socklen_t to_length; };
-struct message { int leg, first, segments; size_t size; uint8_t tos; };
-struct counters { uint64_t in, out, syscalls, gso_segments, bytes_in, bytes_out, ecn_in[4], ecn_out[4], kernel_drops,
+struct message { int leg, first, segments; size_t size, bytes; uint8_t tos; };
+struct counters { uint64_t in, out, syscalls, gso_segments, gro_segments, bytes_in, bytes_out, ecn_in[4], ecn_out[4], kernel_drops,
                   truncated, send_errors, gso_fallbacks, restarts, receive_failures; };
 
-static int backend, gso, leg_count, fixed_route, wake_fd, epoll_fd;
+static int backend, gso, gro, leg_count, fixed_route, wake_fd, epoll_fd;
 static volatile sig_atomic_t stopping;
 static struct leg *legs;
 static struct sockaddr_storage destination;
 static socklen_t destination_length;
 static struct counters c;
 static uint64_t *published;
-static struct received received[BATCH];
+static struct received received[BATCH * MAX_GRO_SEGMENTS];  // room for a batch of GRO buffers, split
 static int received_count;
 static struct outgoing outgoing[SEND_CAPACITY];
 static int outgoing_count;
@@ -73,7 +82,8 @@ static struct mmsghdr rx_headers[BATCH], tx_headers[SEND_CAPACITY];
 static struct iovec rx_iovecs[BATCH], tx_iovecs[SEND_CAPACITY];
 static struct sockaddr_storage rx_names[BATCH], tx_names[SEND_CAPACITY];
 static char rx_control[BATCH][CONTROL] __attribute__((aligned(16))), tx_control[SEND_CAPACITY][CONTROL] __attribute__((aligned(16)));
-static char rx_payloads[BATCH][MAX_DATAGRAM] __attribute__((aligned(64)));
+static char *rx_payloads;  // BATCH buffers of rx_size bytes
+static size_t rx_size;
 static struct message messages[SEND_CAPACITY];
 static int message_count, rx_used;
 // io_uring state.
@@ -81,6 +91,7 @@ static struct io_uring ring;
 static struct io_uring_buf_ring *buffer_ring;
 static char *buffers;
 static size_t buffer_size;
+static unsigned uring_buffers;  // URING_BUFFERS, or URING_GRO_BUFFERS with +gro
 static struct msghdr template;
 static uint16_t held[URING_BUFFERS];
 static int held_count, recycled, outstanding_sends;
@@ -139,6 +150,7 @@ static int open_socket(struct leg *leg, const struct sockaddr_storage *address, 
     leg->gso = setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &size, sizeof size) == 0;
     size = 0;
     setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &size, sizeof size);
+    if (gro) set_int(fd, IPPROTO_UDP, UDP_GRO, 1);
     leg->fd = fd;
     leg->ipv4 = family == AF_INET;
     return 0;
@@ -154,9 +166,11 @@ static int same_address(const struct sockaddr_storage *a, const struct sockaddr_
     return x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
 }
 
-// One control message of a received datagram: its TOS byte, or the socket's drop counter.
-static void read_control(int leg, struct cmsghdr *cmsg, uint8_t *tos) {
+// One control message of a received datagram: its TOS byte, its GRO segment size, or the
+// socket's drop counter.
+static void read_control(int leg, struct cmsghdr *cmsg, uint8_t *tos, int *segment) {
     if (cmsg->cmsg_level == IPPROTO_IP && cmsg->cmsg_type == IP_TOS) *tos = *CMSG_DATA(cmsg);
+    else if (cmsg->cmsg_level == IPPROTO_UDP && cmsg->cmsg_type == UDP_GRO) memcpy(segment, CMSG_DATA(cmsg), sizeof *segment);
     else if (cmsg->cmsg_level == IPPROTO_IPV6 && cmsg->cmsg_type == IPV6_TCLASS) *tos = (uint8_t)*(int *)CMSG_DATA(cmsg);
     else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SO_RXQ_OVFL) {
         uint32_t count;
@@ -166,37 +180,48 @@ static void read_control(int leg, struct cmsghdr *cmsg, uint8_t *tos) {
     }
 }
 
-// One received datagram whose payload, source and TOS byte are known (the engine's accept).
-static void accept_datagram(int leg, uint8_t tos, int truncated, const void *payload, size_t length,
+// One received buffer whose payload, source, TOS byte and GRO segment size (0: one datagram)
+// are known, split into its datagrams in place (EngineState.deliver).
+static void accept_datagram(int leg, uint8_t tos, int segment, int truncated, const char *payload, size_t length,
                             const void *name, socklen_t name_length) {
-    if (truncated || length > MAX_DATAGRAM) { c.truncated++; return; }
-    if (name_length == 0 || received_count >= BATCH) return;
-    struct received *r = &received[received_count++];
-    r->leg = leg;
-    r->tos = tos;
-    r->bytes = payload;
-    r->length = length;
-    r->source_length = name_length > sizeof r->source ? sizeof r->source : name_length;
-    memcpy(&r->source, name, r->source_length);
-    c.in++;
-    c.bytes_in += length;
-    c.ecn_in[tos & 3]++;
+    size_t step = segment > 0 && (size_t)segment < length ? (size_t)segment : length;
+    if (truncated || step > MAX_DATAGRAM) { c.truncated++; return; }
+    if (name_length == 0 || received_count >= BATCH * MAX_GRO_SEGMENTS) return;
+    size_t offset = 0;
+    do {
+        size_t part = length - offset < step ? length - offset : step;
+        struct received *r = &received[received_count++];
+        r->leg = leg;
+        r->tos = tos;
+        r->bytes = payload + offset;
+        r->length = part;
+        r->source_length = name_length > sizeof r->source ? sizeof r->source : name_length;
+        memcpy(&r->source, name, r->source_length);
+        c.in++;
+        c.bytes_in += part;
+        c.ecn_in[tos & 3]++;
+        if (step < length) c.gro_segments++;
+        offset += part;
+    } while (offset < length && received_count < BATCH * MAX_GRO_SEGMENTS);
+    if (offset < length) c.truncated++;
 }
 
 // From a recvmsg / recvmmsg header.
 static void accept_message(int leg, struct mmsghdr *message, const void *payload) {
     struct msghdr *header = &message->msg_hdr;
     uint8_t tos = 0;
-    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(header); cmsg; cmsg = CMSG_NXTHDR(header, cmsg)) read_control(leg, cmsg, &tos);
-    accept_datagram(leg, tos, header->msg_flags & MSG_TRUNC, payload, message->msg_len, header->msg_name, header->msg_namelen);
+    int segment = 0;
+    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(header); cmsg; cmsg = CMSG_NXTHDR(header, cmsg)) read_control(leg, cmsg, &tos, &segment);
+    accept_datagram(leg, tos, segment, header->msg_flags & MSG_TRUNC, payload, message->msg_len, header->msg_name, header->msg_namelen);
 }
 
 // From a provided buffer filled by io_uring's multishot RECVMSG, walked with liburing's helpers.
 static void accept_uring(int leg, struct io_uring_recvmsg_out *out, int32_t result) {
     uint8_t tos = 0;
+    int segment = 0;
     for (struct cmsghdr *cmsg = io_uring_recvmsg_cmsg_firsthdr(out, &template); cmsg;
-         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &template, cmsg)) read_control(leg, cmsg, &tos);
-    accept_datagram(leg, tos, out->flags & MSG_TRUNC, io_uring_recvmsg_payload(out, &template),
+         cmsg = io_uring_recvmsg_cmsg_nexthdr(out, &template, cmsg)) read_control(leg, cmsg, &tos, &segment);
+    accept_datagram(leg, tos, segment, out->flags & MSG_TRUNC, io_uring_recvmsg_payload(out, &template),
                     io_uring_recvmsg_payload_length(out, result, &template), io_uring_recvmsg_name(out), out->namelen);
 }
 
@@ -245,7 +270,8 @@ static size_t write_control(char *control, int ipv4, uint8_t tos, uint16_t segme
     return used;
 }
 
-// SendVectors.build: one message per datagram, or per GSO run of equal size, destination and TOS.
+// SendVectors.build: one message per datagram, or per GSO run of equal size, destination and
+// TOS, which a shorter datagram may end (so a GRO buffer with a short last segment is one send).
 static void build(void) {
     message_count = 0;
     for (int index = 0; index < outgoing_count;) {
@@ -253,13 +279,16 @@ static void build(void) {
         struct leg *leg = &legs[first->leg];
         tx_iovecs[index] = (struct iovec){ (void *)first->bytes, first->length };
         int segments = 1;
+        size_t bytes = first->length;
         if (gso && backend != PERPACKET && leg->gso && first->length > 0) {
             while (index + segments < outgoing_count && segments < MAX_SEGMENTS && (segments + 1) * first->length <= MAX_GSO_BYTES) {
                 struct outgoing *next = &outgoing[index + segments];
-                if (next->leg != first->leg || next->length != first->length || next->tos != first->tos ||
+                if (next->leg != first->leg || next->length == 0 || next->length > first->length || next->tos != first->tos ||
                     next->to_length != first->to_length || !same_address(next->to, first->to)) break;
                 tx_iovecs[index + segments] = (struct iovec){ (void *)next->bytes, next->length };
                 segments++;
+                bytes += next->length;
+                if (next->length < first->length) break;  // only the last segment may be shorter
             }
         }
         int m = message_count++;
@@ -267,7 +296,7 @@ static void build(void) {
         size_t control_length = write_control(tx_control[m], leg->ipv4, first->tos, segments > 1 ? first->length : 0);
         tx_headers[m].msg_hdr = (struct msghdr){ &tx_names[m], first->to_length, &tx_iovecs[index], segments, tx_control[m], control_length, 0 };
         tx_headers[m].msg_len = 0;
-        messages[m] = (struct message){ first->leg, index, segments, first->length, first->tos };
+        messages[m] = (struct message){ first->leg, index, segments, first->length, bytes, first->tos };
         index += segments;
     }
     outgoing_count = 0;
@@ -276,7 +305,7 @@ static void build(void) {
 static void note_sent(int m) {
     uint64_t segments = messages[m].segments;
     c.out += segments;
-    c.bytes_out += segments * messages[m].size;
+    c.bytes_out += messages[m].bytes;
     c.ecn_out[messages[m].tos & 3] += segments;
     if (segments > 1) c.gso_segments += segments;
 }
@@ -294,7 +323,7 @@ static void note_failed(int m, int code) {
     for (int s = 0; s < message->segments; s++) {
         header->msg_iov = &tx_iovecs[message->first + s];
         c.syscalls++;
-        if (sendmsg(leg->fd, header, 0) >= 0) { c.out++; c.bytes_out += message->size; c.ecn_out[message->tos & 3]++; }
+        if (sendmsg(leg->fd, header, 0) >= 0) { c.out++; c.bytes_out += header->msg_iov->iov_len; c.ecn_out[message->tos & 3]++; }
         else c.send_errors++;
     }
 }
@@ -354,7 +383,7 @@ static void receive_with_poller(void) {
                 count++;
             }
         }
-        for (int i = used; i < used + count; i++) accept_message(leg, &rx_headers[i], rx_payloads[i]);
+        for (int i = used; i < used + count; i++) accept_message(leg, &rx_headers[i], rx_payloads + (size_t)i * rx_size);
         used += count;
     }
     rx_used = used;
@@ -362,7 +391,7 @@ static void receive_with_poller(void) {
 
 static void recycle(uint16_t id) {
     io_uring_buf_ring_add(buffer_ring, buffers + (size_t)id * buffer_size, buffer_size, id,
-                          io_uring_buf_ring_mask(URING_BUFFERS), recycled++);
+                          io_uring_buf_ring_mask(uring_buffers), recycled++);
 }
 
 static void commit_recycled(void) {
@@ -486,16 +515,18 @@ static void setup_ring(void) {
         result = io_uring_queue_init_params(2048, &ring, &params);
     }
     if (result != 0) { errno = -result; fail("io_uring_queue_init_params"); }
-    buffer_size = sizeof(struct io_uring_recvmsg_out) + NAME_LENGTH + CONTROL + MAX_DATAGRAM;
-    if (posix_memalign((void **)&buffer_ring, getpagesize(), URING_BUFFERS * sizeof(struct io_uring_buf))) fail("posix_memalign");
-    memset(buffer_ring, 0, URING_BUFFERS * sizeof(struct io_uring_buf));
-    if (!(buffers = aligned_alloc(64, URING_BUFFERS * buffer_size))) fail("aligned_alloc");
+    // With GRO a buffer must hold a whole coalesced burst: fewer, larger buffers, as the engine.
+    uring_buffers = gro ? URING_GRO_BUFFERS : URING_BUFFERS;
+    buffer_size = sizeof(struct io_uring_recvmsg_out) + NAME_LENGTH + CONTROL + (gro ? GRO_BUFFER : MAX_DATAGRAM);
+    if (posix_memalign((void **)&buffer_ring, getpagesize(), uring_buffers * sizeof(struct io_uring_buf))) fail("posix_memalign");
+    memset(buffer_ring, 0, uring_buffers * sizeof(struct io_uring_buf));
+    if (!(buffers = aligned_alloc(64, uring_buffers * buffer_size))) fail("aligned_alloc");
     // Room for every completion that can wait while sends are reaped, as the engine's stash.
     if (!(stash = calloc(STASH_CAPACITY, sizeof *stash))) fail("calloc");
-    struct io_uring_buf_reg registration = { .ring_addr = (uint64_t)(uintptr_t)buffer_ring, .ring_entries = URING_BUFFERS, .bgid = 0 };
+    struct io_uring_buf_reg registration = { .ring_addr = (uint64_t)(uintptr_t)buffer_ring, .ring_entries = uring_buffers, .bgid = 0 };
     if ((result = io_uring_register_buf_ring(&ring, &registration, 0)) != 0) { errno = -result; fail("io_uring_register_buf_ring"); }
     io_uring_buf_ring_init(buffer_ring);
-    for (int id = 0; id < URING_BUFFERS; id++) recycle(id);
+    for (int id = 0; id < (int)uring_buffers; id++) recycle(id);
     commit_recycled();
     template.msg_namelen = NAME_LENGTH;
     template.msg_controllen = CONTROL;
@@ -522,14 +553,17 @@ int main(int argc, char **argv) {
     const char *listen = NULL, *stats = NULL, *legs_file = NULL;
     int sessions = 0;
     for (int i = 1; i < argc; i++) {
-        const char *value = i + 1 < argc ? argv[i + 1] : "";
+        static char missing[1];  // not a literal, so that the compiler does not fold comparisons with it
+        const char *value = i + 1 < argc ? argv[i + 1] : missing;
         if (!strcmp(argv[i], "--backend")) {
             backend = !strncmp(value, "uring", 5) ? URING : !strncmp(value, "mmsg", 4) ? MMSG : PERPACKET;
             gso = strstr(value, "+gso") != NULL;
+            gro = strstr(value, "+gro") != NULL;
             if (strncmp(value, "uring", 5) && strncmp(value, "mmsg", 4) && strcmp(value, "perpacket")) {
-                fprintf(stderr, "forwarder: --backend %s: perpacket, mmsg, mmsg+gso, uring or uring+gso\n", value);
+                fprintf(stderr, "forwarder: --backend %s: perpacket, or mmsg or uring, each with +gso, +gro or both\n", value);
                 return 2;
             }
+            if (gro && backend == PERPACKET) { fprintf(stderr, "forwarder: --backend %s: +gro needs mmsg or uring\n", value); return 2; }
         } else if (!strcmp(argv[i], "--listen")) listen = value;
         else if (!strcmp(argv[i], "--to")) {
             if (parse_address(value, &destination, &destination_length)) { fprintf(stderr, "forwarder: --to %s: HOST:PORT\n", value); return 2; }
@@ -538,7 +572,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--legs-file")) legs_file = value;
         else if (!strcmp(argv[i], "--stats")) stats = value;
         else {
-            fprintf(stderr, "usage: forwarder --backend perpacket|mmsg[+gso]|uring[+gso] --listen HOST:PORT (--to HOST:PORT | --legs N --legs-file FILE) [--stats FILE]\n");
+            fprintf(stderr, "usage: forwarder --backend perpacket|mmsg[+gso][+gro]|uring[+gso][+gro] --listen HOST:PORT (--to HOST:PORT | --legs N --legs-file FILE) [--stats FILE]\n");
             return 2;
         }
         i++;
@@ -592,7 +626,9 @@ int main(int argc, char **argv) {
             event.data.u64 = leg;
             if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, legs[leg].fd, &event)) fail("epoll_ctl");
         }
-        for (int i = 0; i < BATCH; i++) rx_iovecs[i] = (struct iovec){ rx_payloads[i], MAX_DATAGRAM };
+        rx_size = gro ? GRO_BUFFER : MAX_DATAGRAM;
+        if (!(rx_payloads = aligned_alloc(64, BATCH * rx_size))) fail("aligned_alloc");
+        for (int i = 0; i < BATCH; i++) rx_iovecs[i] = (struct iovec){ rx_payloads + (size_t)i * rx_size, rx_size };
         rx_used = BATCH;
     }
     signal(SIGTERM, stop);
@@ -612,6 +648,7 @@ int main(int argc, char **argv) {
             __atomic_store_n(&published[2], c.syscalls, __ATOMIC_RELAXED);
             __atomic_store_n(&published[3], c.gso_segments, __ATOMIC_RELAXED);
             __atomic_store_n(&published[4], c.send_errors, __ATOMIC_RELAXED);
+            __atomic_store_n(&published[5], c.gro_segments, __ATOMIC_RELAXED);
         }
     }
     return 0;
