@@ -46,14 +46,15 @@ let package = Package(
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
+        .target(name: "TestPorts", path: "Tests/TestPorts"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "TestPorts"]),
         .testTarget(name: "DeployTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -26,7 +26,7 @@ public enum TurnCredential: Sendable, Equatable {
             return (name, password)
         case .secret(let secret):
             let username = "\(expiry):\(Self.restUser)"
-            return (username, Digest.base64(Digest.hmacSHA1(key: Array(secret.utf8), Array(username.utf8))))
+            return (username, LongTermKey.restPassword(secret: Array(secret.utf8), username: username))
         }
     }
 }

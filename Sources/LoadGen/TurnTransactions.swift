@@ -1,4 +1,5 @@
 import Glibc
+import CLoadGen
 import STUN
 import SystemSupport
 

@@ -2,13 +2,16 @@ import DatagramEngine
 import SystemSupport
 import Glibc
 
-/// One relay worker: a dedicated thread that owns an engine, the forward-rule and TURN
-/// listeners of its SO_REUSEPORT share, the clients those brought, whole sessions (all their
-/// sockets) and its TURN allocations (in its TurnTable).
-/// Forwarding never crosses threads and takes no lock.
+/// One relay worker: a dedicated thread that owns an engine and dispatches each datagram, by
+/// the role of the socket it arrived on, to one of three tables: forward rules (their listeners
+/// of this worker's SO_REUSEPORT share and the clients those brought), sessions (whole
+/// sessions, all their sockets) and TURN (the allocations whose clients reach this worker).
+/// The tables hold the state; the worker runs the loop, the control commands, housekeeping and
+/// stats. Forwarding never crosses threads and takes no lock.
 ///
-/// Per datagram: look up the socket's role by slot, apply latching / limits / policy, enqueue
-/// to each destination borrowing the received bytes, and flush once per turn.
+/// Per datagram: look up the socket's role by slot, hand the datagram to its table (which
+/// applies latching / limits / policy and enqueues to each destination borrowing the received
+/// bytes), and flush once per turn.
 final class Worker {
     enum SocketRole {
         case none
@@ -19,90 +22,31 @@ final class Worker {
         case turn
     }
 
-    struct LegState {
-        var socket: SocketID
-        var address: Endpoint
-        var session: Int32
-        var firstLeg: Int32
-        var legCount: Int32
-        var latched: Endpoint?
-        var lastHeard: UInt64 = 0
-        var policy: MarkingPolicy
-        var relatchAfter: UInt64
-        var relatch: RelatchPolicy
-        var rateLimit: UInt64
-        var tokens: UInt64 = 0
-        var lastRefill: UInt64 = 0
-        var counters = LegCounters()
-    }
-
-    struct SessionState {
-        var id: String
-        var request: SessionRequest
-        var firstLeg: Int32
-        var created: UInt64
-        var idleTimeout: UInt64
-
-        /// Its legs, then (in an `"rtcp": "pair"` session) their RTCP companions, in one block.
-        var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
-    }
-
-    struct RuleState {
-        var rule: ForwardRule
-        var listener: SocketID
-        var shared: RuleShared
-        /// The client the last datagram on this rule came from: a flow's datagrams come in
-        /// runs, and each run then hashes its source once, not once a datagram. Cleared when
-        /// that client is removed (`removeClient`), the one place a client's index is freed.
-        var lastClient: (source: Endpoint, client: Int32)?
-    }
-
-    struct ClientState {
-        var rule: Int32
-        var source: Endpoint
-        var upstreamSocket: SocketID
-        var port: UInt16
-        var lastHeard: UInt64
-    }
-
     let shared: WorkerShared
     let settings: RelaySettings
     let engine: DatagramEngine
-    // The tables below are read and written per datagram by this worker's thread only, and no
-    // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
-    // 80 instructions each) buy nothing on them.
+    // Read and written per datagram by this worker's thread only, and no access overlaps
+    // another: the dynamic exclusivity checks (swift_beginAccess) buy nothing on them.
     @exclusivity(unchecked) var roles: [SocketRole] = []
-    @exclusivity(unchecked) var legs: [LegState] = []
-    /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
-    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
-    var sessions: [SessionState?] = []
-    var freeSessions: [Int32] = []
-    var sessionsByID: [String: Int32] = [:]
-    @exclusivity(unchecked) var rules: [RuleState] = []
-    @exclusivity(unchecked) var clients: [ClientState?] = []
-    var freeClients: [Int32] = []
-    @exclusivity(unchecked) var clientsByRule: [[Endpoint: Int32]] = []
-    var clientCount = 0
-    @exclusivity(unchecked) var drops = DropCounts()
-    var lifecycle = LifecycleCounts()
-    @exclusivity(unchecked) var now: UInt64 = MonotonicClock.now()
-    var lastHousekeeping: UInt64 = 0
-    var lastPublish: UInt64 = 0
+    let forwardRules: ForwardRuleTable
+    let sessions: SessionTable
     /// The TURN server's share on this worker, when TURN is configured.
     var turnTable: TurnTable?
+    @exclusivity(unchecked) var drops = DropCounts()
+    var now: UInt64 = MonotonicClock.now()
+    var lastHousekeeping: UInt64 = 0
+    var lastPublish: UInt64 = 0
 
     init(shared: WorkerShared, settings: RelaySettings, ruleShares: [RuleShared]) throws(SystemCallError) {
         self.shared = shared
         self.settings = settings
         engine = try DatagramEngine(configuration: settings.engine)
-        for (index, rule) in settings.rules.enumerated() {
-            var options = settings.socketOptions
-            options.reusePort = true
-            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options))
-            setRole(listener, .listener(rule: Int32(index)))
-            rules.append(RuleState(rule: rule, listener: listener, shared: ruleShares[index]))
-            clientsByRule.append([:])
-        }
+        let opener = PortOpener(engine: engine, ports: settings.ports, socketOptions: settings.socketOptions)
+        forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, now: now)
+        sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, now: now)
+        forwardRules.setRole = { [unowned self] socket, role in setRole(socket, role) }
+        sessions.setRole = { [unowned self] socket, role in setRole(socket, role) }
+        try forwardRules.openListeners(ruleShares)
         if let turn = settings.turn {
             let table = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
                                   socketOptions: settings.socketOptions, now: now)
@@ -134,6 +78,8 @@ final class Worker {
     func turn(timeoutMilliseconds: Int32) {
         let count = engine.receive(timeoutMilliseconds: timeoutMilliseconds)
         now = MonotonicClock.now()
+        forwardRules.now = now
+        sessions.now = now
         turnTable?.now = now
         for index in 0..<count { route(engine.received(index)) }
         engine.flush()
@@ -148,9 +94,9 @@ final class Worker {
     @inline(__always)
     func route(_ datagram: ReceivedDatagram) {
         switch roles[Int(datagram.socket.slot)] {
-        case .leg(let leg): fromLeg(Int(leg), datagram)
-        case .listener(let rule): fromClient(Int(rule), datagram)
-        case .upstream(let client): fromUpstream(Int(client), datagram)
+        case .leg(let leg): sessions.fromLeg(Int(leg), datagram)
+        case .listener(let rule): forwardRules.fromClient(Int(rule), datagram)
+        case .upstream(let client): forwardRules.fromUpstream(Int(client), datagram)
         case .turn: turnTable.unsafelyUnwrapped.receive(datagram)
         case .none: drops.add(.unknownSource)
         }
@@ -158,9 +104,21 @@ final class Worker {
 
     func housekeeping() {
         lastHousekeeping = now
-        expireClients()
-        expireSessions()
+        forwardRules.expireClients()
+        sessions.expire()
         turnTable?.expire()
+    }
+
+    /// A command from the control plane, run between batches.
+    func execute(_ command: WorkerCommand) {
+        switch command {
+        case .create(let request, let id, let reply): reply(sessions.create(request, id: id))
+        case .delete(let id, let reply): reply(sessions.delete(id))
+        case .describe(let id, let reply): reply(sessions.describe(id))
+        case .list(let reply): reply(sessions.list())
+        case .turnAllocations(let limit, let reply):
+            reply(turnTable?.describeAllocations(limit: limit, worker: shared.index) ?? [])
+        }
     }
 
     func publish() {
@@ -168,10 +126,17 @@ final class Worker {
         var stats = WorkerStats(worker: shared.index)
         stats.engine = engine.counters
         stats.drops = drops
-        stats.sessions = sessionsByID.count
-        stats.forwardClients = clientCount
+        stats.drops.merge(forwardRules.drops)
+        stats.drops.merge(sessions.drops)
+        stats.sessions = sessions.count
+        stats.forwardClients = forwardRules.clientCount
         stats.sockets = engine.socketCount
-        stats.lifecycle = lifecycle
+        // Field by field: LifecycleCounts.merge goes through key paths, which allocate.
+        stats.lifecycle.sessionsCreated = sessions.sessionsCreated
+        stats.lifecycle.sessionsDeleted = sessions.sessionsDeleted
+        stats.lifecycle.sessionsExpired = sessions.sessionsExpired
+        stats.lifecycle.clientsCreated = forwardRules.clientsCreated
+        stats.lifecycle.clientsExpired = forwardRules.clientsExpired
         if let table = turnTable { stats.turn = table.stats }
         stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
@@ -184,8 +149,8 @@ final class Worker {
     func shutDown() {
         // The engine's eventfd closes with the engine: nobody may write to that number after.
         shared.waker.withLock { $0 = nil }
-        for index in sessions.indices { if let session = sessions[index] { removeSession(Int32(index), session) } }
-        for index in clients.indices where clients[index] != nil { removeClient(Int32(index)) }
+        sessions.shutDown()
+        forwardRules.shutDown()
         turnTable?.shutDown()
         publish()
     }

@@ -7,4 +7,10 @@ public enum LongTermKey {
         let input = Array("\(username):\(realm):\(password)".utf8)
         return algorithm == .md5 ? Digest.md5(input) : Digest.sha256(input)
     }
+
+    /// The password of a TURN REST-API username (coturn's `use-auth-secret`, the scheme WebRTC
+    /// deployments mint credentials with): base64(HMAC-SHA1(secret, username)).
+    public static func restPassword(secret: [UInt8], username: String) -> String {
+        Digest.base64(Digest.hmacSHA1(key: secret, Array(username.utf8)))
+    }
 }

@@ -21,9 +21,16 @@ extension Server {
         if options.http.port != 0, let http = Endpoint(host: options.http.host, port: options.http.port) { own.append(http) }
         let policy = PeerPolicy(allowed: options.turnAllowedPeers, denied: options.turnDeniedPeers, ownSockets: own,
                                 ownPorts: relay.ports.range,
-                                relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 })
+                                relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 },
+                                ownAddresses: hostAddresses())
+        let authenticator = TurnAuthenticator(credentials: credentials)
+        if !authenticator.challengeFitsBareAllocate {
+            log.warning("--turn-realm is \(options.turnRealm.utf8.count) bytes: the 401 to an Allocate that carries only "
+                + "REQUESTED-TRANSPORT would exceed the amplification bound, so such clients get no answer; "
+                + "a realm of 52 bytes or fewer avoids it")
+        }
         // A family is offered only with an address to hand out for it.
-        var turn = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials), peerPolicy: policy,
+        var turn = TurnSettings(authenticator: authenticator, peerPolicy: policy,
                                 relayIPv4: advertiseIPv4 == nil ? nil : relayIPv4,
                                 relayIPv6: advertiseIPv6 == nil ? nil : relayIPv6)
         turn.advertiseIPv4 = advertiseIPv4
@@ -33,6 +40,19 @@ extension Server {
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
         return turn
+    }
+
+    /// This host's interface addresses. A socket bound to a wildcard (0.0.0.0 or ::, the usual
+    /// --relay-address behind a 1:1 NAT) is reached on each of them, so the policy must know
+    /// them all: without them a peer such as 10.0.0.5:PORT, allowed by --turn-allowed-peer,
+    /// would reach the relay's own session legs and forward-rule listeners on that address.
+    func hostAddresses() -> [Endpoint] {
+        do {
+            return try Endpoint.hostAddresses()
+        } catch {
+            log.warning("TURN: \(error); only the relay's configured addresses count as its own for the peer policy")
+            return []
+        }
     }
 
     /// Where relayed sockets bind, per family, from `--relay-address`: an IPv4 address serves

@@ -1,11 +1,12 @@
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
 /// Bad requests get a 4xx with a reason; the token is enforced; bad options stop start-up.
 final class ControlAPITests: XCTestCase {
     func testBadRequestsGetClearErrors() throws {
-        let relay = try RelayProcess(["--ports", "41800-41899"])
+        let relay = try RelayProcess(ports: PortBlock(), [])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let cases: [(String, String)] = [
             ("{", "JSON"),
@@ -32,7 +33,7 @@ final class ControlAPITests: XCTestCase {
     }
 
     func testTokenIsRequiredWhenConfigured() throws {
-        let relay = try RelayProcess(["--ports", "41900-41949"], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
+        let relay = try RelayProcess(ports: PortBlock(count: 50), [], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}").status, 401)
         XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}", token: "wrong").status, 401)
@@ -42,7 +43,7 @@ final class ControlAPITests: XCTestCase {
     }
 
     func testSessionCapAnswers503() throws {
-        let relay = try RelayProcess(["--ports", "41950-41999", "--max-sessions", "2"])
+        let relay = try RelayProcess(ports: PortBlock(count: 50), ["--max-sessions", "2"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         _ = try relay.createSession()
         _ = try relay.createSession()
@@ -52,7 +53,7 @@ final class ControlAPITests: XCTestCase {
     }
 
     func testExpiredSessionsFreeTheirPlaceUnderTheCap() throws {
-        let relay = try RelayProcess(["--ports", "42010-42019", "--max-sessions", "1"])
+        let relay = try RelayProcess(ports: PortBlock(count: 10), ["--max-sessions", "1"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         _ = try relay.createSession(#"{"idle_timeout_seconds": 1}"#)
         XCTAssertEqual(try relay.request("POST", "/v1/sessions", body: "{}").status, 503)
@@ -72,7 +73,7 @@ final class ControlAPITests: XCTestCase {
     }
 
     func testPortRangeExhaustionAnswers503() throws {
-        let relay = try RelayProcess(["--ports", "42000-42002"])
+        let relay = try RelayProcess(ports: PortBlock(count: 3), [])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let first = try relay.createSession()
         let refused = try relay.request("POST", "/v1/sessions", body: "{}")

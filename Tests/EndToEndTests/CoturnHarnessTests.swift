@@ -1,4 +1,5 @@
 import DatagramEngine
+import TestPorts
 import XCTest
 
 /// Proves the coturn interop harness (CoturnTools.swift) before mediarelay's TURN server uses
@@ -52,7 +53,7 @@ final class CoturnHarnessTests: XCTestCase {
         try Coturn.requireTools([Coturn.peerTool, Coturn.clientTool, Coturn.serverTool])
         let peer = try TURNEchoPeer()
         defer { peer.stop() }
-        let server = try CoturnServer(credentials: .user(name: "alice", password: "wonderland"), relayPorts: 45000...45099)
+        let server = try CoturnServer(credentials: .user(name: "alice", password: "wonderland"), relayPorts: PortBlock())
         defer { server.stop() }
 
         let runs = try TURNClientRun.runTogether(server: server.endpoint, peer: peer.endpoint, flagSets: [
@@ -70,7 +71,7 @@ final class CoturnHarnessTests: XCTestCase {
         try Coturn.requireTools([Coturn.peerTool, Coturn.clientTool, Coturn.serverTool])
         let peer = try TURNEchoPeer()
         defer { peer.stop() }
-        let server = try CoturnServer(credentials: .restSecret("north-wind"), relayPorts: 45100...45199)
+        let server = try CoturnServer(credentials: .restSecret("north-wind"), relayPorts: PortBlock())
         defer { server.stop() }
 
         let runs = try TURNClientRun.runTogether(server: server.endpoint, peer: peer.endpoint, flagSets: [

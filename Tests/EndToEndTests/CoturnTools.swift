@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import TestPorts
 import XCTest
 
 /// coturn's test tools (Debian's `coturn` package, installed by `make test-deps`) driven for
@@ -117,8 +118,11 @@ final class CoturnServer {
     let realm = "example.org"
     private let child: ChildProcess
     private let directory: URL
+    /// Its relay ports, claimed against every other test on the host while it runs.
+    private let relayPorts: PortBlock
 
-    init(credentials: Credentials, relayPorts: ClosedRange<UInt16>, extraArguments: [String] = []) throws {
+    init(credentials: Credentials, relayPorts: PortBlock, extraArguments: [String] = []) throws {
+        self.relayPorts = relayPorts
         try Coturn.requireTools([Coturn.serverTool])
         let port = try freeUDPPort()
         endpoint = Endpoint(host: "127.0.0.1", port: port)!
@@ -128,7 +132,7 @@ final class CoturnServer {
             "-n",  // no /etc/turnserver.conf: only what is written here
             "--listening-ip", "127.0.0.1", "--listening-port", "\(port)", "--relay-ip", "127.0.0.1",
             "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls",
-            "--min-port", "\(relayPorts.lowerBound)", "--max-port", "\(relayPorts.upperBound)",
+            "--min-port", "\(relayPorts.range.lowerBound)", "--max-port", "\(relayPorts.range.upperBound)",
             "--realm", realm, "--log-file", "stdout", "--simple-log",
             "--db", directory.appendingPathComponent("turndb").path,
             "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
@@ -189,10 +193,14 @@ struct TURNClientRun {
         }
     }
 
-    /// For failure messages: the command's status and its last lines.
+    /// For failure messages: the command's status and its whole output (stdout and stderr; a
+    /// few dozen lines for these runs, bounded anyway), so a failure explains itself: the
+    /// error codes uclient got come first, the verdict last.
     var summary: String {
-        let tail = output.split(whereSeparator: \.isNewline).suffix(12).joined(separator: "\n")
-        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)):\n\(tail)"
+        let lines = output.split(whereSeparator: \.isNewline)
+        let shown = lines.count > 300 ? ["(first \(lines.count - 300) lines left out)"] + lines.suffix(300) : lines
+        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)), "
+            + "output (\(lines.count) lines):\n" + shown.joined(separator: "\n")
     }
 }
 

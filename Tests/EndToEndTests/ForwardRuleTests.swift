@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// Forward rules through the real server: a UDP proxy in front of an upstream.
@@ -7,7 +8,7 @@ final class ForwardRuleTests: XCTestCase {
     func testSeveralClientsBothWaysEachSeenAsItsOwnPeer() throws {
         let upstream = try Peers(count: 1)
         let listen = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "41200-41299", "--workers", "2",
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--workers", "2",
                                       "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let rule = Endpoint(host: "127.0.0.1", port: listen)!
@@ -16,7 +17,7 @@ final class ForwardRuleTests: XCTestCase {
         let atUpstream = upstream.collect(expected: 3)
         XCTAssertEqual(atUpstream.count, 3)
         XCTAssertEqual(Set(atUpstream.map(\.source)).count, 3, "each client has its own upstream socket")
-        XCTAssertTrue(atUpstream.allSatisfy { (41200...41299).contains($0.source.port) })
+        XCTAssertTrue(atUpstream.allSatisfy { relay.ports!.range.contains($0.source.port) })
         XCTAssertTrue(atUpstream.allSatisfy { $0.trafficClass == TrafficClass(dscp: 46, ecn: .ect1) })
         for arrival in atUpstream { upstream.send(from: 0, to: arrival.source, arrival.bytes + [9]) }
         let replies = clients.collect(expected: 3)
@@ -37,7 +38,7 @@ final class ForwardRuleTests: XCTestCase {
     func testClientCapRefusesNewClientsAndCountsThem() throws {
         let upstream = try Peers(count: 1)
         let listen = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "41300-41399", "--max-clients", "2",
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--max-clients", "2",
                                       "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let clients = try Peers(count: 3)
@@ -64,7 +65,7 @@ final class ForwardRuleTests: XCTestCase {
         control.arguments = ["TCP-LISTEN:\(port),bind=127.0.0.3,reuseaddr,fork", "TCP:127.0.0.2:\(port)"]
         try control.run()
         defer { control.terminate() }
-        let relay = try RelayProcess(["--ports", "41400-41499", "--forward", "127.0.0.3:\(port)=127.0.0.2:\(port)"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--forward", "127.0.0.3:\(port)=127.0.0.2:\(port)"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         XCTAssertTrue(TestTools.waitForTCPListener("127.0.0.2", port: port), "iperf3 -s listening")
         XCTAssertTrue(TestTools.waitForTCPListener("127.0.0.3", port: port), "socat listening")

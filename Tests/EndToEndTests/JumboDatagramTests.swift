@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// Datagrams up to --max-datagram-size cross the relay whole, with their marks, on every
@@ -11,7 +12,7 @@ final class JumboDatagramTests: XCTestCase {
 
     func testJumboFramesPassByDefaultAndOneByteMoreIsCountedAndLogged() throws {
         for (engine, gso) in engines {
-            let relay = try RelayProcess(["--ports", "45400-45449", "--engine", engine, "--gso", gso])
+            let relay = try RelayProcess(ports: PortBlock(count: 50), ["--engine", engine, "--gso", gso])
             defer { XCTAssertEqual(relay.stop(), 0, relay.log) }
             let (peers, session) = try latchedPair(relay)
             XCTAssertEqual(try forward(peers, session, sizes: [9000, 9000, 9000, 9000]), [9000, 9000, 9000, 9000], "\(engine) gso \(gso)")
@@ -29,7 +30,7 @@ final class JumboDatagramTests: XCTestCase {
 
     func testTheLargestIPv4DatagramPassesWhenAskedFor() throws {
         for (engine, gso) in engines {
-            let relay = try RelayProcess(["--ports", "45450-45499", "--engine", engine, "--gso", gso, "--max-datagram-size", "65507"])
+            let relay = try RelayProcess(ports: PortBlock(count: 50), ["--engine", engine, "--gso", gso, "--max-datagram-size", "65507"])
             defer { XCTAssertEqual(relay.stop(), 0, relay.log) }
             let (peers, session) = try latchedPair(relay)
             XCTAssertEqual(try forward(peers, session, sizes: [65507, 9000, 65507, 1]), [65507, 9000, 65507, 1], "\(engine) gso \(gso)")

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 final class LifecycleTests: XCTestCase {
     func testSigtermDrainsThenExitsZero() throws {
         // Long enough that the checks below, however slow this machine, run inside the drain.
-        let relay = try RelayProcess(["--ports", "42100-42199", "--drain-seconds", "4"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--drain-seconds", "4"])
         let session = try relay.createSession()
         let peers = try Peers(count: 2)
         peers.send(from: 1, to: session.legs[1], [0])
@@ -33,7 +34,7 @@ final class LifecycleTests: XCTestCase {
     func testMalformedHTTPAndStrayDatagramsLeaveForwardingIntact() throws {
         let upstream = try Peers(count: 1)
         let listen = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "42200-42299", "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let session = try relay.createSession()
         let peers = try Peers(count: 3)
@@ -50,7 +51,7 @@ final class LifecycleTests: XCTestCase {
         let stranger = try Peers(count: 8)
         for round in 0..<200 {
             stranger.send(from: round % 8, to: session.legs[0], [UInt8](repeating: 0xEE, count: round % 1500))
-            stranger.send(from: round % 8, to: Endpoint(host: "127.0.0.1", port: 42250)!, [1])
+            stranger.send(from: round % 8, to: Endpoint(host: "127.0.0.1", port: relay.ports!.range.upperBound)!, [1])
         }
         // Once all 200 are counted as hijack drops, a forwarded stray would already be waiting.
         let stats = try relay.waitFor { RelayProcess.number($0, "drops", "hijack") ?? 0 >= 200 }

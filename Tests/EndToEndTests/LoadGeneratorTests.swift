@@ -1,4 +1,5 @@
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
@@ -6,7 +7,7 @@ import XCTest
 /// relay's own CPU figure agrees with the kernel's accounting of the relay process.
 final class LoadGeneratorTests: XCTestCase {
     func testTwoSecondRunFillsEveryFieldAndCPUAgreesWithProc() throws {
-        let relay = try RelayProcess(["--ports", "42300-42399", "--workers", "1"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--workers", "1"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let object = try Self.runLoad(["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "8", "--rate", "30000",
                                   "--seconds", "2", "--tos", "\((46 << 2) | 1)", "--relay-pid", "\(relay.process.processIdentifier)"])
@@ -38,7 +39,7 @@ final class LoadGeneratorTests: XCTestCase {
     }
 
     func testBadArgumentsAndARefusedTokenEndWithOneLineAndExitTwo() throws {
-        let relay = try RelayProcess(["--ports", "42400-42449"], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
+        let relay = try RelayProcess(ports: PortBlock(count: 50), [], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         for arguments in [["--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "0"],
                           ["--relay", "http://127.0.0.1:\(relay.httpPort)", "--token", "wrong", "--seconds", "1"],
@@ -53,7 +54,7 @@ final class LoadGeneratorTests: XCTestCase {
     func testForwardRuleModeThroughTheRealServer() throws {
         let listen = try freeUDPPort()
         let upstream = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "42500-42549", "--forward", "127.0.0.1:\(listen)=127.0.0.1:\(upstream)"])
+        let relay = try RelayProcess(ports: PortBlock(count: 50), ["--forward", "127.0.0.1:\(listen)=127.0.0.1:\(upstream)"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let object = try Self.runLoad(["--target", "127.0.0.1:\(listen)", "--upstream-listen", "127.0.0.1:\(upstream)",
                                   "--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "3", "--rate", "3000",
@@ -70,7 +71,7 @@ final class LoadGeneratorTests: XCTestCase {
 
     /// Ctrl-C ends the run early, and the sessions the generator created are deleted.
     func testInterruptDeletesTheSessionsItCreated() throws {
-        let relay = try RelayProcess(["--ports", "42450-42499"])
+        let relay = try RelayProcess(ports: PortBlock(count: 50), [])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let process = Process()
         process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay-load")

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// ECN and DSCP across the real relay, seen by an independent receiver (IndependentPeer: the
@@ -35,7 +36,7 @@ final class MarkingTests: XCTestCase {
         if !IndependentPeer.hostHasIPv6 { print("MarkingTests: this host has no ::1; IPv6 not checked") }
         for engine in ["perpacket", "mmsg", "uring"] {
             for host in Self.hosts {
-                let relay = try RelayProcess(["--ports", "41500-41599", "--engine", engine, "--relay-address", host])
+                let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine, "--relay-address", host])
                 defer { XCTAssertEqual(relay.stop(), 0) }
                 for policy in Self.policies {
                     let session = try relay.createSession(policy.session)
@@ -58,7 +59,7 @@ final class MarkingTests: XCTestCase {
             for policy in Self.policies {
                 let upstream = try IndependentPeer(host: host)
                 let listen = try IndependentPeer(host: host).port  // a free port, released
-                let relay = try RelayProcess(["--ports", "41600-41699", "--relay-address", host,
+                let relay = try RelayProcess(ports: PortBlock(count: 100), ["--relay-address", host,
                                               "--forward", "\(bracketed):\(listen)=\(bracketed):\(upstream.port)"] + policy.flags)
                 defer { XCTAssertEqual(relay.stop(), 0) }
                 let client = try IndependentPeer(host: host)
@@ -86,7 +87,7 @@ final class DualStackTests: XCTestCase {
     func testIPv4AndIPv6PeersInOneSessionKeepTheirMarking() throws {
         try XCTSkipUnless(IndependentPeer.hostHasIPv6, "this host has no ::1")
         for engine in ["mmsg", "uring"] {
-            let relay = try RelayProcess(["--ports", "42500-42599", "--engine", engine,
+            let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine,
                                           "--relay-address", "::", "--advertise-address", "::1"])
             defer { XCTAssertEqual(relay.stop(), 0) }
             let session = try relay.createSession()

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// `"rtcp": "pair"` sessions for RTP senders that send RTCP to the RTP port + 1 (RFC 3550),
@@ -9,7 +10,7 @@ final class RTCPPairTests: XCTestCase {
     var relay: RelayProcess!
 
     override func setUpWithError() throws {
-        relay = try RelayProcess(["--ports", "45201-45299"])  // odd start: pairs must still align
+        relay = try RelayProcess(ports: PortBlock(count: 99, offset: 1), [])  // odd start: pairs must still align
     }
 
     override func tearDown() {

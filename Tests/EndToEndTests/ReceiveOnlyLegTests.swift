@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// A receive-only peer latches its leg once and then stays silent, as a viewer or a muted
@@ -9,7 +10,7 @@ import XCTest
 /// they say. One session per policy, driven side by side so the test waits out the silence once.
 final class ReceiveOnlyLegTests: XCTestCase {
     func testASilentLegIsNotTakenByAnotherAddress() throws {
-        let relay = try RelayProcess(["--ports", "45100-45199"])
+        let relay = try RelayProcess(ports: PortBlock(), [])
         defer { XCTAssertEqual(relay.stop(), 0, relay.log) }
         let policies = ["same_address", "any", "never"]
         let sessions = try policies.map { try relay.createSession(#"{"relatch": "\#($0)", "relatch_after_seconds": 1}"#) }
@@ -50,7 +51,7 @@ final class ReceiveOnlyLegTests: XCTestCase {
     }
 
     func testABadPolicyOrRTCPModeIsRefusedByName() throws {
-        let relay = try RelayProcess(["--ports", "45100-45199"])
+        let relay = try RelayProcess(ports: PortBlock(), [])
         defer { XCTAssertEqual(relay.stop(), 0, relay.log) }
         for (body, field) in [(#"{"relatch": "sometimes"}"#, "relatch"), (#"{"relatch": 1}"#, "relatch"), (#"{"rtcp": "odd"}"#, "rtcp")] {
             let reply = try relay.request("POST", "/v1/sessions", body: body)

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
@@ -19,10 +20,17 @@ final class RelayProcess {
         return url
     }
 
-    /// Starts `mediarelay ARGS --http 127.0.0.1:0` and waits for its `http listening on` line.
-    init(_ arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws {
+    /// The relay's `--ports` range, claimed against every other test on the host while the
+    /// relay lives (fixed ranges collided with other test runs going on at the same time).
+    let ports: PortBlock?
+
+    /// Starts `mediarelay --ports PORTS ARGS --http 127.0.0.1:0` (without `--ports` when `ports`
+    /// is nil) and waits for its `http listening on` line.
+    init(ports: PortBlock?, _ arguments: [String], environment: [String: String] = [:],
+         file: StaticString = #filePath, line: UInt = #line) throws {
+        self.ports = ports
         process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
-        process.arguments = ["--http", "127.0.0.1:0", "--log-level", "info"] + arguments
+        process.arguments = ["--http", "127.0.0.1:0", "--log-level", "info"] + (ports.map { ["--ports", $0.argument] } ?? []) + arguments
         var env = ProcessInfo.processInfo.environment
         env["MEDIARELAY_CONTROL_TOKEN"] = nil
         env["NOTIFY_SOCKET"] = nil

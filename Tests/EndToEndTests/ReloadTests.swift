@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 final class ReloadTests: XCTestCase {
     func testSighupAppliesANewTokenAndLimitsWithoutDroppingASessionOrADatagram() throws {
         let config = try ConfigFixture(self, #"{"control_token": "first-token", "workers": 1, "max_sessions": 50}"#)
-        let relay = try RelayProcess(["--config", config.path, "--ports", "47300-47399"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--config", config.path])
         let pid = relay.process.processIdentifier
         let session = try relay.createSession(token: "first-token")
         let peers = try Peers(count: 2)
@@ -54,7 +55,7 @@ final class ReloadTests: XCTestCase {
         let config = try ConfigFixture(self, #"{"max_clients": 1}"#)
         let peers = try Peers(count: 3)     // 0: the upstream, 1 and 2: clients
         let listen = Endpoint(host: "127.0.0.1", port: try freeUDPPort())!
-        let relay = try RelayProcess(["--config", config.path, "--ports", "47410-47419", "--forward", "\(listen)=\(peers.address(0))"])
+        let relay = try RelayProcess(ports: PortBlock(count: 10), ["--config", config.path, "--forward", "\(listen)=\(peers.address(0))"])
         peers.send(from: 1, to: listen, [1])
         XCTAssertEqual(peers.collect(expected: 1).map(\.bytes), [[1]])
         peers.send(from: 2, to: listen, [2])
@@ -70,7 +71,7 @@ final class ReloadTests: XCTestCase {
     }
 
     func testSighupWithoutAConfigFileKeepsRunning() throws {
-        let relay = try RelayProcess(["--ports", "47400-47409"])
+        let relay = try RelayProcess(ports: PortBlock(count: 10), [])
         kill(relay.process.processIdentifier, SIGHUP)
         XCTAssertTrue(eventually { relay.log.contains("no file to reload") }, relay.log)
         XCTAssertTrue(relay.process.isRunning)

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// Sessions through the real server: pairs, fan-out, latching, hijack, limits, lifecycle.
@@ -7,7 +8,7 @@ final class SessionTests: XCTestCase {
     var relay: RelayProcess!
 
     override func setUpWithError() throws {
-        relay = try RelayProcess(["--ports", "41000-41199", "--workers", "2"])
+        relay = try RelayProcess(ports: PortBlock(count: 200), ["--workers", "2"])
     }
 
     override func tearDown() {

@@ -1,11 +1,12 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// /v1/stats and /metrics count exactly what was sent.
 final class StatsTests: XCTestCase {
     func testStatsCountExactlyWhatWasSent() throws {
-        let relay = try RelayProcess(["--ports", "41700-41799", "--workers", "2"])
+        let relay = try RelayProcess(ports: PortBlock(count: 100), ["--workers", "2"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let session = try relay.createSession()
         // Sent and received by the load generator's socket code, so the relay's ECN counters

@@ -1,4 +1,5 @@
 import Foundation
+import TestPorts
 import Glibc
 import XCTest
 
@@ -44,7 +45,7 @@ final class StrictInputTests: XCTestCase {
     }
 
     func testDuplicateAPIFieldsAndCredentialsAre400() throws {
-        let relay = try RelayProcess(["--ports", "47520-47529", "--control-token", "t0ken"])
+        let relay = try RelayProcess(ports: PortBlock(count: 10), ["--control-token", "t0ken"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let reply = try relay.request("POST", "/v1/sessions", body: #"{"legs": 2, "legs": 3}"#, token: "t0ken")
         XCTAssertEqual(reply.status, 400)

@@ -1,4 +1,5 @@
 import Foundation
+import TestPorts
 import XCTest
 
 /// mediarelay-load's TURN mode against mediarelay's own TURN listener: every datagram both ways,
@@ -8,7 +9,7 @@ import XCTest
 final class TurnLoadGeneratorTests: XCTestCase {
     func testTurnRunThroughTheRealServerKeepsMarksAndReleases() throws {
         let turnPort = try freeUDPPort()
-        let relay = try RelayProcess(["--ports", "42600-42649", "--turn", "127.0.0.1:\(turnPort)", "--turn-realm", "load.test",
+        let relay = try RelayProcess(ports: PortBlock(count: 50), ["--turn", "127.0.0.1:\(turnPort)", "--turn-realm", "load.test",
                                       "--turn-user", "load:pw", "--turn-allowed-peer", "127.0.0.1/32"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let tos = 46 << 2 | 1  // EF with ECT(1): ECT(1) must not become ECT(0)

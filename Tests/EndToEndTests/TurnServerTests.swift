@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import TestPorts
 import XCTest
 
 /// The mediarelay executable as a TURN server for coturn's own client: static users and the
@@ -9,8 +10,8 @@ final class TurnServerTests: XCTestCase {
     func testCoturnClientThroughMediarelay() throws {
         try Coturn.requireTools()
         let turnPort = try freeUDPPort()
-        let relay = try RelayProcess([
-            "--ports", "47800-47899", "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
+        let relay = try RelayProcess(ports: PortBlock(), [
+            "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
             "--turn-realm", "north.gov", "--turn-user", "alice:secret", "--turn-secret", "logen",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128",
         ])
@@ -32,7 +33,7 @@ final class TurnServerTests: XCTestCase {
         ])
         for (index, run) in runs.enumerated() { XCTAssertTrue(run.passed, "run \(index): \(run.summary)\n\(relay.log)") }
         let ipv6 = try TURNClientRun.run(server: server, peer: peer6.endpoint, flags: user + common + ["-x"])
-        XCTAssertTrue(ipv6.passed, "IPv6 relay: \(ipv6.summary)")
+        XCTAssertTrue(ipv6.passed, "IPv6 relay: \(ipv6.summary)\n\(relay.log)")
 
         // Wrong credentials relay nothing.
         let wrong = try TURNClientRun.run(server: server, peer: peer.endpoint, flags: ["-u", "alice", "-w", "nope"] + common)

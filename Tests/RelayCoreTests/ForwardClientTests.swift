@@ -61,12 +61,12 @@ final class ForwardClientTests: XCTestCase {
 
         // b sent last; removing it (as expiry does) frees its index while it is the one
         // remembered. Its next datagrams make a new client, and a keeps its own.
-        let bIndex = try XCTUnwrap(worker.clientsByRule[0][b.localEndpoint])
-        worker.removeClient(bIndex)
+        let bIndex = try XCTUnwrap(worker.forwardRules.clientsByRule[0][b.localEndpoint])
+        worker.forwardRules.removeClient(bIndex)
         let returned = run(from: bID, named: UInt8(ascii: "b"), count: 8)
         XCTAssertEqual(returned.count, 1)
         XCTAssertNotEqual(returned, first, "the returning client left through another client's socket")
         XCTAssertEqual(run(from: aID, named: UInt8(ascii: "a"), count: 8), first)
-        XCTAssertEqual(worker.clientCount, 2)
+        XCTAssertEqual(worker.forwardRules.clientCount, 2)
     }
 }

@@ -19,10 +19,10 @@ final class RelatchTests: XCTestCase {
         var request = SessionRequest()
         request.relatch = policy
         request.relatchAfterSeconds = 1
-        guard case .success = worker.createSession(request, id: "s-relatch") else { throw RelayError.portsExhausted }
-        XCTAssertTrue(worker.latch(0, peer))
-        worker.legs[0].lastHeard = worker.now
-        worker.now &+= 2_000_000_000
+        guard case .success = worker.sessions.create(request, id: "s-relatch") else { throw RelayError.portsExhausted }
+        XCTAssertTrue(worker.sessions.latch(0, peer))
+        worker.sessions.legs[0].lastHeard = worker.sessions.now
+        worker.sessions.now &+= 2_000_000_000
         return worker
     }
 
@@ -30,31 +30,31 @@ final class RelatchTests: XCTestCase {
         XCTAssertEqual(SessionRequest().relatch, .sameAddress)
         let worker = try silentLeg(.sameAddress)
         defer { worker.shutDown() }
-        XCTAssertFalse(worker.latch(0, stranger), "another address may not take a silent leg")
-        XCTAssertEqual(worker.legs[0].latched, peer)
-        XCTAssertEqual(worker.legs[0].counters.drops[.hijack], 1)
-        XCTAssertTrue(worker.latch(0, rebound), "the same address on a new port is a NAT rebinding")
-        XCTAssertEqual(worker.legs[0].latched, rebound)
-        XCTAssertEqual(worker.legs[0].counters.relatches, 1)
+        XCTAssertFalse(worker.sessions.latch(0, stranger), "another address may not take a silent leg")
+        XCTAssertEqual(worker.sessions.legs[0].latched, peer)
+        XCTAssertEqual(worker.sessions.legs[0].counters.drops[.hijack], 1)
+        XCTAssertTrue(worker.sessions.latch(0, rebound), "the same address on a new port is a NAT rebinding")
+        XCTAssertEqual(worker.sessions.legs[0].latched, rebound)
+        XCTAssertEqual(worker.sessions.legs[0].counters.relatches, 1)
     }
 
     func testAnyLetsEverySourceTakeASilentLegButNotATalkingOne() throws {
         let worker = try silentLeg(.any)
         defer { worker.shutDown() }
-        worker.legs[0].lastHeard = worker.now  // talking
-        XCTAssertFalse(worker.latch(0, stranger))
-        worker.now &+= 2_000_000_000
-        XCTAssertTrue(worker.latch(0, stranger))
-        XCTAssertEqual(worker.legs[0].latched, stranger)
+        worker.sessions.legs[0].lastHeard = worker.sessions.now  // talking
+        XCTAssertFalse(worker.sessions.latch(0, stranger))
+        worker.sessions.now &+= 2_000_000_000
+        XCTAssertTrue(worker.sessions.latch(0, stranger))
+        XCTAssertEqual(worker.sessions.legs[0].latched, stranger)
     }
 
     func testNeverKeepsTheFirstSource() throws {
         let worker = try silentLeg(.never)
         defer { worker.shutDown() }
-        XCTAssertFalse(worker.latch(0, rebound))
-        XCTAssertFalse(worker.latch(0, stranger))
-        XCTAssertEqual(worker.legs[0].latched, peer)
-        XCTAssertEqual(worker.legs[0].counters.drops[.hijack], 2)
+        XCTAssertFalse(worker.sessions.latch(0, rebound))
+        XCTAssertFalse(worker.sessions.latch(0, stranger))
+        XCTAssertEqual(worker.sessions.legs[0].latched, peer)
+        XCTAssertEqual(worker.sessions.legs[0].counters.drops[.hijack], 2)
     }
 
     func testIPv6AddressesCompareWholeAndWithScope() {

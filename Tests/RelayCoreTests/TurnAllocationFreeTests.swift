@@ -23,7 +23,7 @@ final class TurnAllocationFreeTests: XCTestCase {
 
     /// The same through a whole worker: its dispatcher, its turn (flush, housekeeping, stats).
     func testTurnThroughAWorkerAllocatesNothing() throws {
-        let harness = try TurnHarness(workers: 1, ports: 47400...47499)
+        let harness = try TurnHarness(workers: 1)
         let worker = harness.workers[0]
         // Housekeeping and stats run every turn or so; their first run instantiates generic
         // type metadata once (a runtime cache), which the warm-up must include.

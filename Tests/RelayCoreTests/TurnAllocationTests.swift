@@ -35,7 +35,7 @@ final class TurnAllocationTests: XCTestCase {
         XCTAssertEqual(answer.integrity(key: client.key), .valid)
         let relayed = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress))
         XCTAssertEqual(relayed.hostText, "127.0.0.1")
-        XCTAssertTrue((47100...47199).contains(relayed.port))
+        XCTAssertTrue(harness.ports.range.contains(relayed.port))
         XCTAssertEqual(try answer.value(.lifetime, AttributeValue.uint32), 600)
         XCTAssertEqual(try answer.xorAddress(.xorMappedAddress), client.address)
         XCTAssertEqual(harness.table.activeAllocations, 1)
@@ -185,5 +185,20 @@ final class TurnAllocationTests: XCTestCase {
         let odd = try XCTUnwrap(rtcp.allocate { $0.append(.reservationToken, token) }?.xorAddress(.xorRelayedAddress))
         XCTAssertEqual(odd.hostText, "::1")
         XCTAssertEqual(odd.port, even.port + 1)
+    }
+
+    /// A reserved port is bound from the moment it is reserved: another process cannot take it
+    /// before the token comes back (on a busy host that made coturn's client fail with 508).
+    func testReservedPortIsHeldUntilRedeemed() throws {
+        let harness = try TurnHarness()
+        var rtp = try TurnTestClient(harness)
+        let answer = try XCTUnwrap(rtp.allocate { $0.append(.evenPort, [0x80])
+            $0.append(.requestedAddressFamily, [2, 0, 0, 0]) })
+        var reserved = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress))
+        reserved.port += 1
+        XCTAssertThrowsError(try UDPSocket(binding: reserved), "the reserved port \(reserved) must already be bound")
+        let token = try XCTUnwrap(answer.value(.reservationToken) { Array($0) })
+        var rtcp = try TurnTestClient(harness)
+        XCTAssertEqual(try rtcp.allocate { $0.append(.reservationToken, token) }?.xorAddress(.xorRelayedAddress), reserved)
     }
 }

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 @testable import RelayCore
+import TestPorts
 import XCTest
 
 /// coturn's own test client against the relay's TURN workers (a Relay with two workers, no
@@ -19,7 +20,9 @@ final class TurnCoturnClientTests: XCTestCase {
         }
         let listener = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
         let peerPort = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
-        var settings = RelaySettings(ports: 47600...47799, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
+        let ports = try PortBlock(count: 200)
+        defer { withExtendedLifetime(ports) {} }
+        var settings = RelaySettings(ports: ports.range, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
         settings.workers = 2
         settings.turn = TurnSettings(
             authenticator: TurnAuthenticator(credentials: TurnCredentials(realm: "north.gov", users: [("alice", "secret")],

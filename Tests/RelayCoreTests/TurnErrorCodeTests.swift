@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import TestPorts
 import STUN
 import XCTest
 
@@ -122,7 +123,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test486QuotaAnd508Capacity() throws {
-        let harness = try TurnHarness(ports: 47200...47203) { $0.maxAllocationsPerUser = 1 }
+        let harness = try TurnHarness(ports: PortBlock(count: 4)) { $0.maxAllocationsPerUser = 1 }
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         var second = try TurnTestClient(harness)

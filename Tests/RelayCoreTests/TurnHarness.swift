@@ -3,6 +3,7 @@ import Foundation
 @testable import RelayCore
 import STUN
 import Synchronization
+import TestPorts
 import XCTest
 
 /// A TURN table on real loopback sockets, driven on the test's thread: clients and peers are
@@ -16,6 +17,8 @@ final class TurnHarness {
     var workers: [Worker] = []
     let listener: Endpoint
     let sockets: DatagramEngine
+    /// The relay's port range, claimed against every other test on the host.
+    let ports: PortBlock
     var now: UInt64 = 1_000 * 1_000_000_000
     /// Datagrams the client/peer sockets received, by socket, oldest first.
     var inbox: [SocketID: [(bytes: [UInt8], trafficClass: TrafficClass, source: Endpoint)]] = [:]
@@ -25,7 +28,7 @@ final class TurnHarness {
     }
     let wall = Clock()
 
-    init(backend: Backend = .mmsg, ports: ClosedRange<UInt16> = 47100...47199, ipv6: Bool = true,
+    init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
                                       secrets: ["rest-secret"])
@@ -37,8 +40,9 @@ final class TurnHarness {
         let wall = self.wall
         settings.wallClock = { wall.seconds.withLock { $0 } }
         configure(&settings)
+        self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: ports), now: now)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: self.ports.range), now: now)
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))
@@ -46,10 +50,11 @@ final class TurnHarness {
     }
 
     /// Worker mode: `workers` relay workers whose TURN listeners share one port by SO_REUSEPORT.
-    init(workers count: Int, ports: ClosedRange<UInt16>) throws {
+    init(workers count: Int) throws {
+        ports = try PortBlock()
         // A free port for the shared listener: taken, noted, let go.
         listener = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
-        var settings = RelaySettings(ports: ports, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
+        var settings = RelaySettings(ports: ports.range, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
         settings.engine = EngineConfiguration(backend: .mmsg)
         var turn = TurnSettings(authenticator: TurnAuthenticator(credentials: TurnCredentials(
                                     realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")])),

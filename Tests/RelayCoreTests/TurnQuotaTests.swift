@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import TestPorts
 import STUN
 import XCTest
 
@@ -69,8 +70,9 @@ final class TurnAmplificationTests: XCTestCase {
 /// indication's port is checked too; another allocation's relayed address stays reachable.
 final class TurnOwnPortTests: XCTestCase {
     func testSendToAnOwnPortIsDroppedButAnotherAllocationIsReached() throws {
-        let harness = try TurnHarness {
-            $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: 47100...47199,
+        let ports = try PortBlock()
+        let harness = try TurnHarness(ports: ports) {
+            $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: ports.range,
                                        relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
         }
         var client = try TurnTestClient(harness)
@@ -81,7 +83,7 @@ final class TurnOwnPortTests: XCTestCase {
         let otherRelayed = try XCTUnwrap(other.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertTrue(try XCTUnwrap(client.permit(otherRelayed)).isSuccess)
         XCTAssertTrue(try XCTUnwrap(other.permit(relayed)).isSuccess)
-        let ownPort = Endpoint(host: "127.0.0.1", port: 47199)!  // in the pool, not relayed
+        let ownPort = Endpoint(host: "127.0.0.1", port: ports.range.upperBound)!  // in the pool, not relayed
         XCTAssertEqual(client.bind(0x4000, ownPort)?.errorCode, 403)
 
         client.send(sendIndication(ownPort, [1]))

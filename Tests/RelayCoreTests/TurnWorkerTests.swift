@@ -11,7 +11,7 @@ import XCTest
 /// land on both, but the test does not depend on it).
 final class TurnWorkerTests: XCTestCase {
     func testClientsAcrossWorkersSharingOneListenerPort() throws {
-        let harness = try TurnHarness(workers: 2, ports: 47300...47399)
+        let harness = try TurnHarness(workers: 2)
         var clients: [TurnTestClient] = []
         var relayed: [Endpoint] = []
         for index in 0..<6 {

@@ -22,7 +22,7 @@ final class WorkerAllocationTests: XCTestCase {
             settings.engine = EngineConfiguration(backend: backend)
             settings.rules = [ForwardRule(listen: listen, upstream: upstreamSocket.localEndpoint)]
             let worker = try Worker(shared: WorkerShared(index: 0), settings: settings, ruleShares: settings.rules.map(RuleShared.init))
-            guard case .success(let session) = worker.createSession(SessionRequest(), id: "s-test") else {
+            guard case .success(let session) = worker.sessions.create(SessionRequest(), id: "s-test") else {
                 return XCTFail("no session")
             }
             let legA = session.legs[0].address

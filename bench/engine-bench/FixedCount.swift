@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import SystemSupport
 
 /// `engine-bench --count N`: one forwarder (ours as `engine-bench serve`, or the C reference)
 /// as a child process, started under an optional wrapper such as valgrind or strace
@@ -35,9 +36,8 @@ enum FixedCount {
 
         // Bursts at absolute deadlines, `burst / rate` apart.
         let rate = options.rates[0]
-        let interval = Int(1e9 * Double(options.burst) / Double(rate))
-        var next = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &next)
+        let interval = UInt64(1e9 * Double(options.burst) / Double(rate))
+        var next = MonotonicClock.now()
         var sent = 0
         while sent < count {
             let burst = min(options.burst, count - sent)
@@ -47,9 +47,8 @@ enum FixedCount {
             }
             source.flush()
             sent += burst
-            next.tv_nsec += interval
-            while next.tv_nsec >= 1_000_000_000 { next.tv_nsec -= 1_000_000_000; next.tv_sec += 1 }
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nil)
+            next += interval
+            MonotonicClock.sleep(until: next)
         }
         // Wait for the last of them; stop early when nothing moved for two seconds (a drop).
         var last = forwarder.counters().forwarded

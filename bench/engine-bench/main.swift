@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends
 // 200-byte datagrams at a paced rate to a forwarder, which forwards each one (with its TOS
@@ -87,11 +88,10 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
     let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
     defer { payload.deallocate() }
     payload.initializeMemory(as: UInt8.self, repeating: 0x5A)
-    let tick = 1_000_000  // ns
+    let tick: UInt64 = 1_000_000  // ns
     let warmup = 0.3
-    var next = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &next)
-    let start = Double(next.tv_sec) + Double(next.tv_nsec) / 1e9
+    let start = MonotonicClock.now()
+    var next = start
     var sent = 0
     var offered = 0
     var elapsed = 0.0
@@ -109,12 +109,9 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
         source.flush()
         sent += max(0, due)
         offered += max(0, due)
-        next.tv_nsec += tick
-        if next.tv_nsec >= 1_000_000_000 { next.tv_nsec -= 1_000_000_000; next.tv_sec += 1 }
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nil)
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        elapsed = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - start
+        next += tick
+        MonotonicClock.sleep(until: next)
+        elapsed = Double(MonotonicClock.now() - start) / 1e9
     }
     usleep(100_000)  // let the last bursts through
     let cpu = forwarder.cpuSeconds() - before!.cpu

@@ -32,7 +32,7 @@ public struct PeerPolicy: Sendable {
     public var allowed: [AddressRange]
     /// `--turn-denied-peer` blocks.
     public var denied: [AddressRange]
-    /// The relay's sockets that are not relayed addresses (the worker fills this in). A socket
+    /// The relay's sockets that are not relayed addresses (the server fills this in). A socket
     /// bound to a wildcard (0.0.0.0 or ::) stands for its port on every own address.
     public private(set) var ownSockets: Set<Endpoint>
     /// Ports the relay hands to sessions and relayed addresses (the port pool): refused on own

@@ -1,4 +1,5 @@
 import STUN
+import SystemSupport
 
 /// Why a TURN datagram was not relayed (each counted under one reason).
 public enum TurnDropReason: Int, Sendable, CaseIterable {
@@ -85,20 +86,17 @@ public struct TurnStats: Sendable {
     }
 }
 
-extension TurnCounters {
+extension TurnCounters: SummedCounters {
+    /// The plain counters `merge` sums; the tables are added below.
+    public static var summedFields: [WritableKeyPath<TurnCounters, UInt64>] {
+        [\.allocationsCreated, \.allocationsDeleted, \.allocationsExpired, \.channelDataToPeers, \.channelDataToClients,
+         \.indicationsToPeers, \.indicationsToClients, \.bytesToPeers, \.bytesToClients, \.bindingRequests]
+    }
+
     public mutating func merge(_ other: TurnCounters) {
-        allocationsCreated &+= other.allocationsCreated
-        allocationsDeleted &+= other.allocationsDeleted
-        allocationsExpired &+= other.allocationsExpired
-        for index in refused.indices { refused[index] &+= other.refused[index] }
-        for index in authFailures.indices { authFailures[index] &+= other.authFailures[index] }
-        for index in drops.indices { drops[index] &+= other.drops[index] }
-        channelDataToPeers &+= other.channelDataToPeers
-        channelDataToClients &+= other.channelDataToClients
-        indicationsToPeers &+= other.indicationsToPeers
-        indicationsToClients &+= other.indicationsToClients
-        bytesToPeers &+= other.bytesToPeers
-        bytesToClients &+= other.bytesToClients
-        bindingRequests &+= other.bindingRequests
+        add(other)
+        refused.add(other.refused)
+        authFailures.add(other.authFailures)
+        drops.add(other.drops)
     }
 }

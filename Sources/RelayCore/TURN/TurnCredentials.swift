@@ -42,7 +42,7 @@ public struct TurnCredentials: Sendable {
         if !secrets.isEmpty, let expiry = restExpiry(of: username) {
             if expiry > unixTime {
                 for secret in secrets {
-                    let password = restPassword(secret: secret, username: username)
+                    let password = LongTermKey.restPassword(secret: secret, username: username)
                     keys.append(LongTermKey.derive(username: username, realm: realm, password: password, algorithm: algorithm))
                 }
             } else {
@@ -55,11 +55,7 @@ public struct TurnCredentials: Sendable {
 
     /// The REST password for `username` under `secret`, as a client (or coturn's -W) mints it.
     public static func restPassword(secret: String, username: String) -> String {
-        Digest.base64(Digest.hmacSHA1(key: Array(secret.utf8), Array(username.utf8)))
-    }
-
-    private func restPassword(secret: [UInt8], username: String) -> String {
-        Digest.base64(Digest.hmacSHA1(key: secret, Array(username.utf8)))
+        LongTermKey.restPassword(secret: Array(secret.utf8), username: username)
     }
 
     /// The expiry of a REST username: the digits before the first separator, or else the

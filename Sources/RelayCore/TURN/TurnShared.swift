@@ -1,3 +1,4 @@
+import DatagramEngine
 import STUN
 import Synchronization
 
@@ -8,7 +9,7 @@ public final class TurnShared: Sendable {
     private struct State {
         var total = 0
         var perUser: [String: Int] = [:]
-        var reservations: [UInt64: (port: UInt16, family: AddressFamily, expires: UInt64)] = [:]
+        var reservations: [UInt64: (port: UInt16, family: AddressFamily, held: HeldPort, expires: UInt64)] = [:]
     }
     private let state = Mutex(State())
     /// TURN's relayed ports, for the peer policy's question "is this another allocation?".
@@ -37,17 +38,21 @@ public final class TurnShared: Sendable {
 
     public var allocations: Int { state.withLock { $0.total } }
 
-    func reserve(_ port: UInt16, family: AddressFamily, token: UInt64, until expires: UInt64) {
-        state.withLock { $0.reservations[token] = (port, family, expires) }
+    /// Keeps `held` (a socket bound on the reserved port, so no other process can take the
+    /// port before the token comes back) until the token is redeemed or expires.
+    func reserve(_ port: UInt16, family: AddressFamily, held: HeldPort, token: UInt64, until expires: UInt64) {
+        state.withLock { $0.reservations[token] = (port, family, held, expires) }
     }
 
-    /// The port a token reserved and its family (the allocation that redeems it gets the same
-    /// family as the one that reserved it), taken out of the table: a token is used once.
-    func redeem(_ token: UInt64) -> (port: UInt16, family: AddressFamily)? {
-        state.withLock { $0.reservations.removeValue(forKey: token).map { ($0.port, $0.family) } }
+    /// The port a token reserved, its family (the allocation that redeems it gets the same
+    /// family as the one that reserved it) and the socket holding it, taken out of the table:
+    /// a token is used once.
+    func redeem(_ token: UInt64) -> (port: UInt16, family: AddressFamily, held: HeldPort)? {
+        state.withLock { $0.reservations.removeValue(forKey: token).map { ($0.port, $0.family, $0.held) } }
     }
 
-    /// Reservations past their time, removed; the caller returns their ports to the pool.
+    /// Reservations past their time, removed (their sockets close); the caller returns their
+    /// ports to the pool.
     func expireReservations(now: UInt64) -> [UInt16] {
         state.withLock { state in
             let expired = state.reservations.filter { $0.value.expires <= now }
@@ -55,4 +60,13 @@ public final class TurnShared: Sendable {
             return expired.values.map(\.port)
         }
     }
+}
+
+/// A socket bound on a port reserved by EVEN-PORT's R bit, not yet registered with any engine.
+/// The token may come back on another worker, so the socket crosses threads, but only through
+/// TurnShared's lock and only once: one thread uses it at a time.
+final class HeldPort: @unchecked Sendable {
+    let socket: UDPSocket
+
+    init(_ socket: UDPSocket) { self.socket = socket }
 }

@@ -53,7 +53,7 @@ extension TurnTable {
         let primary: RelayedSocket
         do throws(TurnRefusal) {
             if let redeemed {
-                primary = try openRelay(family, port: redeemed.port, dontFragment: dontFragment)
+                primary = try openRelay(family, port: redeemed.port, held: redeemed.held.socket, dontFragment: dontFragment)
             } else if let reserveNext = evenPort {
                 (primary, reservation) = try openEvenRelay(family, reserveNext: reserveNext, dontFragment: dontFragment)
             } else {
@@ -126,8 +126,20 @@ extension TurnTable {
                 continue
             }
             guard reserveNext else { return (relay, nil) }
+            // The odd port is bound now, not when the token comes back: until then any other
+            // process could take it, and the RTCP allocation would fail with 508.
+            guard var next = bindAddress(family) else { break }
+            next.port = port + 1
+            guard let held = try? UDPSocket(binding: next, options: socketOptions) else {
+                // Just opened, nothing queued on it yet: it can close at once.
+                engine.unregister([relay.socket])
+                shared.relayedPorts.remove(relay.port)
+                ports.release(relay.port, from: .turn)
+                ports.release(port + 1, from: .turn)
+                continue
+            }
             let token = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            shared.reserve(port + 1, family: family, token: token, until: now &+ TurnTable.reservationNanoseconds)
+            shared.reserve(port + 1, family: family, held: HeldPort(held), token: token, until: now &+ TurnTable.reservationNanoseconds)
             return (relay, token)
         }
         throw TurnRefusal(code: .insufficientCapacity)
@@ -137,9 +149,10 @@ extension TurnTable {
         family == .ipv4 ? settings.relayIPv4 : settings.relayIPv6
     }
 
-    /// Binds a relayed socket of `family`: on `port` when given (already taken from the pool),
-    /// else on a free port of the pool, skipping ports another process holds. 508 when none.
-    func openRelay(_ family: AddressFamily, port given: UInt16?, dontFragment: Bool) throws(TurnRefusal) -> RelayedSocket {
+    /// Binds a relayed socket of `family`: on `port` when given (already taken from the pool,
+    /// and `held` already bound on it when a reservation kept it), else on a free port of the
+    /// pool, skipping ports another process holds. 508 when none.
+    func openRelay(_ family: AddressFamily, port given: UInt16?, held: UDPSocket? = nil, dontFragment: Bool) throws(TurnRefusal) -> RelayedSocket {
         guard var local = bindAddress(family) else { throw TurnRefusal(code: .addressFamilyNotSupported) }
         var skipped: [UInt16] = []
         defer { for port in skipped { ports.release(port, from: .turn) } }
@@ -147,7 +160,7 @@ extension TurnTable {
             guard let port = given ?? ports.acquire(for: .turn) else { break }
             local.port = port
             do {
-                let bound = try UDPSocket(binding: local, options: socketOptions)
+                let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
                 if dontFragment { setDontFragment(bound) }
                 let socket = try engine.register(bound)
                 var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local

@@ -198,3 +198,18 @@ extension TurnTable {
         allocations[a]!.permissions[Allocation.permissionKey(peer)] = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
     }
 }
+
+extension TurnAuthenticator {
+    /// Whether the 401 to the smallest Allocate a client may send (REQUESTED-TRANSPORT alone)
+    /// fits under `TurnTable.unauthenticatedSlack`. The realm is the one part of a 401 the
+    /// operator sizes: past about 52 bytes such a client gets no answer at all (counted as an
+    /// `amplification` drop), so the server warns at start.
+    public var challengeFitsBareAllocate: Bool {
+        var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
+        bare.append(.requestedTransport, [17, 0, 0, 0])
+        var answer = MessageBuilder(MessageType(.allocate, .errorResponse), transactionID: bare.transactionID)
+        answer.append(error: .unauthenticated)
+        appendChallenge(to: &answer, for: Endpoint(ipv4: 0, port: 0), second: 0)
+        return answer.bytes.count <= bare.bytes.count + TurnTable.unauthenticatedSlack
+    }
+}

@@ -1,38 +1,8 @@
 import DatagramEngine
 
-/// Forward rules: a UDP proxy. Each client source gets its own upstream socket from the port
-/// range; replies from the upstream go back to the client from the rule's listen address.
-extension Worker {
-    @inline(__always)
-    func fromClient(_ rule: Int, _ datagram: ReceivedDatagram) {
-        let client: Int
-        if let last = rules[rule].lastClient, last.source == datagram.source {
-            client = Int(last.client)
-        } else if let known = clientsByRule[rule][datagram.source] {
-            client = Int(known)
-        } else if let added = addClient(rule, datagram.source) {
-            client = added
-        } else {
-            return
-        }
-        rules[rule].lastClient = (datagram.source, Int32(client))
-        clients[client]!.lastHeard = now
-        engine.enqueue(socket: clients[client]!.upstreamSocket, to: rules[rule].rule.upstream,
-                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
-    }
-
-    @inline(__always)
-    func fromUpstream(_ client: Int, _ datagram: ReceivedDatagram) {
-        guard let state = clients[client] else { return drops.add(.unknownSource) }
-        let rule = Int(state.rule)
-        // Only the rule's upstream may answer through this socket: anything else would make
-        // the relay a reflector towards its clients.
-        guard datagram.source == rules[rule].rule.upstream else { return drops.add(.unknownSource) }
-        clients[client]!.lastHeard = now
-        engine.enqueue(socket: rules[rule].listener, to: state.source,
-                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
-    }
-
+/// Forward-rule clients coming and going: a new source gets an upstream socket (on its first
+/// datagram), an idle one loses it (housekeeping), all of them when the worker stops.
+extension ForwardRuleTable {
     /// A new client of `rule`: refused (and counted) beyond the rule's cap or when no port is free.
     func addClient(_ rule: Int, _ source: Endpoint) -> Int? {
         let shared = rules[rule].shared
@@ -42,7 +12,7 @@ extension Worker {
             return nil
         }
         let wildcard = rules[rule].rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: 0) : Endpoint(high: 0, low: 0, port: 0)
-        guard case .success(let opened) = openPorts(near: wildcard, for: .client), let (socket, port) = opened.first else {
+        guard case .success(let opened) = opener.open(near: wildcard, for: .client), let (socket, port) = opened.first else {
             shared.clients.subtract(1, ordering: .relaxed)
             drops.add(.noPort)
             return nil
@@ -53,7 +23,7 @@ extension Worker {
         clientsByRule[rule][source] = Int32(index)
         setRole(socket, .upstream(client: Int32(index)))
         clientCount += 1
-        lifecycle.clientsCreated &+= 1
+        clientsCreated &+= 1
         return index
     }
 
@@ -76,8 +46,13 @@ extension Worker {
             let timeout = UInt64(rules[Int(state.rule)].shared.idleTimeoutSeconds.load(ordering: .relaxed)) * 1_000_000_000
             if now &- state.lastHeard > timeout {
                 removeClient(Int32(index))
-                lifecycle.clientsExpired &+= 1
+                clientsExpired &+= 1
             }
         }
+    }
+
+    /// Closes every client's upstream socket (the worker is stopping).
+    func shutDown() {
+        for index in clients.indices where clients[index] != nil { removeClient(Int32(index)) }
     }
 }

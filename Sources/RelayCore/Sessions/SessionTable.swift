@@ -1,0 +1,156 @@
+import DatagramEngine
+import SystemSupport
+import Glibc
+
+/// Sessions on one worker: legs that latch onto the first source that sends to them, and
+/// forward to every other latched leg of their session. Only its worker's thread touches it.
+///
+/// The packet path (`fromLeg` and the latching it may need) is in this file and allocates
+/// nothing; creating, deleting, describing and expiring sessions are the control path, in
+/// SessionTable+Control.swift. Time comes from `now`, which the owner sets once per turn.
+final class SessionTable {
+    struct LegState {
+        var socket: SocketID
+        var address: Endpoint
+        var session: Int32
+        var firstLeg: Int32
+        var legCount: Int32
+        var latched: Endpoint?
+        var lastHeard: UInt64 = 0
+        var policy: MarkingPolicy
+        var relatchAfter: UInt64
+        var relatch: RelatchPolicy
+        var rateLimit: UInt64
+        var tokens: UInt64 = 0
+        var lastRefill: UInt64 = 0
+        var counters = LegCounters()
+    }
+
+    struct SessionState {
+        var id: String
+        var request: SessionRequest
+        var firstLeg: Int32
+        var created: UInt64
+        var idleTimeout: UInt64
+
+        /// Its legs, then (in an `"rtcp": "pair"` session) their RTCP companions, in one block.
+        var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
+    }
+
+    let engine: DatagramEngine
+    let settings: RelaySettings
+    let opener: PortOpener
+    /// The worker's index, for session descriptions.
+    let worker: Int
+    // `now`, `legs` and `drops` are read and written per datagram by this worker's thread only,
+    // and no access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess,
+    // about 80 instructions each) buy nothing on them.
+    /// Monotonic nanoseconds, set by the owner before each batch.
+    @exclusivity(unchecked) var now: UInt64
+    @exclusivity(unchecked) var legs: [LegState] = []
+    /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
+    var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
+    var sessions: [SessionState?] = []
+    var freeSessions: [Int32] = []
+    var sessionsByID: [String: Int32] = [:]
+    @exclusivity(unchecked) var drops = DropCounts()
+    var sessionsCreated: UInt64 = 0
+    var sessionsDeleted: UInt64 = 0
+    var sessionsExpired: UInt64 = 0
+    /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
+    var setRole: (SocketID, Worker.SocketRole) -> Void = { _, _ in }
+
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64) {
+        self.engine = engine
+        self.settings = settings
+        self.opener = opener
+        self.worker = worker
+        self.now = now
+    }
+
+    var count: Int { sessionsByID.count }
+
+    @inline(__always)
+    func fromLeg(_ leg: Int, _ datagram: ReceivedDatagram) {
+        if legs[leg].latched != datagram.source {
+            guard latch(leg, datagram.source) else { return }
+        }
+        legs[leg].lastHeard = now
+        if legs[leg].rateLimit > 0 && !takeToken(leg) {
+            legs[leg].counters.drops.add(.rateLimit)
+            drops.add(.rateLimit)
+            return
+        }
+        let marking = legs[leg].policy.apply(datagram.trafficClass)
+        legs[leg].counters.packetsIn &+= 1
+        legs[leg].counters.bytesIn &+= UInt64(datagram.bytes.count)
+        legs[leg].counters.ecnIn[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        let first = Int(legs[leg].firstLeg)
+        var forwarded = false
+        for other in first..<(first + Int(legs[leg].legCount)) where other != leg {
+            guard let peer = legs[other].latched else { continue }
+            engine.enqueue(socket: legs[other].socket, to: peer, trafficClass: marking, bytes: datagram.bytes)
+            legs[other].counters.packetsOut &+= 1
+            legs[other].counters.bytesOut &+= UInt64(datagram.bytes.count)
+            legs[other].counters.ecnOut[Int(marking.ecn.rawValue)] &+= 1
+            forwarded = true
+        }
+        if !forwarded {
+            legs[leg].counters.drops.add(.noDestination)
+            drops.add(.noDestination)
+        }
+    }
+    /// Latches `leg` onto `source` when allowed: the leg is new, or silent for longer than
+    /// relatch_after and the session's relatch policy accepts the source (by default only one
+    /// with the latched peer's address: a NAT rebinding, not a stranger after a receive-only
+    /// leg's media). Refused: a source outside allowed_sources, a second source while the first
+    /// is still talking or that the policy refuses (hijack), and a source already latched on
+    /// another leg of the session (which would make the relay send a peer its own datagrams).
+    func latch(_ leg: Int, _ source: Endpoint) -> Bool {
+        if let latched = legs[leg].latched,
+           now &- legs[leg].lastHeard < legs[leg].relatchAfter || !legs[leg].relatch.allows(from: latched, to: source) {
+            return refuse(leg, .hijack)
+        }
+        if isRelayOwn(source) { return refuse(leg, .sourceNotAllowed) }
+        let session = sessions[Int(legs[leg].session)]!
+        if !session.request.allowedSources.isEmpty && !session.request.allowedSources.contains(where: { $0.contains(source) }) {
+            return refuse(leg, .sourceNotAllowed)
+        }
+        let first = Int(legs[leg].firstLeg)
+        for other in first..<(first + Int(legs[leg].legCount)) where other != leg && legs[other].latched == source {
+            return refuse(leg, .hijack)
+        }
+        if legs[leg].latched != nil { legs[leg].counters.relatches &+= 1 }
+        legs[leg].latched = source
+        return true
+    }
+
+    /// A source that is one of this relay's own sockets (a spoofed datagram naming another
+    /// leg's address): latching onto it would make two legs forward to each other forever.
+    /// Checked only when a leg latches, never per datagram.
+    func isRelayOwn(_ source: Endpoint) -> Bool {
+        var ownAddress = source.isLoopback || source == Endpoint(high: settings.advertiseAddress.high, low: settings.advertiseAddress.low,
+                                                                port: source.port, scope: source.scope)
+        if !settings.relayAddress.isWildcard {
+            ownAddress = ownAddress || (source.high == settings.relayAddress.high && source.low == settings.relayAddress.low)
+        }
+        return ownAddress && settings.ports.isHeld(source.port)
+    }
+
+    private func refuse(_ leg: Int, _ reason: DropReason) -> Bool {
+        legs[leg].counters.drops.add(reason)
+        drops.add(reason)
+        return false
+    }
+
+    /// Token bucket in nano-tokens: a second's worth of burst at most.
+    private func takeToken(_ leg: Int) -> Bool {
+        let rate = legs[leg].rateLimit
+        let elapsed = min(now &- legs[leg].lastRefill, 1_000_000_000)
+        legs[leg].tokens = min(legs[leg].tokens &+ elapsed &* rate, rate &* 1_000_000_000)
+        legs[leg].lastRefill = now
+        guard legs[leg].tokens >= 1_000_000_000 else { return false }
+        legs[leg].tokens &-= 1_000_000_000
+        return true
+    }
+}
