@@ -45,6 +45,9 @@ public struct PeerPolicy: Sendable {
     /// loopback and unspecified addresses always count as own. Needed when an own socket binds
     /// a wildcard, so its port is refused on every address that reaches this host.
     public private(set) var ownAddresses: Set<Endpoint>
+    /// `relayAddresses` and `ownAddresses` with loopback and unspecified: the same test
+    /// session latching uses.
+    private let own: OwnAddresses
 
     public init(allowed: [AddressRange] = [], denied: [AddressRange] = [], ownSockets: [Endpoint] = [],
                 ownPorts: ClosedRange<UInt16>? = nil, relayAddresses: [Endpoint] = [], ownAddresses: [Endpoint] = []) {
@@ -55,6 +58,7 @@ public struct PeerPolicy: Sendable {
         self.relayAddresses = Set(relayAddresses.filter { !$0.isWildcard }.map { PeerPolicy.key($0, port: 0) })
         // A socket bound to a specific address makes that address one of ours.
         self.ownAddresses = Set((ownAddresses + ownSockets).filter { !$0.isWildcard }.map { PeerPolicy.key($0, port: 0) })
+        own = OwnAddresses(relayAddresses + ownAddresses + ownSockets)
     }
 
     /// The verdict for a CreatePermission peer: the address alone (its port is ignored, as
@@ -119,10 +123,7 @@ public struct PeerPolicy: Sendable {
         address.isWildcard || (address.isIPv4 && address.ipv4Address >> 24 == 0)
     }
 
-    private func isOwnAddress(_ key: Endpoint) -> Bool {
-        let address = PeerPolicy.key(key, port: 0)
-        return PeerPolicy.isUnspecified(address) || address.isLoopback || relayAddresses.contains(address) || ownAddresses.contains(address)
-    }
+    private func isOwnAddress(_ key: Endpoint) -> Bool { own.contains(key) }
 
     /// The reason `address` is in the default deny list, or nil.
     public static func defaultReason(_ address: Endpoint) -> PeerRefusal? {
