@@ -84,6 +84,17 @@ public struct PeerPolicy: Sendable {
         return decideByLists(peer)
     }
 
+    /// Whether `peer` is one of the relay's own addresses at a pool port that `relayed` no
+    /// longer holds: a channel or permission granted when the port was another allocation's
+    /// relayed address must not reach whatever took the port from the pool since (a session
+    /// leg, a relayed socket that is gone). Checked per ChannelData and Send, so it is a range
+    /// compare and an atomic load first, a set lookup only for a pool port that is not relayed.
+    @inline(__always)
+    public func isStaleRelayedPeer(_ peer: Endpoint, relayed: RelayedPorts) -> Bool {
+        guard let ownPorts, ownPorts.contains(peer.port), !relayed.contains(peer.port) else { return false }
+        return own.contains(peer)
+    }
+
     private func decideByLists(_ address: Endpoint) -> PeerDecision {
         if PeerPolicy.anyContains(allowed, address) { return .allowed }
         if let reason = PeerPolicy.defaultReason(address) { return .refused(reason) }
