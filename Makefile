@@ -27,23 +27,30 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat
-# (its TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
-# through an "rtcp": "pair" session) and coturn (TURN interop). Installed when missing.
+# Test-only tools: iperf3 (an unmodified UDP application through a forward rule), socat (its
+# TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
+# through an "rtcp": "pair" session), systemd-analyze (checks the unit), coturn
+# (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
+# bench/turn-bench.sh) and PyYAML (checks the deploy files). Installed when missing; when that
+# fails, make stops here and says why: under `make test` a missing tool is an error, never a skip.
+TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
+	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn
 test-deps:
-	@if ! command -v iperf3 >/dev/null || ! command -v socat >/dev/null || ! command -v ffmpeg >/dev/null; then \
-		echo "make: installing iperf3, socat and ffmpeg for the end-to-end tests"; \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends iperf3 socat ffmpeg) || \
-			echo "make: could not install iperf3/socat/ffmpeg; the tests that need them will say they were skipped"; \
-	fi
-	@# coturn (turnserver, turnutils_uclient, turnutils_peer): the TURN interop tests and
-	@# bench/turn-bench.sh. Without it those tests would only skip, so a failed install stops make.
-	@if ! command -v turnutils_uclient >/dev/null || ! command -v turnutils_peer >/dev/null || \
-		! command -v turnserver >/dev/null; then \
-		echo "make: installing coturn for the TURN interop tests"; \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq coturn) || \
-			{ echo "make: ERROR: could not install coturn (apt-get install coturn); the TURN interop tests need it" >&2; exit 1; }; \
-	fi
+	@missing=""; \
+	for pair in $(TEST_TOOLS); do \
+		command -v $${pair%%:*} >/dev/null || case " $$missing " in \
+			*" $${pair#*:} "*) ;; *) missing="$$missing $${pair#*:}";; esac; \
+	done; \
+	python3 -c 'import yaml' 2>/dev/null || missing="$$missing python3-yaml"; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing for the tests"; \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; } || \
+			{ echo "make: ERROR: could not install$$missing; the tests need them (apt-get install$$missing)" >&2; exit 1; }; \
+	fi; \
+	for pair in $(TEST_TOOLS); do \
+		command -v $${pair%%:*} >/dev/null || { echo "make: ERROR: $${pair%%:*} still missing after installing $${pair#*:}" >&2; exit 1; }; \
+	done; \
+	python3 -c 'import yaml' || { echo "make: ERROR: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
 
 	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on.
 	@if ! command -v ip >/dev/null || ! command -v ethtool >/dev/null; then \
@@ -54,7 +61,7 @@ test-deps:
 
 test: deps test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	MEDIARELAY_REQUIRE_TEST_TOOLS=1 $(SWIFT) test --skip-build
 
 # The C reference forwarder (bench/reference/forwarder.c): what the engine is measured against,
 # built with the system compiler at -O2, as a C program would be.

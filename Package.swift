@@ -53,7 +53,8 @@ let package = Package(
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "TestPorts"]),
+        // LoadGen too: its own socket code is the independent observer of the marks on the wire.
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "TestPorts"]),
         .testTarget(name: "DeployTests"),
     ],
     swiftLanguageModes: [.v6]

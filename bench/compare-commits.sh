@@ -8,7 +8,8 @@
 #
 # Each commit is built in a temporary git worktree with its own scratch path (.build-compare-*,
 # gitignored); nothing in this checkout changes. Run it on a quiet machine: the figures mean
-# nothing while others compile.
+# nothing while others compile. OLD_BIN=PATH NEW_BIN=PATH use engine-bench binaries built
+# already (OLD and NEW then only label the table).
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [ROUNDS] [engine-bench options]" >&2; exit 2; }
 old=$1 new=$2; shift 2
@@ -19,6 +20,11 @@ trap 'for side in old new; do git -C "$root" worktree remove --force "$work/$sid
 
 for side in old new; do
     commit=$old; [ $side = new ] && commit=$new
+    if [ -n "${OLD_BIN:-}" ] && [ -n "${NEW_BIN:-}" ]; then
+        prebuilt=$OLD_BIN; [ $side = new ] && prebuilt=$NEW_BIN
+        cp "$prebuilt" "$work/engine-bench-$side"
+        continue
+    fi
     git -C "$root" worktree add --detach "$work/$side" "$commit" >/dev/null
     echo "building engine-bench at $commit ($side)" >&2
     swift build -c release --package-path "$work/$side" --scratch-path "$root/.build-compare-$side" \

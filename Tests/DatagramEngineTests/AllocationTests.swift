@@ -5,62 +5,106 @@ import MallocCounter
 
 /// The packet path allocates nothing per datagram. A test-only interposer counts every malloc,
 /// calloc, realloc and aligned allocation made by this thread while 100,000 datagrams go out
-/// through the engine and come back in (on mmsg and uring as UDP GRO buffers, split); after a warm-up
-/// the count must be zero.
+/// through the engine and come back in (on mmsg and uring as UDP GRO buffers, split); after a
+/// warm-up the count must be zero. The sends are GSO runs (equal size and marking, the marking
+/// changing between runs), so the GSO path is what is measured, and so is the fallback resend
+/// when the kernel refuses GSO.
 final class AllocationTests: XCTestCase {
+    /// Each flush: four runs of 16, each run with its own size and marking (RefusedRuns).
+    static let perFlush = RefusedRuns.count
+    static let runsPerFlush = 4
+
     func testHundredThousandDatagramsAllocateNothing() throws {
         for backend in ConformanceTests.backends {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
             let sender = try engine.register(UDPSocket(binding: Loopback.v4))
             let receiver = try UDPSocket(binding: Loopback.v4)
             _ = try engine.register(receiver)
-            let destination = receiver.localEndpoint
-            let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 200, alignment: 8)
-            defer { payload.deallocate() }
-            payload.initializeMemory(as: UInt8.self, repeating: 3)
+            let runs = RefusedRuns()
 
-            func run(_ datagrams: Int) -> Int {
-                var received = 0
-                var sent = 0
-                while sent < datagrams {
-                    for index in 0..<64 {
-                        // Two sizes and four markings in runs of eight, so that GSO runs (and on
-                        // the batched backends the GRO buffers they arrive as) and cmsgs all vary.
-                        let size = index < 32 ? 200 : 120
-                        engine.enqueue(socket: sender, to: destination,
-                                       trafficClass: TrafficClass(rawValue: UInt8((index / 8) & 3) | 0xB8),
-                                       bytes: UnsafeRawBufferPointer(rebasing: payload[(index * 200)..<(index * 200 + size)]))
-                    }
-                    engine.flush()
-                    sent += 64
-                    var spins = 0
-                    while received < sent && spins < 1000 {
-                        received += engine.receive(timeoutMilliseconds: 100)
-                        spins += 1
-                    }
-                }
-                return received
-            }
-
-            _ = run(6_400)  // warm-up: lazily sized tables settle here
+            _ = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 6_400)  // warm-up
+            let before = engine.counters
             malloc_counter_start()
-            let received = run(100_032)
+            let received = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 100_032)
             let allocations = malloc_counter_stop()
             XCTAssertEqual(received, 100_032, "\(backend)")
             XCTAssertEqual(allocations, 0, "\(backend): heap allocations on the packet path")
+            let gsoSends = engine.counters.gsoSends - before.gsoSends
+            let gsoSegments = engine.counters.gsoSegments - before.gsoSegments
+            if backend == .perPacket {
+                XCTAssertEqual(gsoSends, 0, "perpacket never merges")
+            } else {
+                XCTAssertEqual(gsoSends, UInt64(100_032 / Self.perFlush * Self.runsPerFlush), "\(backend): every run left as one GSO send")
+                XCTAssertEqual(gsoSegments, 100_032, "\(backend): every datagram went out as a GSO segment")
+            }
             if backend != .perPacket {
                 // The GSO sends arrive as UDP GRO buffers here, so their split is on the path measured.
-                XCTAssertGreaterThan(engine.counters.groSegments, 50_000, "\(backend): GRO's split was exercised")
+                XCTAssertGreaterThan(engine.counters.groSegments - before.groSegments, 50_000, "\(backend): GRO's split was exercised")
             }
         }
     }
 
-    /// The counter itself must see allocations, or the test above proves nothing.
+    /// The fallback resend allocates nothing either: a warm-up socket meets the refusal first,
+    /// then a second refusing socket's first flush (refused, resent one by one) is counted.
+    func testTheGSOFallbackResendAllocatesNothing() throws {
+        for backend in [Backend.mmsg, .uring] {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
+            let receiver = try UDPSocket(binding: Loopback.v4)
+            _ = try engine.register(receiver)
+            let runs = RefusedRuns()
+            let warmUp = try engine.register(GSORefusal.noChecksum.sender(binding: Loopback.v4))
+            _ = roundTrips(engine, runs, from: warmUp, to: receiver.localEndpoint, datagrams: 640)
+            let measured = try engine.register(GSORefusal.noChecksum.sender(binding: Loopback.v4))
+            engine.receive(timeoutMilliseconds: 0)  // arms its io_uring receive: registering is not the packet path
+            let before = engine.counters
+            malloc_counter_start()
+            let received = roundTrips(engine, runs, from: measured, to: receiver.localEndpoint, datagrams: Self.perFlush)
+            let allocations = malloc_counter_stop()
+            XCTAssertEqual(received, Self.perFlush, "\(backend)")
+            XCTAssertEqual(engine.counters.gsoFallbacks - before.gsoFallbacks, 1, "\(backend): the measured flush was refused and resent")
+            XCTAssertEqual(allocations, 0, "\(backend): heap allocations in the fallback resend")
+        }
+    }
+
+    /// Sends `datagrams` as flushes of RefusedRuns and receives them; returns how many came back.
+    private func roundTrips(_ engine: DatagramEngine, _ runs: RefusedRuns, from sender: SocketID, to destination: Endpoint,
+                            datagrams: Int) -> Int {
+        var received = 0
+        var sent = 0
+        while sent < datagrams {
+            runs.enqueue(on: engine, socket: sender, to: destination)
+            engine.flush()
+            sent += Self.perFlush
+            var spins = 0
+            while received < sent && spins < 1000 {
+                received += engine.receive(timeoutMilliseconds: 100)
+                spins += 1
+            }
+        }
+        return received
+    }
+
+    /// The counter itself must see allocations, or the tests above prove nothing: both a plain
+    /// malloc and one made inside the Swift runtime (swift_allocObject for a class instance)
+    /// on this thread.
     func testTheCounterSeesAnAllocation() {
         malloc_counter_start()
         let pointer = malloc(100)
         let counted = malloc_counter_stop()
         free(pointer)
         XCTAssertEqual(counted, 1)
+
+        malloc_counter_start()
+        let box = Self.makeBox()
+        let countedObject = malloc_counter_stop()
+        XCTAssertEqual(box.value, 7)
+        XCTAssertEqual(countedObject, 1, "swift_allocObject's malloc is counted")
     }
+
+    private final class Box {
+        var value = 7
+    }
+
+    @inline(never)
+    private static func makeBox() -> Box { Box() }
 }

@@ -79,13 +79,14 @@ final class ConformanceTests: XCTestCase {
         let receiverSocket = try UDPSocket(binding: local)
         _ = try engine.register(receiverSocket)
         let total = 10_000
-        let pattern = Pattern(count: total)
+        // GSO rounds send runs of 8 equal datagrams of one marking; the others vary every datagram.
+        let run = gso ? 8 : 1
+        let pattern = Pattern(count: total, run: run)
         defer { pattern.free() }
         var next = 0
         var mismatches = 0
         var sent = 0
         while sent < total {
-            // Runs of equal sizes give GSO something to merge; the pattern's sizes vary otherwise.
             let chunk = min(64, total - sent)
             for index in sent..<(sent + chunk) {
                 engine.enqueue(socket: sender, to: receiverSocket.localEndpoint,
@@ -103,6 +104,13 @@ final class ConformanceTests: XCTestCase {
         XCTAssertEqual(mismatches, 0, "\(label): datagrams differ from what was sent")
         XCTAssertEqual(engine.counters.datagramsOut, UInt64(total), label)
         XCTAssertEqual(engine.counters.datagramsIn, UInt64(total), label)
+        // Every run of non-empty datagrams is one GSO send (64 per flush is a whole number of
+        // runs, so no run straddles two flushes); empty datagrams are never merged.
+        let mergedRuns = stride(from: 0, to: total, by: run).filter { pattern.size($0) > 0 }.count
+        let merges = gso && backend != .perPacket
+        XCTAssertEqual(engine.counters.gsoSends, merges ? UInt64(mergedRuns) : 0, "\(label): GSO sends")
+        XCTAssertEqual(engine.counters.gsoSegments, merges ? UInt64(mergedRuns * run) : 0, "\(label): GSO segments")
+        XCTAssertEqual(engine.counters.gsoFallbacks, 0, label)
         var ecnSent = [UInt64](repeating: 0, count: 4)
         for index in 0..<total { ecnSent[Int(pattern.trafficClass(index).ecn.rawValue)] += 1 }
         for codepoint in ECN.allCases {

@@ -84,20 +84,35 @@ final class EngineBehaviourTests: XCTestCase {
         }
     }
 
+    /// A wake-up from another thread ends a wait that would otherwise last a minute: whether it
+    /// comes while the engine is blocked (the other thread waits until this one sleeps in the
+    /// kernel) or just before the wait starts. A lost wake-up sits out the whole minute, so
+    /// half of it tells the two apart on any machine, however loaded.
     func testWakerInterruptsAWaitFromAnotherThread() throws {
         for backend in ConformanceTests.backends {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
             _ = try engine.register(UDPSocket(binding: Loopback.v4))
+            engine.receive(timeoutMilliseconds: 0)
             let waker = engine.waker
-            let thread = Thread { usleep(50_000); waker.wake() }
-            thread.start()
-            var woken = false
-            let deadline = Date().addingTimeInterval(10)
-            while !woken && Date() < deadline {
-                engine.receive(timeoutMilliseconds: 5_000)
-                woken = engine.wasWoken
+            let waiter = ThreadState.currentThreadID()
+            XCTAssertGreaterThan(waiter, 0, "this thread's id from /proc/thread-self")
+            let thread = Thread {
+                ThreadState.waitUntilSleeping(waiter)
+                waker.wake()
             }
-            XCTAssertTrue(woken, "\(backend)")
+            thread.start()
+            var start = DispatchTime.now().uptimeNanoseconds
+            XCTAssertEqual(engine.receive(timeoutMilliseconds: 60_000), 0, "\(backend)")
+            XCTAssertTrue(engine.wasWoken, "\(backend): woken while blocked")
+            XCTAssertLessThan(DispatchTime.now().uptimeNanoseconds - start, 30_000_000_000, "\(backend): the wake-up was not lost")
+            engine.receive(timeoutMilliseconds: 0)
+            XCTAssertFalse(engine.wasWoken, "\(backend): a wake-up is consumed once")
+
+            waker.wake()
+            start = DispatchTime.now().uptimeNanoseconds
+            engine.receive(timeoutMilliseconds: 60_000)
+            XCTAssertTrue(engine.wasWoken, "\(backend): woken by a wake-up that came first")
+            XCTAssertLessThan(DispatchTime.now().uptimeNanoseconds - start, 30_000_000_000, "\(backend)")
         }
     }
 
@@ -243,5 +258,26 @@ final class URingRearmTests: XCTestCase {
         XCTAssertEqual(total, 400)
         XCTAssertEqual(emptyTurns, 0, "a receive waited while datagrams were queued")
         XCTAssertGreaterThan(engine.counters.receiveRestarts, 0, "the receive did run out of buffers")
+    }
+}
+
+/// The scheduler's view of a thread, read from /proc: used to act only once a thread is
+/// really blocked in the kernel, instead of sleeping and hoping it is.
+enum ThreadState {
+    /// This thread's kernel id, from /proc/thread-self ("PID/task/TID"): Glibc imports no gettid.
+    static func currentThreadID() -> pid_t {
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+        return pid_t(target.split(separator: "/").last.map(String.init) ?? "") ?? 0
+    }
+
+    /// Waits (polling, at most 30 s) until thread `tid` of this process is asleep ('S').
+    static func waitUntilSleeping(_ tid: pid_t) {
+        let path = "/proc/self/task/\(tid)/stat"
+        let deadline = DispatchTime.now().uptimeNanoseconds + 30_000_000_000
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8),
+               let close = text.lastIndex(of: ")"), text[text.index(close, offsetBy: 2)] == "S" { return }
+            usleep(1_000)
+        }
     }
 }

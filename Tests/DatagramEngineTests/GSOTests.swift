@@ -59,32 +59,55 @@ final class GSOTests: XCTestCase {
         XCTAssertEqual(engine.counters.gsoSends, 2)
     }
 
-    /// The kernel refuses UDP GSO on a socket whose transmit checksum is off (SO_NO_CHECK):
-    /// a real EINVAL from udp_send_skb, no mock. The engine must resend one by one.
-    func testKernelRefusalFallsBackWithoutLoss() throws {
+    /// The kernel really refuses the GSO sends (EINVAL for a socket without transmit checksums,
+    /// EIO for UDP-Lite; see GSORefusal), on IPv4 and IPv6: GSO goes off for that socket, and
+    /// every datagram of every refused run is resent once, in order, with its own marking.
+    func testKernelRefusalFallsBackWithoutLossAndKeepsEveryMarking() throws {
+        var families = [Loopback.v4]
+        if Loopback.hasIPv6 { families.append(Loopback.v6) }
+        let refusals = GSORefusal.allCases.filter { $0 != .udpLite || GSORefusal.kernelHasUDPLite }
         for backend in [Backend.mmsg, .uring] {
-            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
-            let senderSocket = try UDPSocket(binding: Loopback.v4)
-            var on: Int32 = 1
-            XCTAssertEqual(setsockopt(senderSocket.descriptor, SOL_SOCKET, SO_NO_CHECK, &on, 4), 0)
-            let sender = try engine.register(senderSocket)
-            let receiver = try UDPSocket(binding: Loopback.v4)
-            _ = try engine.register(receiver)
-            let payload = [UInt8](repeating: 7, count: 300)
-            var got = 0
-            payload.withUnsafeBytes { raw in
-                for _ in 0..<32 {
-                    engine.enqueue(socket: sender, to: receiver.localEndpoint, trafficClass: TrafficClass(rawValue: 2), bytes: raw)
+            for refusal in refusals {
+                for local in families {
+                    try checkFallback(backend: backend, refusal: refusal, local: local)
                 }
-                engine.flush()
-                got = Loopback.drain(engine, count: 32)
             }
-            XCTAssertEqual(got, 32, "\(backend): no datagram lost to the fallback")
-            XCTAssertEqual(engine.counters.gsoFallbacks, 1, "\(backend)")
-            XCTAssertEqual(engine.counters.gsoSends, 0, "\(backend)")
-            XCTAssertFalse(engine.gsoEnabled(sender), "\(backend): GSO stays off for that socket")
-            XCTAssertEqual(engine.counters.sendErrors.total, 0, "\(backend)")
         }
+        // Said, not silent: the EINVAL cases ran; the EIO one needs UDP-Lite from this kernel.
+        try XCTSkipUnless(GSORefusal.kernelHasUDPLite, "this kernel has no UDP-Lite: the EIO refusal was not exercised")
+    }
+
+    private func checkFallback(backend: Backend, refusal: GSORefusal, local: Endpoint) throws {
+        let label = "\(backend) \(refusal) \(local.hostText)"
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
+        let senderSocket = try refusal.sender(binding: local)
+        let receiverSocket = try refusal.receiver(binding: local)
+        XCTAssertEqual(GSORefusal.errnoOfGSOSend(on: senderSocket, to: receiverSocket.localEndpoint), refusal.expectedErrno,
+                       "\(label): the kernel itself refuses GSO on this socket so")
+        let sender = try engine.register(senderSocket)
+        let receiver = try engine.register(receiverSocket)
+        XCTAssertTrue(engine.gsoEnabled(sender), label)
+        // Drop the probe's segments, if any arrived, before the test's own datagrams.
+        while recv(receiverSocket.descriptor, nil, 0, Int32(MSG_DONTWAIT)) >= 0 {}
+        let runs = RefusedRuns()
+        for round in 0..<2 {
+            runs.enqueue(on: engine, socket: sender, to: receiverSocket.localEndpoint)
+            engine.flush()
+            var index = 0
+            var wrong: [String] = []
+            let got = Loopback.drain(engine, count: RefusedRuns.count) { datagram in
+                guard datagram.socket == receiver else { return wrong.append("on another socket") }
+                if let problem = runs.problem(index, datagram) { wrong.append(problem) }
+                index += 1
+            }
+            XCTAssertEqual(got, RefusedRuns.count, "\(label) round \(round): no datagram lost to the fallback")
+            XCTAssertEqual(wrong, [], "\(label) round \(round): resent datagrams in order with their own marks")
+        }
+        XCTAssertEqual(engine.counters.gsoFallbacks, 1, "\(label): one socket turned GSO off, once")
+        XCTAssertEqual(engine.counters.gsoSends, 0, label)
+        XCTAssertEqual(engine.counters.datagramsOut, UInt64(2 * RefusedRuns.count), label)
+        XCTAssertFalse(engine.gsoEnabled(sender), "\(label): GSO stays off for that socket")
+        XCTAssertEqual(engine.counters.sendErrors.total, 0, label)
     }
 
     func testSwitchTurnsGSOOffEntirely() throws {
@@ -100,5 +123,40 @@ final class GSOTests: XCTestCase {
         }
         XCTAssertEqual(Loopback.drain(engine, count: 16), 16)
         XCTAssertEqual(engine.counters.gsoSends, 0)
+    }
+}
+
+/// Four GSO runs of 16 equal datagrams, each run with its own size and marking, numbered by
+/// their first byte: what a refused GSO socket must still deliver exactly.
+final class RefusedRuns {
+    static let count = 64
+    static let markings = [TrafficClass(dscp: 34, ecn: .ect0), TrafficClass(dscp: 46, ecn: .ect1),
+                           TrafficClass(dscp: 40, ecn: .ce), TrafficClass(dscp: 0, ecn: .notECT)]
+    private let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: RefusedRuns.count * 300, alignment: 8)
+
+    init() {
+        payload.initializeMemory(as: UInt8.self, repeating: 0xA5)
+        for index in 0..<RefusedRuns.count { payload[index * 300] = UInt8(index) }
+    }
+
+    deinit { payload.deallocate() }
+
+    func size(_ index: Int) -> Int { 300 - 20 * (index / 16) }
+    func marking(_ index: Int) -> TrafficClass { RefusedRuns.markings[index / 16] }
+
+    func enqueue(on engine: DatagramEngine, socket: SocketID, to destination: Endpoint) {
+        for index in 0..<RefusedRuns.count {
+            engine.enqueue(socket: socket, to: destination, trafficClass: marking(index),
+                           bytes: UnsafeRawBufferPointer(rebasing: payload[(index * 300)..<(index * 300 + size(index))]))
+        }
+    }
+
+    /// What is wrong with `datagram` as the `index`th arrival, or nil.
+    func problem(_ index: Int, _ datagram: ReceivedDatagram) -> String? {
+        let number = datagram.bytes.first.map(Int.init) ?? -1
+        guard number == index else { return "#\(index) arrived as #\(number)" }
+        guard datagram.bytes.count == size(index) else { return "#\(index) has \(datagram.bytes.count) bytes" }
+        guard datagram.trafficClass == marking(index) else { return "#\(index) marked \(datagram.trafficClass)" }
+        return nil
     }
 }

@@ -108,7 +108,10 @@ final class DeployFilesTests: XCTestCase {
 
     func testSystemdAnalyzeVerifyAcceptsTheUnit() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
-            throw XCTSkip("systemd-analyze is not installed on this host (Debian: apt-get install systemd)")
+            // make test installs it (make test-deps) and says so: there, missing is an error.
+            let message = "systemd-analyze is not installed on this host (Debian: apt-get install systemd)"
+            if ProcessInfo.processInfo.environment["MEDIARELAY_REQUIRE_TEST_TOOLS"] == "1" { XCTFail(message); return }
+            throw XCTSkip(message)
         }
         // verify checks that ExecStart exists; the binary is not installed under /usr/local/bin
         // on a build host, so point it at the built one (or /bin/true) in a copy of the unit.

@@ -12,11 +12,10 @@ enum Coturn {
     static let clientTool = "/usr/bin/turnutils_uclient"
     static let serverTool = "/usr/bin/turnserver"
 
-    /// Skips (a host reason, probed without any code under test) when coturn is not installed.
+    /// Skips (a host reason, probed without any code under test) when coturn is not installed,
+    /// except under `make test`, where a missing tool is an error (see TestTools).
     static func requireTools(_ tools: [String] = [peerTool, clientTool]) throws {
-        for tool in tools where !FileManager.default.isExecutableFile(atPath: tool) {
-            throw XCTSkip("\(tool) is not installed (make test-deps installs Debian's coturn)")
-        }
+        try TestTools.require(tools)
     }
 
     /// Sends `probe` to `target` from a fresh loopback socket until anything comes back, for

@@ -47,18 +47,35 @@ final class Peers {
         }
     }
 
-    /// What arrives within `seconds` (stopping early once `expected` have come).
-    func collect(expected: Int = .max, seconds: Double = 2) -> [Arrival] {
+    /// What arrives within `seconds` (stopping early once `expected` arrivals that `counting`
+    /// accepts have come). The default deadline is generous: it only bounds a failing test.
+    func collect(expected: Int = .max, seconds: Double = 10, counting: (Arrival) -> Bool = { _ in true }) -> [Arrival] {
         var arrivals: [Arrival] = []
+        var counted = 0
         let deadline = Date().addingTimeInterval(seconds)
-        while arrivals.count < expected && Date() < deadline {
+        while counted < expected && Date() < deadline {
             let count = engine.receive(timeoutMilliseconds: 20)
             for index in 0..<count {
-                let datagram = engine.received(index)
-                arrivals.append(Arrival(peer: ids.firstIndex(of: datagram.socket)!, source: datagram.source,
-                                        trafficClass: datagram.trafficClass, bytes: Array(datagram.bytes)))
+                let arrival = self.arrival(engine.received(index))
+                arrivals.append(arrival)
+                if counting(arrival) { counted += 1 }
             }
         }
         return arrivals
+    }
+
+    /// What is waiting right now, without waiting for more.
+    func pending() -> [Arrival] {
+        var arrivals: [Arrival] = []
+        while true {
+            let count = engine.receive(timeoutMilliseconds: 0)
+            if count == 0 { return arrivals }
+            for index in 0..<count { arrivals.append(arrival(engine.received(index))) }
+        }
+    }
+
+    private func arrival(_ datagram: ReceivedDatagram) -> Arrival {
+        Arrival(peer: ids.firstIndex(of: datagram.socket)!, source: datagram.source,
+                trafficClass: datagram.trafficClass, bytes: Array(datagram.bytes))
     }
 }

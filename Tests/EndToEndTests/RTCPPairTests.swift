@@ -65,9 +65,7 @@ final class RTCPPairTests: XCTestCase {
     /// sender report counts the RTP packets ffmpeg sent: the receiver must get all of them.
     func testFFmpegRTPAndRTCPEachReachTheReceiversMatchingPort() throws {
         let ffmpeg = "/usr/bin/ffmpeg"
-        guard FileManager.default.isExecutableFile(atPath: ffmpeg) else {
-            throw XCTSkip("ffmpeg is not installed (make test installs it with apt-get)")
-        }
+        try TestTools.require([ffmpeg])
         let session = try pairSession()
         let receiver = try Peers(count: 2)  // 0: RTP socket, 1: RTCP socket
         receiver.send(from: 0, to: session.legs[1].rtp, [0x80, 0x7F])  // latch B's ports, then only listen

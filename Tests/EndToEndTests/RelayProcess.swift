@@ -86,6 +86,38 @@ final class RelayProcess {
         return (id, legs.map { Endpoint(host: $0["address"] as! String, port: UInt16($0["port"] as! Int))! })
     }
 
+    /// Polls `GET path` until `condition` holds for its JSON, at most `seconds` (generous: the
+    /// relay publishes stats every 100 ms, but a loaded machine may take far longer). Returns the
+    /// last JSON either way; the caller asserts on it, so a condition never met fails there.
+    @discardableResult
+    func waitFor(_ path: String = "/v1/stats", seconds: Double = 20, until condition: ([String: Any]) -> Bool) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var object = try request("GET", path).json ?? [:]
+        while !condition(object) && Date() < deadline {
+            usleep(20_000)
+            object = try request("GET", path).json ?? [:]
+        }
+        return object
+    }
+
+    /// Waits until leg `leg` of session `id` has latched a peer, so that datagrams sent next
+    /// to the other leg have somewhere to go.
+    func waitForLatch(session id: String, leg: Int) throws {
+        let info = try waitFor("/v1/sessions/\(id)") { object in
+            guard let legs = object["legs"] as? [[String: Any]], legs.count > leg else { return false }
+            return legs[leg]["latched"] is [String: Any]
+        }
+        let legs = info["legs"] as? [[String: Any]] ?? []
+        XCTAssertTrue(legs.count > leg && legs[leg]["latched"] is [String: Any], "leg \(leg) of \(id) never latched: \(info)")
+    }
+
+    /// A number in the stats JSON, at a path of keys ("drops", "unknown_source").
+    static func number(_ object: [String: Any], _ keys: String...) -> Int? {
+        var value: Any? = object
+        for key in keys { value = (value as? [String: Any])?[key] }
+        return value as? Int
+    }
+
     func stats() throws -> [String: Any] {
         let reply = try request("GET", "/v1/stats")
         guard let object = reply.json else { throw HTTPReply.Failure.unexpected(reply.text) }
@@ -130,12 +162,13 @@ struct HTTPReply {
         return HTTPReply(status: status, text: String(text[split.upperBound...]))
     }
 
-    /// Sends `bytes` and reads until the server closes (or 5 s pass).
+    /// Sends `bytes` and reads until the server closes (or 30 s pass: generous, because the
+    /// relay's HTTP thread may wait its turn for seconds on a loaded 2-core machine).
     static func exchange(port: UInt16, bytes: [UInt8]) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure.connect }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
