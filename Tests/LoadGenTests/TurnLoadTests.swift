@@ -73,9 +73,15 @@ final class TurnLoadTests: XCTestCase {
         XCTAssertGreaterThan(r.sent, 0)
         XCTAssertEqual(r.received, r.sent)
         XCTAssertEqual(r.foreign, 0)
-        XCTAssertEqual(r.ecnKept, 1, "ECT(1) kept")
-        XCTAssertEqual(r.dscpKept, 1)
-        XCTAssertEqual(r.tosSeen.map(\.tos), [46 << 2 | 1])
+        // coturn, not the load generator, decides what leaves its relay: under a loaded machine
+        // it was seen (once in five runs of the suite) to send one of these datagrams with TOS 0
+        // while a refresh was answered. So against coturn: ECT(1) never becomes ECT(0), no mark
+        // other than the one sent or none at all, and nearly all kept. mediarelay's own TURN
+        // path is held to every mark in EndToEndTests' TurnLoadGeneratorTests.
+        XCTAssertGreaterThanOrEqual(r.ecnKept, 0.99, "ECT(1) kept")
+        XCTAssertGreaterThanOrEqual(r.dscpKept, 0.99)
+        XCTAssertTrue(Set(r.tosSeen.map(\.tos)).isSubset(of: [46 << 2 | 1, 0]), "\(r.tosSeen)")
+        XCTAssertTrue(r.tosSeen.contains { $0.tos == 46 << 2 | 1 }, "\(r.tosSeen)")
     }
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
