@@ -129,12 +129,6 @@ public final class DatagramEngine {
         return state.table[slot].groEnabled
     }
 
-    /// Test and diagnostics hook: turns GSO off or on for one socket, as a refusal would.
-    public func setGSO(_ enabled: Bool, for id: SocketID) {
-        guard let slot = state.table.lookup(id) else { return }
-        state.table[slot].gsoEnabled = enabled && state.gsoActive
-    }
-
     /// The number of sockets registered and receiving.
     public var socketCount: Int { state.table.activeCount }
 

@@ -14,31 +14,27 @@ struct PortOpener {
     /// later), a few times before giving up.
     func open(near address: Endpoint, for purpose: PortPool.Purpose = .session, pair: Bool = false)
         -> Result<[(SocketID, UInt16)], RelayError> {
-        var skipped: [UInt16] = []
-        defer { for port in skipped { ports.release(port, from: purpose) } }
-        for _ in 0..<16 {
-            guard let base = pair ? ports.acquirePair() : ports.acquire(for: purpose) else {
-                return .failure(.portsExhausted)
-            }
-            let wanted = pair ? [base, base + 1] : [base]
+        let result = ports.bindSkippingHeld(for: purpose, width: pair ? 2 : 1,
+                                            take: { pair ? ports.acquirePair() : ports.acquire(for: purpose) }) {
+            (base: UInt16) throws(SystemCallError) -> [(SocketID, UInt16)] in
             var opened: [(SocketID, UInt16)] = []
             do throws(SystemCallError) {
-                for port in wanted {
+                for port in pair ? [base, base + 1] : [base] {
                     var local = address
                     local.port = port
                     let socket = try UDPSocket(binding: local, options: socketOptions)
                     opened.append((try engine.register(socket), port))
                 }
-                return .success(opened)
+                return opened
             } catch {
                 engine.unregister(opened.map(\.0))
-                guard error.errno == EADDRINUSE else {
-                    for port in wanted { ports.release(port, from: purpose) }
-                    return .failure(.socket("\(error)"))
-                }
-                skipped += wanted
+                throw error
             }
         }
-        return .failure(.portsExhausted)
+        switch result {
+        case .success(let opened): return .success(opened)
+        case .failure(.exhausted): return .failure(.portsExhausted)
+        case .failure(.failed(let error)): return .failure(.socket("\(error)"))
+        }
     }
 }

@@ -9,6 +9,9 @@ public struct RelaySettings: Sendable {
     public var relayAddress: Endpoint
     /// The address put in session answers (port ignored).
     public var advertiseAddress: Endpoint
+    /// This host's interface addresses (`Endpoint.hostAddresses()`, read once at start): with a
+    /// wildcard `relayAddress` the relay's sockets send from them, so they are its own too.
+    public var hostAddresses: [Endpoint] = []
     public var rules: [ForwardRule] = []
     /// Policy for sessions that do not set their own, and for forward rules.
     public var defaultPolicy = MarkingPolicy()

@@ -20,8 +20,6 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
         self.advice = advice
     }
 
-    public var errnoName: String { ErrnoName.of(errno) }
-
     public var description: String {
         var text = operation
         if let address { text += " \(address)" }

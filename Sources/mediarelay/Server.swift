@@ -29,6 +29,7 @@ struct Server {
         let relayAddress = Endpoint(host: options.relayAddress, port: 0)!
         var settings = RelaySettings(ports: options.ports.low...options.ports.high, relayAddress: relayAddress,
                                      advertiseAddress: Endpoint(host: options.advertiseAddress, port: 0)!)
+        settings.hostAddresses = hostAddresses()
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
                                               batchSize: options.batchSize, gso: options.gso, gro: options.gro,

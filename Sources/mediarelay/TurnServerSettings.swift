@@ -22,7 +22,7 @@ extension Server {
         let policy = PeerPolicy(allowed: options.turnAllowedPeers, denied: options.turnDeniedPeers, ownSockets: own,
                                 ownPorts: relay.ports.range,
                                 relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 },
-                                ownAddresses: hostAddresses())
+                                ownAddresses: relay.hostAddresses)
         let authenticator = TurnAuthenticator(credentials: credentials)
         if !authenticator.challengeFitsBareAllocate {
             log.warning("--turn-realm is \(options.turnRealm.utf8.count) bytes: the 401 to an Allocate that carries only "
@@ -50,7 +50,7 @@ extension Server {
         do {
             return try Endpoint.hostAddresses()
         } catch {
-            log.warning("TURN: \(error); only the relay's configured addresses count as its own for the peer policy")
+            log.warning("\(error); only the relay's configured addresses count as its own (TURN peer policy, session latching)")
             return []
         }
     }

@@ -32,11 +32,21 @@ final class Ring {
     @exclusivity(unchecked) private var recycledSinceAdvance: Int32 = 0
     private let wakeDescriptor: Int32
     private let wakeBuffer: UnsafeMutablePointer<UInt64>
-    /// Completions kept for a later turn, oldest first from `stashHead`. An array so that it
-    /// can never overflow: its reserved capacity covers every provided buffer plus many ended
-    /// receives, and it grows (allocating, in that rare case only) when more are waiting.
-    @exclusivity(unchecked) private var stash: [RingCompletion] = []
+    /// Completions kept for a later turn (met while `RingBackend` waited for sends or
+    /// cancellations): a ring of `stashCapacity`, oldest at `stashHead`. Never grown on the
+    /// packet path, only by `reserveStash` when a socket is registered. Why it cannot overflow:
+    /// a completion is kept only while the engine waits for something else, and what can be
+    /// waiting is bounded. (a) A receive completion carrying a provided buffer keeps that buffer
+    /// lent until it is handled: at most `bufferCount` of them. (b) A receive completion without
+    /// a buffer ends its multishot receive (ENOBUFS, an error, a cancel), and that slot is armed
+    /// again only after the completion is handled: at most one per socket slot. (c) A cancel
+    /// completion: at most one per socket slot being unregistered. (d) The eventfd read: one
+    /// armed at a time. So `bufferCount + 2 * slots + 1` is enough; `keep` stops the process
+    /// with a clear message should that reasoning ever break, rather than overwrite one.
+    private var stash: UnsafeMutablePointer<RingCompletion>
+    private var stashCapacity: Int
     @exclusivity(unchecked) private var stashHead = 0
+    @exclusivity(unchecked) private(set) var stashCount = 0
     @exclusivity(unchecked) private(set) var pendingSubmissions = 0
     @exclusivity(unchecked) private var syscalls: UInt64 = 0
     /// Whether the kernel took SINGLE_ISSUER and DEFER_TASKRUN (Linux 6.1).
@@ -87,7 +97,8 @@ final class Ring {
         template.pointee.msg_namelen = socklen_t(Ring.nameLength)
         template.pointee.msg_controllen = Ring.controlLength
         completions = .allocate(capacity: Ring.reapCapacity)
-        stash.reserveCapacity(Int(bufferCount) + 4096)
+        stashCapacity = Ring.stashCapacity(buffers: Int(bufferCount), slots: 1024)
+        stash = .allocate(capacity: stashCapacity)
         held = .allocate(capacity: Int(bufferCount))
         wakeBuffer = .allocate(capacity: 1)
         self.wakeDescriptor = wakeDescriptor
@@ -115,6 +126,7 @@ final class Ring {
         completions.deallocate()
         held.deallocate()
         wakeBuffer.deallocate()
+        stash.deallocate()
     }
 
     /// Multishot RECVMSG came with Linux 6.0, after provided-buffer rings (5.19): arm one on a
@@ -260,25 +272,36 @@ final class Ring {
         return consumed
     }
 
-    var stashCount: Int { stash.count - stashHead }
+    static func stashCapacity(buffers: Int, slots: Int) -> Int { buffers + 2 * slots + 1 }
+
+    /// Makes room for the completions `slots` socket slots may leave kept (see `stash`). The
+    /// control path calls it when a socket is registered; it allocates only when it grows.
+    func reserveStash(forSockets slots: Int) {
+        let needed = Ring.stashCapacity(buffers: Int(bufferCount), slots: slots)
+        guard needed > stashCapacity else { return }
+        let capacity = max(needed, stashCapacity * 2)
+        let grown = UnsafeMutablePointer<RingCompletion>.allocate(capacity: capacity)
+        for index in 0..<stashCount { grown[index] = stash[(stashHead + index) % stashCapacity] }
+        stash.deallocate()
+        stash = grown
+        stashCapacity = capacity
+        stashHead = 0
+    }
 
     /// Keeps a completion for a later turn (one met while waiting for something else).
+    @inline(__always)
     func keep(_ completion: RingCompletion) {
-        stash.append(completion)
+        precondition(stashCount < stashCapacity, "io_uring: more kept completions than buffers and sockets allow")
+        stash[(stashHead + stashCount) % stashCapacity] = completion
+        stashCount += 1
     }
 
     /// The oldest kept completion; only when `stashCount > 0`.
+    @inline(__always)
     func takeKept() -> RingCompletion {
         let completion = stash[stashHead]
-        stashHead += 1
-        if stashHead == stash.count {
-            stash.removeAll(keepingCapacity: true)
-            stashHead = 0
-        } else if stashHead >= 1024 && stashHead * 2 >= stash.count {
-            // Drop the consumed front now and then, so the array does not creep.
-            stash.removeFirst(stashHead)
-            stashHead = 0
-        }
+        stashHead = (stashHead + 1) % stashCapacity
+        stashCount -= 1
         return completion
     }
 

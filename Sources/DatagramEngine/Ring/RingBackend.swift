@@ -24,6 +24,7 @@ final class RingBackend {
     }
 
     func register(_ id: SocketID, descriptor: Int32) {
+        ring.reserveStash(forSockets: Int(id.slot) + 1)
         toArm.append((Int(id.slot), id.generation, descriptor))
     }
 

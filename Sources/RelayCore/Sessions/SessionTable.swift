@@ -40,6 +40,8 @@ final class SessionTable {
     let engine: DatagramEngine
     let settings: RelaySettings
     let opener: PortOpener
+    /// The addresses that reach this relay, built once from the settings (see `isRelayOwn`).
+    let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
     // `now`, `legs` and `drops` are read and written per datagram by this worker's thread only,
@@ -64,6 +66,7 @@ final class SessionTable {
         self.engine = engine
         self.settings = settings
         self.opener = opener
+        ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
         self.now = now
     }
@@ -129,12 +132,9 @@ final class SessionTable {
     /// leg's address): latching onto it would make two legs forward to each other forever.
     /// Checked only when a leg latches, never per datagram.
     func isRelayOwn(_ source: Endpoint) -> Bool {
-        var ownAddress = source.isLoopback || source == Endpoint(high: settings.advertiseAddress.high, low: settings.advertiseAddress.low,
-                                                                port: source.port, scope: source.scope)
-        if !settings.relayAddress.isWildcard {
-            ownAddress = ownAddress || (source.high == settings.relayAddress.high && source.low == settings.relayAddress.low)
-        }
-        return ownAddress && settings.ports.isHeld(source.port)
+        // Under a wildcard relay address a relayed or session socket sends from the host's
+        // interface addresses, so those count as well as the configured ones.
+        ownAddresses.contains(source) && settings.ports.isHeld(source.port)
     }
 
     private func refuse(_ leg: Int, _ reason: DropReason) -> Bool {

@@ -45,6 +45,9 @@ public struct PeerPolicy: Sendable {
     /// loopback and unspecified addresses always count as own. Needed when an own socket binds
     /// a wildcard, so its port is refused on every address that reaches this host.
     public private(set) var ownAddresses: Set<Endpoint>
+    /// `relayAddresses` and `ownAddresses` with loopback and unspecified: the same test
+    /// session latching uses.
+    private let own: OwnAddresses
 
     public init(allowed: [AddressRange] = [], denied: [AddressRange] = [], ownSockets: [Endpoint] = [],
                 ownPorts: ClosedRange<UInt16>? = nil, relayAddresses: [Endpoint] = [], ownAddresses: [Endpoint] = []) {
@@ -55,6 +58,7 @@ public struct PeerPolicy: Sendable {
         self.relayAddresses = Set(relayAddresses.filter { !$0.isWildcard }.map { PeerPolicy.key($0, port: 0) })
         // A socket bound to a specific address makes that address one of ours.
         self.ownAddresses = Set((ownAddresses + ownSockets).filter { !$0.isWildcard }.map { PeerPolicy.key($0, port: 0) })
+        own = OwnAddresses(relayAddresses + ownAddresses + ownSockets)
     }
 
     /// The verdict for a CreatePermission peer: the address alone (its port is ignored, as
@@ -78,6 +82,17 @@ public struct PeerPolicy: Sendable {
             if isOwnSocket(key) { return .refused(.relaySocket) }
         }
         return decideByLists(peer)
+    }
+
+    /// Whether `peer` is one of the relay's own addresses at a pool port that `relayed` no
+    /// longer holds: a channel or permission granted when the port was another allocation's
+    /// relayed address must not reach whatever took the port from the pool since (a session
+    /// leg, a relayed socket that is gone). Checked per ChannelData and Send, so it is a range
+    /// compare and an atomic load first, a set lookup only for a pool port that is not relayed.
+    @inline(__always)
+    public func isStaleRelayedPeer(_ peer: Endpoint, relayed: RelayedPorts) -> Bool {
+        guard let ownPorts, ownPorts.contains(peer.port), !relayed.contains(peer.port) else { return false }
+        return own.contains(peer)
     }
 
     private func decideByLists(_ address: Endpoint) -> PeerDecision {
@@ -119,10 +134,7 @@ public struct PeerPolicy: Sendable {
         address.isWildcard || (address.isIPv4 && address.ipv4Address >> 24 == 0)
     }
 
-    private func isOwnAddress(_ key: Endpoint) -> Bool {
-        let address = PeerPolicy.key(key, port: 0)
-        return PeerPolicy.isUnspecified(address) || address.isLoopback || relayAddresses.contains(address) || ownAddresses.contains(address)
-    }
+    private func isOwnAddress(_ key: Endpoint) -> Bool { own.contains(key) }
 
     /// The reason `address` is in the default deny list, or nil.
     public static func defaultReason(_ address: Endpoint) -> PeerRefusal? {

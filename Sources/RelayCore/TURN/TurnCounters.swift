@@ -19,6 +19,10 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
     case tooLarge
     /// A Send indication to a port the peer policy refuses on a permitted address.
     case forbiddenPeer
+    /// ChannelData or a Send to the relay's own address at a pool port that is no longer a
+    /// relayed address (its allocation ended and the port went back to the pool): the channel
+    /// or permission was checked against the allocation that had it then, not whoever binds it now.
+    case staleRelayedPeer
 
     public var name: String {
         switch self {
@@ -30,6 +34,7 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
         case .amplification: "amplification"
         case .tooLarge: "too_large"
         case .forbiddenPeer: "forbidden_peer"
+        case .staleRelayedPeer: "stale_relayed_peer"
         }
     }
 }
@@ -42,7 +47,7 @@ public struct TurnCounters: Sendable {
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
-    public var drops = InlineArray<8, UInt64>(repeating: 0)
+    public var drops = InlineArray<9, UInt64>(repeating: 0)
     public var channelDataToPeers: UInt64 = 0
     public var channelDataToClients: UInt64 = 0
     public var indicationsToPeers: UInt64 = 0

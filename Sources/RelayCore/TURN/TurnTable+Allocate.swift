@@ -1,6 +1,7 @@
 import DatagramEngine
 import Glibc
 import STUN
+import SystemSupport
 
 /// Allocate (RFC 8656 section 7.2) and the relayed sockets an allocation owns.
 extension TurnTable {
@@ -154,27 +155,20 @@ extension TurnTable {
     /// pool, skipping ports another process holds. 508 when none.
     func openRelay(_ family: AddressFamily, port given: UInt16?, held: UDPSocket? = nil, dontFragment: Bool) throws(TurnRefusal) -> RelayedSocket {
         guard var local = bindAddress(family) else { throw TurnRefusal(code: .addressFamilyNotSupported) }
-        var skipped: [UInt16] = []
-        defer { for port in skipped { ports.release(port, from: .turn) } }
-        for _ in 0..<(given == nil ? 16 : 1) {
-            guard let port = given ?? ports.acquire(for: .turn) else { break }
+        // A given port was chosen for this allocation: tried once, never swapped for another.
+        let result = ports.bindSkippingHeld(for: .turn, attempts: given == nil ? 16 : 1, take: { given ?? ports.acquire(for: .turn) }) {
+            (port: UInt16) throws(SystemCallError) -> RelayedSocket in
             local.port = port
-            do {
-                let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
-                if dontFragment { setDontFragment(bound) }
-                let socket = try engine.register(bound)
-                var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
-                advertised.port = port
-                shared.relayedPorts.insert(port)
-                return RelayedSocket(socket: socket, port: port, advertised: advertised)
-            } catch where error.errno == EADDRINUSE && given == nil {
-                skipped.append(port)
-            } catch {
-                ports.release(port, from: .turn)
-                break
-            }
+            let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
+            if dontFragment { setDontFragment(bound) }
+            let socket = try engine.register(bound)
+            var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
+            advertised.port = port
+            shared.relayedPorts.insert(port)
+            return RelayedSocket(socket: socket, port: port, advertised: advertised)
         }
-        throw TurnRefusal(code: .insufficientCapacity)
+        guard case .success(let relay) = result else { throw TurnRefusal(code: .insufficientCapacity) }
+        return relay
     }
 
     /// DONT-FRAGMENT (RFC 8656 section 7.2): datagrams from this relayed socket are never

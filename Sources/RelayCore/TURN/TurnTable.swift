@@ -160,6 +160,13 @@ final class TurnTable {
             counters.add(.noPermission)
             return false
         }
+        // Channels and permissions are checked once, when made; a relayed port they named may
+        // since have gone back to the pool.
+        guard !settings.peerPolicy.isStaleRelayedPeer(peer, relayed: shared.relayedPorts) else {
+            allocations[a]!.counters.dropped &+= 1
+            counters.add(.staleRelayedPeer)
+            return false
+        }
         guard withinBandwidth(a, payload.count) else { return false }
         engine.enqueue(socket: relay.socket, to: peer, trafficClass: settings.marking.apply(received), bytes: payload)
         allocations[a]!.counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
