@@ -155,20 +155,27 @@ final class ServeLoop {
     /// The connection a newcomer at the cap replaces: the one that has waited longest on an
     /// incomplete request (so clients that trickle bytes, or send none, cannot hold the cap),
     /// else the one idle longest between requests (so neither can idle keep-alive ones); nil
-    /// when every slot is busy answering. Waiting clients go before idle ones because an idle
-    /// connection has at least completed a request.
+    /// when every slot is busy answering. A connection lingering after its last response goes
+    /// first: it has been answered, and a client that creates sessions one request per
+    /// connection leaves many of them behind. Waiting clients go before idle ones because an
+    /// idle connection has at least completed a request.
     private func evictionCandidate() -> Connection? {
+        var lingering: Connection?
         var waiting: (connection: Connection, since: UInt64)?
         var idle: Connection?
-        for connection in connections.values
-        where !connection.rejected && connection.phase == .serving && !connection.hasPendingOutput {
+        for connection in connections.values where !connection.rejected && !connection.hasPendingOutput {
+            if connection.phase == .lingering {
+                if lingering == nil || connection.lingerUntil < lingering!.lingerUntil { lingering = connection }
+                continue
+            }
+            guard connection.phase == .serving else { continue }
             if let started = connection.requestStartedAt {
                 if waiting == nil || started < waiting!.since { waiting = (connection, started) }
             } else if connection.inbound.isEmpty, idle == nil || connection.idleSince < idle!.idleSince {
                 idle = connection
             }
         }
-        return waiting?.connection ?? idle
+        return lingering ?? waiting?.connection ?? idle
     }
 
     /// The head must come within `headTimeout`; once it is parsed, the body has what is left of
