@@ -219,3 +219,20 @@ func sendIndication(_ peer: Endpoint, _ payload: [UInt8]) -> [UInt8] {
 func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
     [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
 }
+
+extension TurnHarness {
+    /// A harness whose peer policy allows loopback peers but knows the relay's own ports
+    /// (`ports`), and two clients on it, alice and bob, each with their own credentials: the
+    /// set-up of every test of the relay's own ports and of client-to-client relaying.
+    static func withOwnPorts(_ ports: PortBlock) throws -> (TurnHarness, TurnTestClient, TurnTestClient) {
+        let harness = try TurnHarness(ports: ports) {
+            $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: ports.range,
+                                       relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
+        }
+        let alice = try TurnTestClient(harness)
+        var bob = try TurnTestClient(harness)
+        bob.username = "bob"
+        bob.password = "hunter2"
+        return (harness, alice, bob)
+    }
+}

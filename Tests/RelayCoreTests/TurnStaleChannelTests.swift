@@ -11,14 +11,7 @@ import XCTest
 final class TurnStaleChannelTests: XCTestCase {
     func testAChannelToAnEndedAllocationNoLongerReachesItsPort() throws {
         let ports = try PortBlock()
-        let harness = try TurnHarness(ports: ports) {
-            $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: ports.range,
-                                       relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
-        }
-        var client = try TurnTestClient(harness)
-        var other = try TurnTestClient(harness)
-        other.username = "bob"
-        other.password = "hunter2"
+        var (harness, client, other) = try TurnHarness.withOwnPorts(ports)
         XCTAssertNotNil(try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress)))
         let otherRelayed = try XCTUnwrap(other.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertTrue(try XCTUnwrap(client.permit(otherRelayed)).isSuccess)
