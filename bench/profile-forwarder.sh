@@ -4,7 +4,8 @@
 #
 #   bench/profile-forwarder.sh [COUNT]     (default 20000; ENGINES="mmsg uring" to choose,
 #                                           SIDES=swift to skip the C runs, which a change to
-#                                           the engine does not move)
+#                                           the engine does not move; BURST=50 RATE=4000 to
+#                                           shape the load, default 16 at 4000/s)
 #
 # Each forwarder runs alone as a process (`engine-bench serve` for ours, .build/reference/forwarder
 # for C) and is sent exactly COUNT datagrams of 200 bytes in bursts of 16 at 4000/s by
@@ -23,6 +24,8 @@ sides=${SIDES:-swift c}
 out=${OUT:-/tmp/profile-forwarder}
 bench=${BENCH:-.build/release/engine-bench}
 reference=${REFERENCE:-.build/reference/forwarder}
+burst=${BURST:-16}
+rate=${RATE:-4000}
 for tool in valgrind strace; do
     command -v $tool >/dev/null || { echo "$0: needs $tool (apt-get install $tool)" >&2; exit 2; }
 done
@@ -31,7 +34,7 @@ mkdir -p "$out"
 
 # Runs one forwarder under a wrapper; prints engine-bench's "SIDE NAME sent N forwarded F ..." line.
 run() { # side engine count wrap
-    "$bench" --count "$3" --only "$2" --side "$1" --c-forwarder "$reference" --rates 4000 --burst 16 --wrap "$4" 2>/dev/null
+    "$bench" --count "$3" --only "$2" --side "$1" --c-forwarder "$reference" --rates "$rate" --burst "$burst" --wrap "$4" 2>/dev/null
 }
 field() { echo "$1" | awk -v key="$2" '{ for (i = 1; i < NF; i++) if ($i == key) print $(i + 1) }'; }
 syscalls() { # file.strace datagrams: "NAME PER-DATAGRAM" lines, the busiest first
