@@ -80,18 +80,43 @@ final class SendVectors {
 
     /// Builds messages for `datagrams[0..<count]`. Datagrams whose socket is gone or whose
     /// destination the socket cannot reach are reported through `unsendable` and skipped.
+    ///
+    /// Consecutive datagrams mostly share socket, destination and marking (a flow, or a
+    /// sender's datagrams to one peer), so each message reuses what the one before it wrote when
+    /// it can: the socket's table entry, the destination address, the control bytes. A message
+    /// then costs its iovecs, its header and its record. Shared address and control space is
+    /// never written again until the next build (`unmerge` only shortens a header's control
+    /// length), so a message the kernel has not yet read (io_uring) still points at its bytes.
     func build(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, count total: Int, table: SocketTable,
                gso: Bool, unsendable: (Int32, Int) -> Void) {
         count = 0
+        var socket = SocketID(slot: -1, generation: 0)
+        var slot = 0
+        var entry = SocketTable.Entry()
+        // The address written last (`addressIndex`, -1 for none), and for which destination
+        // and socket family.
+        var addressIndex = -1
+        var addressDestination = Endpoint(high: 0, low: 0, port: 0)
+        var addressIPv4 = false
+        var nameLength: socklen_t = 0
+        // The control bytes written last (`controlIndex`, -1 for none) and what they encode:
+        // IPv4 or IPv6 TOS cmsg, TOS byte, GSO segment size.
+        var controlIndex = -1
+        var controlKey: UInt32 = 0
+        var controlLength = 0
         var index = 0
         while index < total {
             let first = datagrams[index]
-            guard let slot = table.lookup(first.socket) else {
-                unsendable(EBADF, 1)
-                index += 1
-                continue
+            if first.socket != socket {
+                guard let found = table.lookup(first.socket) else {
+                    unsendable(EBADF, 1)
+                    index += 1
+                    continue
+                }
+                socket = first.socket
+                slot = found
+                entry = table[found]
             }
-            let entry = table[slot]
             let size = first.bytes.count
             iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.bytes.baseAddress), iov_len: size)
             var segments = 1
@@ -110,20 +135,31 @@ final class SendVectors {
                     if length < size { break }
                 }
             }
-            let nameLength = first.destination.write(to: addresses + count, family: entry.ipv4 ? Int32(AF_INET) : Int32(AF_INET6))
-            if nameLength == 0 {
-                unsendable(EAFNOSUPPORT, segments)
-                index += segments
-                continue
+            if addressIndex < 0 || first.destination != addressDestination || entry.ipv4 != addressIPv4 {
+                let length = first.destination.write(to: addresses + count, family: entry.ipv4 ? Int32(AF_INET) : Int32(AF_INET6))
+                if length == 0 {
+                    unsendable(EAFNOSUPPORT, segments)
+                    index += segments
+                    continue
+                }
+                addressIndex = count
+                addressDestination = first.destination
+                addressIPv4 = entry.ipv4
+                nameLength = length
             }
-            let controlSpace = control + count * SendMetadata.capacity
-            let controlLength = SendMetadata.write(
-                into: controlSpace, ipv4: entry.ipv4 || first.destination.isIPv4,
-                trafficClass: first.trafficClass.rawValue, segmentSize: segments > 1 ? UInt16(size) : 0)
+            let segmentSize = segments > 1 ? UInt16(size) : 0
+            let ipv4 = entry.ipv4 || first.destination.isIPv4
+            let key = UInt32(segmentSize) << 16 | UInt32(first.trafficClass.rawValue) << 1 | (ipv4 ? 1 : 0)
+            if controlIndex < 0 || key != controlKey {
+                controlLength = SendMetadata.write(into: control + count * SendMetadata.capacity, ipv4: ipv4,
+                                                   trafficClass: first.trafficClass.rawValue, segmentSize: segmentSize)
+                controlIndex = count
+                controlKey = key
+            }
             headers[count].msg_hdr = msghdr(
-                msg_name: UnsafeMutableRawPointer(addresses + count), msg_namelen: nameLength,
+                msg_name: UnsafeMutableRawPointer(addresses + addressIndex), msg_namelen: nameLength,
                 msg_iov: iovecs + index, msg_iovlen: segments,
-                msg_control: controlSpace, msg_controllen: controlLength, msg_flags: 0)
+                msg_control: control + controlIndex * SendMetadata.capacity, msg_controllen: controlLength, msg_flags: 0)
             headers[count].msg_len = 0
             messages[count] = Message(slot: Int32(slot), firstDatagram: Int32(index), segments: Int32(segments),
                                       segmentSize: Int32(size), bytes: Int32(bytes), trafficClass: first.trafficClass.rawValue)
@@ -132,16 +168,14 @@ final class SendVectors {
         }
     }
 
-    /// Turns GSO message `index` into a plain one for its first segment: the segment-size cmsg
-    /// is dropped, one iovec. `pointAt(segment:of:)` then walks it over the other segments.
+    /// Turns GSO message `index` into a plain one for its first segment: one iovec, and the
+    /// control length cut to the TOS cmsg, which `SendMetadata.write` puts first, so the
+    /// segment-size cmsg after it is left out. Nothing is rewritten: the control bytes may be
+    /// shared with other messages of this build. `pointAt(segment:of:)` then walks the message
+    /// over the other segments.
     func unmerge(_ index: Int) {
         let header = header(at: index)
-        let message = messages[index]
-        let ipv4 = Int32(addresses[index].ss_family) == AF_INET
-            || Endpoint(reading: addresses + index, length: header.pointee.msg_namelen)?.isIPv4 == true
-        header.pointee.msg_controllen = SendMetadata.write(
-            into: control + index * SendMetadata.capacity, ipv4: ipv4,
-            trafficClass: message.trafficClass, segmentSize: 0)
+        header.pointee.msg_controllen = SendMetadata.trafficClassLength
         header.pointee.msg_iovlen = 1
     }
 
