@@ -7,16 +7,20 @@
 #
 # The harness is the same at both: bench/compare-forwarder/main.swift (one forwarding turn over
 # the API both commits share) is built against each commit's engine as that commit's
-# engine-bench target, in a worktree kept under .build-compare/ (gitignored; later runs rebuild
-# only what changed). Each build then runs as the "C" side of bench/profile-forwarder.sh:
+# engine-bench target, in a worktree kept under .build-compare/ ($COMPARE_DIR; gitignored, later
+# runs rebuild only what changed). Each build then runs as the "C" side of bench/profile-forwarder.sh:
 # callgrind over COUNT/2 and COUNT datagrams (default 20000; the difference, so start-up cancels
 # out), then strace -c. Columns: instructions per datagram; the engine's own syscall counter
-# per datagram and strace's count of packet-path calls; datagrams per receive batch; GSO
-# segments per GSO send. Needs `swift build -c release --product engine-bench` here (the driver),
+# per datagram (over the COUNT run) and strace's count of packet-path calls (its own run);
+# datagrams per receive batch; GSO segments per GSO send. Batches depend on timing (how much
+# of a burst has arrived when a turn starts), and with them syscalls and instructions per
+# datagram: compare them side by side. Needs `swift build -c release --product engine-bench` here (the driver),
 # valgrind and strace. BURSTS="50 200" and ENGINES=... choose the loads and backends.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [COUNT]" >&2; exit 2; }
 old=$1 new=$2 count=${3:-20000}
+# Where the two worktrees and builds are kept (COMPARE_DIR=... runs two comparisons at once).
+dir=${COMPARE_DIR:-.build-compare}
 bursts=${BURSTS:-50 200}
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -27,7 +31,7 @@ trap '[ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"' EXIT
 
 for side in old new; do
     commit=$old; [ $side = new ] && commit=$new
-    src=$root/.build-compare/$side-src
+    src=$root/$dir/$side-src
     if [ -d "$src" ]; then
         git -C "$src" checkout -q -f --detach "$commit" && git -C "$src" clean -q -fd
     else
@@ -41,8 +45,8 @@ for side in old new; do
     grep -q "public var gro" "$src/Sources/DatagramEngine/EngineConfiguration.swift" && flags="-Xswiftc -DENGINE_HAS_GRO"
     echo "building the forwarder against $commit ($side)" >&2
     # shellcheck disable=SC2086
-    swift build -c release --package-path "$src" --scratch-path "$root/.build-compare/$side" --product engine-bench $flags >&2
-    cp "$root/.build-compare/$side/release/engine-bench" "$work/forwarder-$side"
+    swift build -c release --package-path "$src" --scratch-path "$root/$dir/$side" --product engine-bench $flags >&2
+    cp "$root/$dir/$side/release/engine-bench" "$work/forwarder-$side"
 done
 
 for burst in $bursts; do
@@ -57,13 +61,12 @@ echo "| engine | burst | instructions/datagram old | new | new/old | syscalls/da
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for burst in $bursts; do
     # Report lines, three per engine (callgrind COUNT/2, callgrind COUNT, strace):
-    # NAME in out syscalls gsoSegments gsoSends receiveBatches. Per datagram: the difference of
-    # the two callgrind runs, the same window the instructions come from.
+    # NAME in out syscalls gsoSegments gsoSends receiveBatches. Per datagram: the totals of the
+    # callgrind run over COUNT (what the engine counts is the packet path's alone; a difference
+    # of two runs would mix in how differently their turns happened to fall).
     for side in old new; do
-        awk '{ n[$1]++; if (n[$1] == 1) for (i = 2; i <= 7; i++) a[$1, i] = $i
-               if (n[$1] == 2) { out = $3 - a[$1, 3]; sends = $6 - a[$1, 6]
-                   printf "%s %.3f %.1f %s\n", $1, ($4 - a[$1, 4]) / out, out / ($7 - a[$1, 7]),
-                       (sends > 0 ? sprintf("%.1f", ($5 - a[$1, 5]) / sends) : "-") } }' \
+        awk '{ n[$1]++ } n[$1] == 2 { printf "%s %.3f %.1f %s\n", $1, $4 / $3, $2 / $7,
+                   ($6 > 0 ? sprintf("%.1f", $5 / $6) : "-") }' \
             "$work/report-$side-$burst" | sort > "$work/counters-$side-$burst"
         # profile-forwarder's row with SIDES=c: | engine | - | C instructions | - | - | C syscalls | names |
         awk -F'|' 'NR > 2 { gsub(/ /, "", $2); gsub(/ /, "", $4); gsub(/ /, "", $7); print $2, $4, $7 }' \
