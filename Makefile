@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps test-deps build release reference test demo bench clean
+.PHONY: deps test-deps bench-deps build release reference test demo bench profile compare-instructions clean
 
 # The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
 # (libcrypto for STUN/TURN credentials). Each is installed when its header is absent.
@@ -73,9 +73,30 @@ reference: deps
 demo: release reference
 	bench/demo.sh
 
+# The counting tools of bench/profile-forwarder.sh and bench/compare-instructions.sh: valgrind
+# (callgrind: instructions per datagram) and strace (system calls by name).
+bench-deps:
+	@for tool in valgrind strace; do \
+		command -v $$tool >/dev/null || { echo "make: installing $$tool (instruction and syscall counts)"; \
+			{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$tool; } || \
+			{ echo "make: ERROR: could not install $$tool (apt-get install $$tool)" >&2; exit 1; }; }; \
+	done
+
 # The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
 bench: release reference
 	.build/release/engine-bench --c-forwarder .build/reference/forwarder --rates 50000,200000 --seconds 2 --repeats 3 --out bench/results/engine.md
+
+# Instructions and system calls per datagram, ours against the C reference (bench/README.md).
+profile: release reference bench-deps
+	bench/profile-forwarder.sh
+
+# Issue 8's check: the engine at OLD (before its restructuring) and NEW, in instructions, system
+# calls and GSO sends per datagram under one harness (bench/compare-instructions.sh).
+OLD ?= 2be9fa3
+NEW ?= HEAD
+compare-instructions: bench-deps
+	$(SWIFT) build -c release --product engine-bench
+	bench/compare-instructions.sh $(OLD) $(NEW)
 
 clean:
 	rm -rf .build

@@ -89,83 +89,111 @@ final class SendVectors {
     /// length), so a message the kernel has not yet read (io_uring) still points at its bytes.
     func build(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, count total: Int, table: SocketTable,
                gso: Bool, unsendable: (Int32, Int) -> Void) {
-        count = 0
+        // Per datagram this is the packet path's largest piece of user-space work, so it is
+        // written for the compiler: fields read through the pointer (not a copy of each
+        // datagram), wrapping arithmetic on counts bounded by `capacity`, and few live values.
+        var built = 0
         var socket = SocketID(slot: -1, generation: 0)
-        var slot = 0
-        var entry = SocketTable.Entry()
-        // The address written last (`addressIndex`, -1 for none), and for which destination
-        // and socket family.
-        var addressIndex = -1
-        var addressDestination = Endpoint(high: 0, low: 0, port: 0)
-        var addressIPv4 = false
+        var slot: Int32 = 0
+        var ipv4Socket = false
+        var gsoSocket = false
+        // The address written last (nil for none), for which destination and socket family.
+        var name: UnsafeMutableRawPointer?
+        var nameDestination = Endpoint(high: 0, low: 0, port: 0)
+        var nameIPv4 = false
         var nameLength: socklen_t = 0
-        // The control bytes written last (`controlIndex`, -1 for none) and what they encode:
-        // IPv4 or IPv6 TOS cmsg, TOS byte, GSO segment size.
-        var controlIndex = -1
+        // The control bytes written last (nil for none) and what they encode: IPv4 or IPv6 TOS
+        // cmsg, TOS byte, GSO segment size.
+        var controlSpace: UnsafeMutableRawPointer?
         var controlKey: UInt32 = 0
         var controlLength = 0
         var index = 0
         while index < total {
-            let first = datagrams[index]
-            if first.socket != socket {
-                guard let found = table.lookup(first.socket) else {
+            let datagram = datagrams + index
+            if datagram.pointee.socket != socket {
+                guard let found = table.lookup(datagram.pointee.socket) else {
                     unsendable(EBADF, 1)
-                    index += 1
+                    index &+= 1
                     continue
                 }
-                socket = first.socket
-                slot = found
-                entry = table[found]
+                socket = datagram.pointee.socket
+                slot = Int32(truncatingIfNeeded: found)
+                let entry = table[found]
+                ipv4Socket = entry.ipv4
+                gsoSocket = gso && entry.gsoEnabled
             }
-            let size = first.bytes.count
-            iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.bytes.baseAddress), iov_len: size)
+            let size = datagram.pointee.bytes.count
+            let trafficClass = datagram.pointee.trafficClass.rawValue
+            iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: datagram.pointee.bytes.baseAddress), iov_len: size)
             var segments = 1
             var bytes = size
-            if gso && entry.gsoEnabled && size > 0 {
-                while index + segments < total, segments < SendVectors.maxSegments,
-                      (segments + 1) * size <= SendVectors.maxGSOBytes {
-                    let next = datagrams[index + segments]
-                    let length = next.bytes.count
-                    guard next.socket == first.socket, length == size || (length > 0 && length < size),
-                          next.trafficClass == first.trafficClass, next.destination == first.destination else { break }
-                    iovecs[index + segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.bytes.baseAddress), iov_len: length)
-                    segments += 1
-                    bytes += length
-                    // Only the last segment of a GSO send may be shorter.
-                    if length < size { break }
-                }
+            if gsoSocket && size > 0 {
+                (segments, bytes) = mergeRun(datagrams, from: index, count: total)
             }
-            if addressIndex < 0 || first.destination != addressDestination || entry.ipv4 != addressIPv4 {
-                let length = first.destination.write(to: addresses + count, family: entry.ipv4 ? Int32(AF_INET) : Int32(AF_INET6))
+            let destination = datagram.pointee.destination
+            if name == nil || destination != nameDestination || ipv4Socket != nameIPv4 {
+                let length = destination.write(to: addresses + built, family: ipv4Socket ? Int32(AF_INET) : Int32(AF_INET6))
                 if length == 0 {
                     unsendable(EAFNOSUPPORT, segments)
-                    index += segments
+                    index &+= segments
                     continue
                 }
-                addressIndex = count
-                addressDestination = first.destination
-                addressIPv4 = entry.ipv4
+                name = UnsafeMutableRawPointer(addresses + built)
+                nameDestination = destination
+                nameIPv4 = ipv4Socket
                 nameLength = length
             }
-            let segmentSize = segments > 1 ? UInt16(size) : 0
-            let ipv4 = entry.ipv4 || first.destination.isIPv4
-            let key = UInt32(segmentSize) << 16 | UInt32(first.trafficClass.rawValue) << 1 | (ipv4 ? 1 : 0)
-            if controlIndex < 0 || key != controlKey {
-                controlLength = SendMetadata.write(into: control + count * SendMetadata.capacity, ipv4: ipv4,
-                                                   trafficClass: first.trafficClass.rawValue, segmentSize: segmentSize)
-                controlIndex = count
+            let segmentSize = segments > 1 ? UInt16(truncatingIfNeeded: size) : 0
+            let ipv4 = ipv4Socket || destination.isIPv4
+            let key = UInt32(segmentSize) << 16 | UInt32(trafficClass) << 1 | (ipv4 ? 1 : 0)
+            if controlSpace == nil || key != controlKey {
+                let space = control + built &* SendMetadata.capacity
+                controlLength = SendMetadata.write(into: space, ipv4: ipv4, trafficClass: trafficClass, segmentSize: segmentSize)
+                controlSpace = space
                 controlKey = key
             }
-            headers[count].msg_hdr = msghdr(
-                msg_name: UnsafeMutableRawPointer(addresses + addressIndex), msg_namelen: nameLength,
-                msg_iov: iovecs + index, msg_iovlen: segments,
-                msg_control: control + controlIndex * SendMetadata.capacity, msg_controllen: controlLength, msg_flags: 0)
-            headers[count].msg_len = 0
-            messages[count] = Message(slot: Int32(slot), firstDatagram: Int32(index), segments: Int32(segments),
-                                      segmentSize: Int32(size), bytes: Int32(bytes), trafficClass: first.trafficClass.rawValue)
-            count += 1
-            index += segments
+            // msg_flags and msg_len stay as zeroed at allocation: a send reads neither (sendmmsg
+            // writes msg_len, which nothing here reads back).
+            let header = UnsafeMutableRawPointer(headers + built).assumingMemoryBound(to: msghdr.self)
+            header.pointee.msg_name = name
+            header.pointee.msg_namelen = nameLength
+            header.pointee.msg_iov = iovecs + index
+            header.pointee.msg_iovlen = segments
+            header.pointee.msg_control = controlSpace
+            header.pointee.msg_controllen = controlLength
+            messages[built] = Message(slot: slot, firstDatagram: Int32(truncatingIfNeeded: index),
+                                      segments: Int32(truncatingIfNeeded: segments), segmentSize: Int32(truncatingIfNeeded: size),
+                                      bytes: Int32(truncatingIfNeeded: bytes), trafficClass: trafficClass)
+            built &+= 1
+            index &+= segments
         }
+        count = built
+    }
+
+    /// How many datagrams from `first` on join it in one GSO send, with their payload bytes,
+    /// their iovecs filled in (the first's is already): same socket, destination and TOS byte,
+    /// and the same size but for a shorter last one, as the kernel allows. Up to `maxSegments`
+    /// and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
+    @inline(never)
+    private func mergeRun(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, from first: Int, count total: Int) -> (Int, Int) {
+        let head = datagrams + first
+        let size = head.pointee.bytes.count
+        let limit = min(total &- first, SendVectors.maxSegments, SendVectors.maxGSOBytes / size)
+        var segments = 1
+        var bytes = size
+        while segments < limit {
+            let next = head + segments
+            let length = next.pointee.bytes.count
+            guard length == size || (length > 0 && length < size), next.pointee.socket == head.pointee.socket,
+                  next.pointee.trafficClass == head.pointee.trafficClass,
+                  next.pointee.destination == head.pointee.destination else { break }
+            iovecs[first &+ segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.pointee.bytes.baseAddress), iov_len: length)
+            segments &+= 1
+            bytes &+= length
+            // Only the last segment of a GSO send may be shorter.
+            if length < size { break }
+        }
+        return (segments, bytes)
     }
 
     /// Turns GSO message `index` into a plain one for its first segment: one iovec, and the
