@@ -13,7 +13,7 @@ extension TurnTable {
         if let existing = byClient[client] {
             // The Allocate that made it, retransmitted after its cached answer expired, is
             // answered as a success again; any other is a mismatch.
-            guard allocations[Int(existing)]!.transaction == message.transactionID else {
+            guard allocations[Int(existing)].transaction == message.transactionID else {
                 throw TurnRefusal(code: .allocationMismatch)
             }
             return describe(Int(existing), client, reservation: nil, additionalError: nil, draftNumbers: false, &answer)
@@ -81,8 +81,7 @@ extension TurnTable {
                                     expires: now &+ UInt64(granted) &* 1_000_000_000)
         for relay in [primary, secondary].compactMap({ $0 }) {
             if relay.advertised.isIPv4 { allocation.relay4 = relay } else { allocation.relay6 = relay }
-            setRole(relay.socket, .relay(index))
-            onSocket(relay.socket, true)
+            onSocket(relay.socket, .relay(index))
         }
         allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
         allocation.lastRefill = now
@@ -96,7 +95,7 @@ extension TurnTable {
     /// The success answer's attributes: relayed addresses, lifetime, reservation, mapped address.
     func describe(_ a: Int, _ client: TurnClient, reservation: UInt64?, additionalError: ErrorCode?,
                   draftNumbers: Bool, _ answer: inout MessageBuilder) {
-        let allocation = allocations[a]!
+        let allocation = allocations[a]
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             answer.append(.xorRelayedAddress, xorAddress: relay.advertised)
         }
@@ -189,15 +188,16 @@ extension TurnTable {
     /// sockets for closing: a Refresh that deletes arrives in the middle of a batch whose
     /// datagrams may still be queued on them, so they close after the flush (`closePending`).
     func removeAllocation(_ a: Int) {
-        guard let allocation = allocations[a] else { return }
+        guard allocations[a].live else { return }
+        let allocation = allocations[a]
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
-            setRole(relay.socket, .none)
-            onSocket(relay.socket, false)
+            onSocket(relay.socket, .none)
             closing.append(relay)
         }
         shared.release(allocation.username)
         byClient[allocation.client] = nil
-        allocations[a] = nil
+        if lastAllocation == Int32(a) { lastAllocation = -1 }
+        allocations[a] = .vacant
         freeAllocations.append(Int32(a))
     }
 
