@@ -159,7 +159,7 @@ extension TurnTable {
             (port: UInt16) throws(SystemCallError) -> RelayedSocket in
             local.port = port
             let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
-            if dontFragment { setDontFragment(bound) }
+            try setDontFragment(bound, dontFragment)
             let socket = try engine.register(bound)
             var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
             advertised.port = port
@@ -170,17 +170,21 @@ extension TurnTable {
         return relay
     }
 
-    /// DONT-FRAGMENT (RFC 8656 section 7.2): datagrams from this relayed socket are never
-    /// fragmented; one too large for the path is refused by the kernel instead.
-    func setDontFragment(_ socket: UDPSocket) {
+    /// The DF bit of datagrams from a relayed socket (RFC 8656 section 14, IPv4 fragmentation):
+    /// with DONT-FRAGMENT in the Allocate, set (IP_PMTUDISC_DO: one too large for the path is
+    /// refused by the kernel, never fragmented); without it, clear (IP_PMTUDISC_DONT), the RFC's
+    /// behaviour for a relay that cannot read the incoming datagram's DF bit: take it as 0.
+    /// Linux's default (IP_PMTUDISC_WANT) would set DF whenever a datagram fits the path, so
+    /// the client's choice would not show on the wire. IPv6 has no DF bit: IPV6_DONTFRAG only
+    /// stops the relay itself from fragmenting. A failure fails the allocation rather than let
+    /// it run without what the client asked for.
+    func setDontFragment(_ socket: UDPSocket, _ dontFragment: Bool) throws(SystemCallError) {
         let descriptor = socket.descriptor
-        var value: Int32
-        if socket.family == AF_INET {
-            value = IP_PMTUDISC_DO
-            _ = setsockopt(descriptor, Int32(IPPROTO_IP), IP_MTU_DISCOVER, &value, socklen_t(MemoryLayout<Int32>.size))
-        } else {
-            value = 1
-            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_DONTFRAG, &value, socklen_t(MemoryLayout<Int32>.size))
+        let ipv4 = socket.family == AF_INET
+        var value: Int32 = ipv4 ? (dontFragment ? IP_PMTUDISC_DO : IP_PMTUDISC_DONT) : (dontFragment ? 1 : 0)
+        let (level, name) = ipv4 ? (Int32(IPPROTO_IP), IP_MTU_DISCOVER) : (Int32(IPPROTO_IPV6), IPV6_DONTFRAG)
+        _ = try SystemCall.require(ipv4 ? "setsockopt(IP_MTU_DISCOVER) on a relayed socket" : "setsockopt(IPV6_DONTFRAG) on a relayed socket") {
+            Int(setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Int32>.size)))
         }
     }
 
