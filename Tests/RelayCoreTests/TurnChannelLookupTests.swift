@@ -9,11 +9,7 @@ import XCTest
 /// and the remembered last client never outlives its allocation.
 final class TurnChannelLookupTests: XCTestCase {
     func testARenewedPermissionReopensItsChannelBothWays() throws {
-        let harness = try TurnHarness()
-        var client = try TurnTestClient(harness)
-        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
-        let (peer, peerAddress) = try harness.socket()
-        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peerAddress)).isSuccess)
+        var (harness, client, relayed, peer, peerAddress) = try TurnHarness.withChannel(0x4000)
 
         // Past the permission's 300 s the channel (600 s) carries nothing either way.
         harness.advance(seconds: 301)
@@ -70,9 +66,7 @@ final class TurnChannelLookupTests: XCTestCase {
     func testTheLastClientIsForgottenWithItsAllocation() throws {
         let harness = try TurnHarness()
         var alice = try TurnTestClient(harness)
-        var bob = try TurnTestClient(harness)
-        bob.username = "bob"
-        bob.password = "hunter2"
+        var bob = try TurnTestClient.bob(harness)
         let (alicePeer, alicePeerAddress) = try harness.socket()
         let (bobPeer, bobPeerAddress) = try harness.socket()
         XCTAssertNotNil(try alice.allocate()?.xorAddress(.xorRelayedAddress))

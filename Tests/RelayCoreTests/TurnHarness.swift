@@ -246,6 +246,18 @@ func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
 }
 
 extension TurnHarness {
+    /// A harness, alice's allocation and a peer socket bound to her channel `number`: the
+    /// set-up of the tests of a channel's data path.
+    static func withChannel(_ number: UInt16) throws
+        -> (harness: TurnHarness, client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
+        let harness = try TurnHarness()
+        var client = try TurnTestClient(harness)
+        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+        let (peer, peerAddress) = try harness.socket()
+        XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
+        return (harness, client, relayed, peer, peerAddress)
+    }
+
     /// A harness whose peer policy allows loopback peers but knows the relay's own ports
     /// (`ports`), and two clients on it, alice and bob, each with their own credentials: the
     /// set-up of every test of the relay's own ports and of client-to-client relaying.
@@ -254,10 +266,16 @@ extension TurnHarness {
             $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: ports.range,
                                        relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
         }
-        let alice = try TurnTestClient(harness)
+        return (harness, try TurnTestClient(harness), try TurnTestClient.bob(harness))
+    }
+}
+
+extension TurnTestClient {
+    /// A client with the harness's second user's credentials.
+    static func bob(_ harness: TurnHarness) throws -> TurnTestClient {
         var bob = try TurnTestClient(harness)
         bob.username = "bob"
         bob.password = "hunter2"
-        return (harness, alice, bob)
+        return bob
     }
 }
