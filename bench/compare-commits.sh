@@ -9,7 +9,8 @@
 # Each commit is built in a temporary git worktree with its own scratch path (.build-compare-*,
 # gitignored); nothing in this checkout changes. Run it on a quiet machine: the figures mean
 # nothing while others compile. OLD_BIN=PATH NEW_BIN=PATH use engine-bench binaries built
-# already (OLD and NEW then only label the table).
+# already (OLD and NEW then only label the table). On a busy machine, compare counts instead:
+# bench/compare-instructions.sh OLD NEW (instructions, syscalls, GSO sends per datagram).
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [ROUNDS] [engine-bench options]" >&2; exit 2; }
 old=$1 new=$2; shift 2

@@ -92,6 +92,9 @@ final class SendVectors {
         // Per datagram this is the packet path's largest piece of user-space work, so it is
         // written for the compiler: fields read through the pointer (not a copy of each
         // datagram), wrapping arithmetic on counts bounded by `capacity`, and few live values.
+        // The vectors' bases in locals: a store through one pointer could alias this object's
+        // fields as far as the compiler knows, so it would load them again after every store.
+        let (headers, iovecs, messages, addresses, control) = (self.headers, self.iovecs, self.messages, self.addresses, self.control)
         var built = 0
         var socket = SocketID(slot: -1, generation: 0)
         var slot: Int32 = 0
@@ -176,6 +179,7 @@ final class SendVectors {
     /// and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
     @inline(never)
     private func mergeRun(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, from first: Int, count total: Int) -> (Int, Int) {
+        let iovecs = self.iovecs
         let head = datagrams + first
         let size = head.pointee.bytes.count
         let limit = min(total &- first, SendVectors.maxSegments, SendVectors.maxGSOBytes / size)
