@@ -31,10 +31,11 @@ release: deps
 # TCP control channel beside the relay), ffmpeg (a real RTP sender with RTCP on port + 1,
 # through an "rtcp": "pair" session), systemd-analyze (checks the unit), coturn
 # (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
-# bench/turn-bench.sh) and PyYAML (checks the deploy files). Installed when missing; when that
+# bench/turn-bench.sh), tshark (reads the DF bit of relayed datagrams on loopback:
+# TurnDontFragmentTests) and PyYAML (checks the deploy files). Installed when missing; when that
 # fails, make stops here and says why: under `make test` a missing tool is an error, never a skip.
 TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
-	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn
+	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark
 test-deps:
 	@missing=""; \
 	for pair in $(TEST_TOOLS); do \

@@ -12,7 +12,11 @@
 # so datagrams = uclient's tot_send_msgs + tot_recv_msgs.
 # CPU: the server process's threads' time on CPU (/proc/PID/task/*/schedstat, nanoseconds),
 # read just before the clients start and after the last one exits, so allocation set-up is
-# included (a few transactions per client against 50 x seconds datagrams each way).
+# included (a few transactions per client against 50 x seconds datagrams each way). It is
+# split into user and system time in the proportion of the process's utime and stime
+# (/proc/PID/stat, clock ticks) over the same interval: on loopback most of a relay's CPU is
+# the kernel's UDP work, which no user-space saving can remove, so the split shows what the
+# server's own code costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -99,6 +103,11 @@ cpu_ns() {  # total on-CPU time of every thread of $1
     echo "$total"
 }
 
+proc_ticks() {  # utime and stime of process $1 in clock ticks (fields 14 and 15 of /proc/PID/stat)
+    # Fields are counted after the command name's last ')': it may hold spaces.
+    sed 's/.*) //' /proc/"$1"/stat | awk '{ print $12, $13 }'
+}
+
 any_alive() { local pid; for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
 
 # Starts the server under test on TURN port $2 with relayed ports $3-$4; sets server_pid.
@@ -125,7 +134,8 @@ start_server() {
     server_pid=$!
 }
 
-# One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost" to results.
+# One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost
+# errors user_us_per_datagram system_us_per_datagram" to results.
 measure() {
     local which=$1 clients=$2 port low high server processes i n rest before after start end connected
     port=$(free_port)
@@ -158,6 +168,7 @@ measure() {
     done
 
     before=$(cpu_ns "$server")
+    ticks_before=$(proc_ticks "$server")
     start=$(date +%s.%N)
     rest=$clients
     for i in $(seq 1 "$processes"); do
@@ -178,6 +189,7 @@ measure() {
     done
     for pid in "${client_pids[@]}"; do wait "$pid" || true; done
     after=$(cpu_ns "$server")
+    ticks_after=$(proc_ticks "$server")
     end=$(date +%s.%N)
     kill "$server" "${peer_pids[@]}" 2>/dev/null || true
     wait "$server" "${peer_pids[@]}" 2>/dev/null || true
@@ -197,10 +209,12 @@ measure() {
         exit 1
     fi
     awk -v t="$which" -v c="$clients" -v cpu=$((after - before)) -v d="$datagrams" -v s="$start" -v k="$connected" -v e="$end" \
-        -v lost="$lost" -v sent="$sent" -v err="$errors" \
-        'BEGIN { printf "%s %d %.3f %d %.0f %.2f %d\n", t, c, cpu / 1000 / d, d, d / (e - k), (sent ? 100 * lost / sent : 0), err }' \
+        -v lost="$lost" -v sent="$sent" -v err="$errors" -v tb="$ticks_before" -v ta="$ticks_after" \
+        'BEGIN { us = cpu / 1000 / d; split(tb, b); split(ta, a); user = a[1] - b[1]; sys = a[2] - b[2]
+                 share = (user + sys) ? user / (user + sys) : 0
+                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / (e - k), (sent ? 100 * lost / sent : 0), err, us * share, us * (1 - share) }' \
         >> "$workdir/results"
-    tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram, %d datagrams, %.0f/s, lost %.2f%%, %d errors\n", $1, $2, $3, $4, $5, $6, $7 }' >&2
+    report_last
 }
 
 # The workload of uclient, driven by mediarelay-load: N TURN clients, voice (50 datagrams/s of
@@ -211,10 +225,14 @@ measure() {
 # divided by the datagrams the generator sent, the same for both servers.
 json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$2"; }
 measure_load() {
-    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json"
+    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json" ticks_before ticks_after
+    # The generator measures the data phase only; the user/system proportion comes from the
+    # whole run (set-up included), which is close enough for a split of the same total.
+    ticks_before=$(proc_ticks "$server")
     "$load" --turn "127.0.0.1:$port" --turn-user "$user:$password" --streams "$clients" --profile voice \
         --bidirectional --seconds "$seconds" --relay-pid "$server" --json --no-progress \
         > "$json" 2> "$workdir/load.log" || true
+    ticks_after=$(proc_ticks "$server" 2>/dev/null || echo "$ticks_before")
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     local sent ns lost seconds_run
@@ -226,8 +244,16 @@ measure_load() {
         exit 1
     fi
     awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$sent" -v s="$seconds_run" -v lost="$lost" \
-        'BEGIN { printf "%s %d %.3f %d %.0f %.2f %d\n", t, c, ns / 1000, d, d / s, 100 * lost / d, 0 }' >> "$workdir/results"
-    tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram, %d datagrams, %.0f/s, lost %.2f%%\n", $1, $2, $3, $4, $5, $6 }' >&2
+        -v tb="$ticks_before" -v ta="$ticks_after" \
+        'BEGIN { us = ns / 1000; split(tb, b); split(ta, a); user = a[1] - b[1]; sys = a[2] - b[2]
+                 share = (user + sys) ? user / (user + sys) : 0
+                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / s, 100 * lost / d, 0, us * share, us * (1 - share) }' \
+        >> "$workdir/results"
+    report_last
+}
+
+report_last() {
+    tail -1 "$workdir/results" | awk '{ printf "turn-bench: %-10s %5d clients: %7.3f us/datagram (user %.3f, system %.3f), %d datagrams, %.0f/s, lost %.2f%%, %d errors\n", $1, $2, $3, $8, $9, $4, $5, $6, $7 }' >&2
 }
 
 IFS=, read -r -a client_counts <<< "$clients_list"
@@ -247,17 +273,22 @@ done
     echo "TURN relay CPU per relayed datagram: $(nproc) CPUs, $(uname -r), coturn $(dpkg-query -W -f='${Version}' coturn 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats --driver $driver"
     echo
-    echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | relayed/s (mean) | lost (worst) | client errors |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
+    echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | user us/datagram | system us/datagram | relayed/s (mean) | lost (worst) | client errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     sort -k1,1 -k2,2n -k3,3n "$workdir/results" | awk '
+        function median(v, k,   i, j, x) {  # of v[1..k], sorted in place
+            for (i = 2; i <= k; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+        }
         function flush() {
             if (n == 0) return
             m = (n % 2) ? us[(n + 1) / 2] : (us[n / 2] + us[n / 2 + 1]) / 2
-            printf "| %s | %d | %d | %.2f (%.2f-%.2f) | %.0f | %.2f%% | %d |\n", key1, key2, key2 * 100, m, us[1], us[n], rate / n, lostmax, errs
+            printf "| %s | %d | %d | %.2f (%.2f-%.2f) | %.2f | %.2f | %.0f | %.2f%% | %d |\n", key1, key2, key2 * 100, m, us[1], us[n],
+                median(user, n), median(sys, n), rate / n, lostmax, errs
             n = 0; lostmax = 0; errs = 0; rate = 0
         }
         { if ($1 != key1 || $2 != key2) { flush(); key1 = $1; key2 = $2 }
-          n++; us[n] = $3; rate += $5; if ($6 > lostmax) lostmax = $6; errs += $7 }
+          n++; us[n] = $3; user[n] = $8; sys[n] = $9; rate += $5; if ($6 > lostmax) lostmax = $6; errs += $7 }
         END { flush() }'
     if [ ${#skipped[@]} -gt 0 ]; then echo; echo "Not measured: ${skipped[*]} (no TURN listener answered)."; fi
 } | tee ${out:+"$out"}

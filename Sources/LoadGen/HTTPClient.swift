@@ -120,9 +120,9 @@ extension StringProtocol {
     }
 }
 
-/// "Connection refused (ECONNREFUSED)": the C library's text, then the C name.
+/// "connection refused (ECONNREFUSED)": the same text the relay's own errors use.
 func errnoText(_ code: Int32) -> String {
-    "\(String(cString: strerror(code))) (\(ErrnoName.of(code)))"
+    SystemCallError.explain(code)
 }
 
 /// The text of a failed call's errno.

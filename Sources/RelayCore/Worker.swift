@@ -18,8 +18,10 @@ final class Worker {
         case listener(rule: Int32)
         case upstream(client: Int32)
         case leg(Int32)
-        /// A TURN listener or relayed socket: the TURN table knows which.
-        case turn
+        /// A TURN listener: ChannelData, Send indications and requests from clients.
+        case turnListener
+        /// The relayed socket of the TURN allocation with this index: datagrams from peers.
+        case turnRelay(Int32)
     }
 
     let shared: WorkerShared
@@ -30,8 +32,9 @@ final class Worker {
     @exclusivity(unchecked) var roles: [SocketRole] = []
     let forwardRules: ForwardRuleTable
     let sessions: SessionTable
-    /// The TURN server's share on this worker, when TURN is configured.
-    var turnTable: TurnTable?
+    /// The TURN server's share on this worker, when TURN is configured. A constant, so the
+    /// packet path calls into it without retaining it per datagram.
+    let turnTable: TurnTable?
     @exclusivity(unchecked) var drops = DropCounts()
     var now: UInt64 = MonotonicClock.now()
     var lastHousekeeping: UInt64 = 0
@@ -44,19 +47,28 @@ final class Worker {
         let opener = PortOpener(engine: engine, ports: settings.ports, socketOptions: settings.socketOptions)
         forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, now: now)
         sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, now: now)
+        if let turn = settings.turn {
+            turnTable = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
+                                  socketOptions: settings.socketOptions, now: now)
+        } else {
+            turnTable = nil
+        }
         forwardRules.setRole = { [unowned self] socket, role in setRole(socket, role) }
         sessions.setRole = { [unowned self] socket, role in setRole(socket, role) }
         try forwardRules.openListeners(ruleShares)
-        if let turn = settings.turn {
-            let table = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
-                                  socketOptions: settings.socketOptions, now: now)
-            table.onSocket = { [unowned self] socket, owned in setRole(socket, owned ? .turn : .none) }
+        if let table = turnTable {
+            table.onSocket = { [unowned self] socket, role in
+                switch role {
+                case .listener: setRole(socket, .turnListener)
+                case .relay(let index): setRole(socket, .turnRelay(index))
+                case .none: setRole(socket, .none)
+                }
+            }
             for address in settings.turnListeners {
                 var options = settings.socketOptions
                 options.reusePort = true
                 table.addListener(try engine.register(UDPSocket(binding: address, options: options)))
             }
-            turnTable = table
         }
         shared.waker.withLock { $0 = engine.waker }
     }
@@ -97,7 +109,8 @@ final class Worker {
         case .leg(let leg): sessions.fromLeg(Int(leg), datagram)
         case .listener(let rule): forwardRules.fromClient(Int(rule), datagram)
         case .upstream(let client): forwardRules.fromUpstream(Int(client), datagram)
-        case .turn: turnTable.unsafelyUnwrapped.receive(datagram)
+        case .turnListener: turnTable.unsafelyUnwrapped.fromClient(datagram)
+        case .turnRelay(let allocation): turnTable.unsafelyUnwrapped.fromPeer(Int(allocation), datagram)
         case .none: drops.add(.unknownSource)
         }
     }

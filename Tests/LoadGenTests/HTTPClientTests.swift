@@ -64,7 +64,7 @@ final class HTTPClientTests: XCTestCase {
         _ = withUnsafeMutablePointer(to: &address.storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &address.length) } }
         let client = try HTTPClient(url: "http://127.0.0.1:\(address.port)")
         XCTAssertThrowsError(try client.request("GET", "/healthz")) {
-            XCTAssertTrue("\($0)".contains("connect: Connection refused"), "\($0)")
+            XCTAssertTrue("\($0)".contains("connect: connection refused (ECONNREFUSED)"), "\($0)")
         }
         XCTAssertThrowsError(try HTTPClient(url: "https://127.0.0.1:1"))
         XCTAssertThrowsError(try HTTPClient(url: "http://127.0.0.1:1/v1"))

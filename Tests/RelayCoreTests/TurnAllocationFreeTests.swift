@@ -13,7 +13,7 @@ final class TurnAllocationFreeTests: XCTestCase {
             let harness = try TurnHarness(backend: backend)
             try assertNoAllocations(harness, "\(backend)") {
                 let count = harness.relay.receive(timeoutMilliseconds: 5)
-                for index in 0..<count { harness.table.receive(harness.relay.received(index)) }
+                for index in 0..<count { harness.route(harness.relay.received(index)) }
                 harness.relay.flush()
                 harness.table.flushed()
             }

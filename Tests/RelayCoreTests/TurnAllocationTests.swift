@@ -72,11 +72,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testChannelDataBothWaysKeepsMarks() throws {
-        let harness = try TurnHarness()
-        var client = try TurnTestClient(harness)
-        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
-        let (peer, peerAddress) = try harness.socket()
-        XCTAssertTrue(try XCTUnwrap(client.bind(0x4001, peerAddress)).isSuccess)
+        let (harness, client, relayed, peer, _) = try TurnHarness.withChannel(0x4001)
 
         let marks = TrafficClass(dscp: 46, ecn: .ect1)
         client.send(channelData(0x4001, [1, 2, 3, 4, 5]), trafficClass: marks)
@@ -123,9 +119,7 @@ final class TurnAllocationTests: XCTestCase {
     func testTwoClientsReachEachOtherThroughTheirRelayedAddresses() throws {
         let harness = try TurnHarness()
         var first = try TurnTestClient(harness)
-        var second = try TurnTestClient(harness)
-        second.username = "bob"
-        second.password = "hunter2"
+        var second = try TurnTestClient.bob(harness)
         let firstRelayed = try XCTUnwrap(first.allocate()?.xorAddress(.xorRelayedAddress))
         let secondRelayed = try XCTUnwrap(second.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertTrue(try XCTUnwrap(first.bind(0x4000, secondRelayed)).isSuccess)

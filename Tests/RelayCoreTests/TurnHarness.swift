@@ -28,6 +28,19 @@ final class TurnHarness {
     }
     let wall = Clock()
 
+    /// Table mode's stand-in for the worker's dispatcher: the role of each socket by slot, as
+    /// the table reports them (`onSocket`), read per datagram by `route`.
+    final class Roles {
+        var bySlot: [TurnTable.SocketRole] = []
+
+        func set(_ socket: SocketID, _ role: TurnTable.SocketRole) {
+            let slot = Int(socket.slot)
+            while bySlot.count <= slot { bySlot.append(.none) }
+            bySlot[slot] = role
+        }
+    }
+    let roles = Roles()
+
     init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
@@ -43,6 +56,7 @@ final class TurnHarness {
         self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
         table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: self.ports.range), now: now)
+        table.onSocket = { [roles] socket, role in roles.set(socket, role) }
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))
@@ -81,6 +95,17 @@ final class TurnHarness {
         return (try sockets.register(socket), socket.localEndpoint)
     }
 
+    /// Hands a datagram the relay received to the table by its socket's role, as a worker does.
+    func route(_ datagram: ReceivedDatagram) {
+        let slot = Int(datagram.socket.slot)
+        guard slot < roles.bySlot.count else { return }
+        switch roles.bySlot[slot] {
+        case .listener: table.fromClient(datagram)
+        case .relay(let allocation): table.fromPeer(Int(allocation), datagram)
+        case .none: break
+        }
+    }
+
     func advance(seconds: UInt64) {
         now += seconds * 1_000_000_000
         table?.now = now
@@ -96,7 +121,7 @@ final class TurnHarness {
         if let table {
             table.now = now
             let count = relay.receive(timeoutMilliseconds: 1)
-            for index in 0..<count { table.receive(relay.received(index)) }
+            for index in 0..<count { route(relay.received(index)) }
             relay.flush()
             table.flushed()
         }
@@ -221,6 +246,18 @@ func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
 }
 
 extension TurnHarness {
+    /// A harness, alice's allocation and a peer socket bound to her channel `number`: the
+    /// set-up of the tests of a channel's data path.
+    static func withChannel(_ number: UInt16) throws
+        -> (harness: TurnHarness, client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
+        let harness = try TurnHarness()
+        var client = try TurnTestClient(harness)
+        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+        let (peer, peerAddress) = try harness.socket()
+        XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
+        return (harness, client, relayed, peer, peerAddress)
+    }
+
     /// A harness whose peer policy allows loopback peers but knows the relay's own ports
     /// (`ports`), and two clients on it, alice and bob, each with their own credentials: the
     /// set-up of every test of the relay's own ports and of client-to-client relaying.
@@ -229,10 +266,16 @@ extension TurnHarness {
             $0.peerPolicy = PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!], ownPorts: ports.range,
                                        relayAddresses: [Endpoint(host: "127.0.0.1", port: 0)!])
         }
-        let alice = try TurnTestClient(harness)
+        return (harness, try TurnTestClient(harness), try TurnTestClient.bob(harness))
+    }
+}
+
+extension TurnTestClient {
+    /// A client with the harness's second user's credentials.
+    static func bob(_ harness: TurnHarness) throws -> TurnTestClient {
         var bob = try TurnTestClient(harness)
         bob.username = "bob"
         bob.password = "hunter2"
-        return (harness, alice, bob)
+        return bob
     }
 }

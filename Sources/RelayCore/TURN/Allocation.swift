@@ -5,6 +5,18 @@ import STUN
 struct TurnClient: Hashable {
     var listener: SocketID
     var address: Endpoint
+
+    /// No client: no socket has slot -1.
+    static let nobody = TurnClient(listener: SocketID(slot: -1, generation: 0), address: Endpoint(high: 0, low: 0, port: 0))
+
+    /// Every field, packed into four words (the synthesized hash feeds six values, each a call
+    /// into the hasher): looked up per datagram from a client the last-client entry misses.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(UInt64(UInt32(bitPattern: listener.slot)) << 32 | UInt64(listener.generation))
+        hasher.combine(address.high)
+        hasher.combine(address.low)
+        hasher.combine(UInt64(address.port) | UInt64(address.scope) << 16)
+    }
 }
 
 /// One relayed transport address of an allocation (an allocation has one per family).
@@ -13,12 +25,6 @@ struct RelayedSocket {
     var port: UInt16
     /// What XOR-RELAYED-ADDRESS says: the advertised address with this port.
     var advertised: Endpoint
-}
-
-/// A channel: a number the client uses instead of a Data indication's peer address.
-struct ChannelBinding {
-    var peer: Endpoint
-    var expires: UInt64
 }
 
 /// Datagrams and bytes an allocation relayed, by framing and direction, and its ECN counts.
@@ -50,12 +56,20 @@ struct Allocation {
     var expires: UInt64
     /// Peer addresses (port 0) and when their permission ends.
     var permissions: [Endpoint: UInt64] = [:]
-    var channels: [UInt16: ChannelBinding] = [:]
-    var channelByPeer: [Endpoint: UInt16] = [:]
+    var channels = ChannelTable()
     var counters = AllocationCounters()
     /// Token bucket for the bandwidth quota, in bytes x 1e9 (nanosecond resolution).
     var tokens: UInt64 = 0
     var lastRefill: UInt64 = 0
+    /// False for `vacant`, the filler of an index whose allocation is gone.
+    var live = true
+
+    /// What an index of `TurnTable.allocations` holds between allocations.
+    static var vacant: Allocation {
+        var vacant = Allocation(client: .nobody, username: "", transaction: TransactionID(high: 0, low: 0), created: 0, expires: 0)
+        vacant.live = false
+        return vacant
+    }
 
     /// The relayed socket that reaches `peer`'s family, if the allocation has one.
     @inline(__always)

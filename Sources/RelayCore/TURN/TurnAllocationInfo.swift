@@ -31,7 +31,7 @@ public struct TurnAllocationInfo: Sendable {
 extension TurnTable {
     /// Up to `limit` allocations, oldest first.
     func describeAllocations(limit: Int, worker: Int) -> [TurnAllocationInfo] {
-        let live = allocations.compactMap { $0 }.sorted { $0.created < $1.created }.prefix(limit)
+        let live = allocations.filter(\.live).sorted { $0.created < $1.created }.prefix(limit)
         return live.map { allocation in
             TurnAllocationInfo(
                 worker: worker, username: allocation.username, client: allocation.client.address,
@@ -39,7 +39,7 @@ extension TurnTable {
                 ageSeconds: Double(now &- allocation.created) / 1e9,
                 expiresInSeconds: Double(allocation.expires > now ? allocation.expires - now : 0) / 1e9,
                 permissions: allocation.permissions.filter { $0.value > now }.keys.sorted { $0.description < $1.description },
-                channels: allocation.channels.filter { $0.value.expires > now }.map { ($0.key, $0.value.peer) }.sorted { $0.number < $1.number },
+                channels: allocation.channels.entries.filter { $0.expires > now }.map { ($0.number, $0.peer) }.sorted { $0.number < $1.number },
                 counters: allocation.counters)
         }
     }

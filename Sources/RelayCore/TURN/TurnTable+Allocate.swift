@@ -13,7 +13,7 @@ extension TurnTable {
         if let existing = byClient[client] {
             // The Allocate that made it, retransmitted after its cached answer expired, is
             // answered as a success again; any other is a mismatch.
-            guard allocations[Int(existing)]!.transaction == message.transactionID else {
+            guard allocations[Int(existing)].transaction == message.transactionID else {
                 throw TurnRefusal(code: .allocationMismatch)
             }
             return describe(Int(existing), client, reservation: nil, additionalError: nil, draftNumbers: false, &answer)
@@ -81,8 +81,7 @@ extension TurnTable {
                                     expires: now &+ UInt64(granted) &* 1_000_000_000)
         for relay in [primary, secondary].compactMap({ $0 }) {
             if relay.advertised.isIPv4 { allocation.relay4 = relay } else { allocation.relay6 = relay }
-            setRole(relay.socket, .relay(index))
-            onSocket(relay.socket, true)
+            onSocket(relay.socket, .relay(index))
         }
         allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
         allocation.lastRefill = now
@@ -96,7 +95,7 @@ extension TurnTable {
     /// The success answer's attributes: relayed addresses, lifetime, reservation, mapped address.
     func describe(_ a: Int, _ client: TurnClient, reservation: UInt64?, additionalError: ErrorCode?,
                   draftNumbers: Bool, _ answer: inout MessageBuilder) {
-        let allocation = allocations[a]!
+        let allocation = allocations[a]
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             answer.append(.xorRelayedAddress, xorAddress: relay.advertised)
         }
@@ -160,7 +159,7 @@ extension TurnTable {
             (port: UInt16) throws(SystemCallError) -> RelayedSocket in
             local.port = port
             let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
-            if dontFragment { setDontFragment(bound) }
+            try setDontFragment(bound, dontFragment)
             let socket = try engine.register(bound)
             var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
             advertised.port = port
@@ -171,17 +170,21 @@ extension TurnTable {
         return relay
     }
 
-    /// DONT-FRAGMENT (RFC 8656 section 7.2): datagrams from this relayed socket are never
-    /// fragmented; one too large for the path is refused by the kernel instead.
-    func setDontFragment(_ socket: UDPSocket) {
+    /// The DF bit of datagrams from a relayed socket (RFC 8656 section 14, IPv4 fragmentation):
+    /// with DONT-FRAGMENT in the Allocate, set (IP_PMTUDISC_DO: one too large for the path is
+    /// refused by the kernel, never fragmented); without it, clear (IP_PMTUDISC_DONT), the RFC's
+    /// behaviour for a relay that cannot read the incoming datagram's DF bit: take it as 0.
+    /// Linux's default (IP_PMTUDISC_WANT) would set DF whenever a datagram fits the path, so
+    /// the client's choice would not show on the wire. IPv6 has no DF bit: IPV6_DONTFRAG only
+    /// stops the relay itself from fragmenting. A failure fails the allocation rather than let
+    /// it run without what the client asked for.
+    func setDontFragment(_ socket: UDPSocket, _ dontFragment: Bool) throws(SystemCallError) {
         let descriptor = socket.descriptor
-        var value: Int32
-        if socket.family == AF_INET {
-            value = IP_PMTUDISC_DO
-            _ = setsockopt(descriptor, Int32(IPPROTO_IP), IP_MTU_DISCOVER, &value, socklen_t(MemoryLayout<Int32>.size))
-        } else {
-            value = 1
-            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_DONTFRAG, &value, socklen_t(MemoryLayout<Int32>.size))
+        let ipv4 = socket.family == AF_INET
+        var value: Int32 = ipv4 ? (dontFragment ? IP_PMTUDISC_DO : IP_PMTUDISC_DONT) : (dontFragment ? 1 : 0)
+        let (level, name) = ipv4 ? (Int32(IPPROTO_IP), IP_MTU_DISCOVER) : (Int32(IPPROTO_IPV6), IPV6_DONTFRAG)
+        _ = try SystemCall.require(ipv4 ? "setsockopt(IP_MTU_DISCOVER) on a relayed socket" : "setsockopt(IPV6_DONTFRAG) on a relayed socket") {
+            Int(setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Int32>.size)))
         }
     }
 
@@ -189,15 +192,16 @@ extension TurnTable {
     /// sockets for closing: a Refresh that deletes arrives in the middle of a batch whose
     /// datagrams may still be queued on them, so they close after the flush (`closePending`).
     func removeAllocation(_ a: Int) {
-        guard let allocation = allocations[a] else { return }
+        guard allocations[a].live else { return }
+        let allocation = allocations[a]
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
-            setRole(relay.socket, .none)
-            onSocket(relay.socket, false)
+            onSocket(relay.socket, .none)
             closing.append(relay)
         }
         shared.release(allocation.username)
         byClient[allocation.client] = nil
-        allocations[a] = nil
+        if lastAllocation == Int32(a) { lastAllocation = -1 }
+        allocations[a] = .vacant
         freeAllocations.append(Int32(a))
     }
 

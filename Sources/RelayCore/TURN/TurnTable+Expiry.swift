@@ -6,19 +6,17 @@ import DatagramEngine
 extension TurnTable {
     func expire() {
         for a in allocations.indices {
-            guard let allocation = allocations[a] else { continue }
+            guard allocations[a].live else { continue }
+            let allocation = allocations[a]
             if allocation.expires <= now {
                 removeAllocation(a)
                 counters.allocationsExpired &+= 1
                 continue
             }
             if allocation.permissions.values.contains(where: { $0 <= now }) {
-                allocations[a]!.permissions = allocation.permissions.filter { $0.value > now }
+                allocations[a].permissions = allocation.permissions.filter { $0.value > now }
             }
-            for (number, binding) in allocation.channels where binding.expires <= now {
-                allocations[a]!.channels[number] = nil
-                allocations[a]!.channelByPeer[binding.peer] = nil
-            }
+            allocations[a].channels.removeExpired(now: now)
         }
         closePending()
         for port in shared.expireReservations(now: now) { ports.release(port, from: .turn) }
@@ -26,7 +24,7 @@ extension TurnTable {
 
     /// Closes every allocation (the worker is stopping).
     func shutDown() {
-        for a in allocations.indices where allocations[a] != nil { removeAllocation(a) }
+        for a in allocations.indices where allocations[a].live { removeAllocation(a) }
         closePending()
     }
 
@@ -49,9 +47,9 @@ extension TurnTable {
         var channels = 0
         var index = 0
         while index < allocations.count {
-            if let allocation = allocations[index] {
-                permissions += allocation.permissions.count
-                channels += allocation.channels.count
+            if allocations[index].live {
+                permissions += allocations[index].permissions.count
+                channels += allocations[index].channels.count
             }
             index += 1
         }

@@ -124,7 +124,7 @@ extension TurnTable {
     /// The allocation of `client` made by the same user: 437 without one, 441 for another user.
     func allocation(of client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> Int {
         guard let index = byClient[client] else { throw TurnRefusal(code: .allocationMismatch) }
-        guard allocations[Int(index)]!.username == identity.username else { throw TurnRefusal(code: .wrongCredentials) }
+        guard allocations[Int(index)].username == identity.username else { throw TurnRefusal(code: .wrongCredentials) }
         return Int(index)
     }
 
@@ -135,7 +135,7 @@ extension TurnTable {
         let a = try allocation(of: client, identity)
         let requested = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
         if let family = try read({ () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }) {
-            let has = family == .ipv4 ? allocations[a]!.relay4 != nil : allocations[a]!.relay6 != nil
+            let has = family == .ipv4 ? allocations[a].relay4 != nil : allocations[a].relay6 != nil
             guard has else { throw TurnRefusal(code: .peerAddressFamilyMismatch) }
         }
         if requested == 0 {
@@ -145,7 +145,7 @@ extension TurnTable {
             return
         }
         let granted = settings.lifetime(requested: requested)
-        allocations[a]!.expires = now &+ UInt64(granted) &* 1_000_000_000
+        allocations[a].expires = now &+ UInt64(granted) &* 1_000_000_000
         answer.append(.lifetime, uint32: granted)
     }
 
@@ -154,8 +154,8 @@ extension TurnTable {
         let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
         guard !peers.isEmpty else { throw TurnRefusal(code: .badRequest) }
         try checkPeers(a, peers, withPorts: false)
-        let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a]!.permissions[$0] == nil }
-        guard allocations[a]!.permissions.count + fresh.count <= settings.maxPermissions else {
+        let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a].permissions[$0] == nil }
+        guard allocations[a].permissions.count + fresh.count <= settings.maxPermissions else {
             throw TurnRefusal(code: .insufficientCapacity)
         }
         for peer in peers { permit(a, peer) }
@@ -168,14 +168,14 @@ extension TurnTable {
         guard let channel, let peer, ChannelData.channels.contains(channel) else { throw TurnRefusal(code: .badRequest) }
         try checkPeers(a, [peer], withPorts: true)
         // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
-        if let bound = allocations[a]!.channels[channel], bound.peer != peer { throw TurnRefusal(code: .badRequest) }
-        if let other = allocations[a]!.channelByPeer[peer], other != channel { throw TurnRefusal(code: .badRequest) }
-        if !allocations[a]!.permits(peer, now: now) && allocations[a]!.permissions.count >= settings.maxPermissions {
+        if let bound = allocations[a].channels.binding(number: channel), bound.peer != peer { throw TurnRefusal(code: .badRequest) }
+        if let other = allocations[a].channels.binding(peer: peer), other.number != channel { throw TurnRefusal(code: .badRequest) }
+        if !allocations[a].permits(peer, now: now) && allocations[a].permissions.count >= settings.maxPermissions {
             throw TurnRefusal(code: .insufficientCapacity)
         }
         let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
-        allocations[a]!.channels[channel] = ChannelBinding(peer: peer, expires: expires)
-        allocations[a]!.channelByPeer[peer] = channel
+        // The permission's expiry is copied into the channel by `permit`.
+        allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0)
         permit(a, peer)
     }
 
@@ -183,7 +183,7 @@ extension TurnTable {
     /// the policy refuses: by address alone for a permission, by address and port for a
     /// channel (whose ChannelData is then never checked again).
     func checkPeers(_ a: Int, _ peers: [Endpoint], withPorts: Bool) throws(TurnRefusal) {
-        for peer in peers where allocations[a]!.relay(for: peer) == nil {
+        for peer in peers where allocations[a].relay(for: peer) == nil {
             throw TurnRefusal(code: .peerAddressFamilyMismatch)
         }
         let relayed = shared.relayedPorts
@@ -194,8 +194,13 @@ extension TurnTable {
         }
     }
 
+    /// Installs or refreshes the permission for `peer`'s address, and its copy in every
+    /// channel to that address (which the packet path reads instead of the permission).
     func permit(_ a: Int, _ peer: Endpoint) {
-        allocations[a]!.permissions[Allocation.permissionKey(peer)] = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
+        let key = Allocation.permissionKey(peer)
+        let expires = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
+        allocations[a].permissions[key] = expires
+        allocations[a].channels.renewPermission(key, until: expires)
     }
 }
 

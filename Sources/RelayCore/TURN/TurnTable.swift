@@ -11,6 +11,8 @@ import STUN
 /// Refresh, CreatePermission, ChannelBind, Binding) are the control path, in
 /// TurnTable+Requests.swift. Time comes from `now`, which the owner sets (tests move it).
 final class TurnTable {
+    /// What a socket is to TURN, told to the owner (`onSocket`), which routes each datagram by
+    /// it straight to `fromClient` or `fromPeer`: one lookup by slot per datagram, the owner's.
     enum SocketRole {
         case none
         case listener
@@ -24,19 +26,29 @@ final class TurnTable {
     let socketOptions: SocketOptions
     /// Monotonic nanoseconds, set by the owner before each batch.
     var now: UInt64
-    var roles: [SocketRole] = []
-    var allocations: [Allocation?] = []
+    // The state below is read and written per datagram by the worker's thread only, and no
+    // access to one of them overlaps another to the same: the dynamic exclusivity checks
+    // (swift_beginAccess, several per datagram) buy nothing here.
+    // Not optionals: reaching into an optional element copied the whole allocation (its
+    // dictionaries retained and released) per datagram. A free index holds `.vacant`.
+    @exclusivity(unchecked) var allocations: [Allocation] = []
     var freeAllocations: [Int32] = []
-    var byClient: [TurnClient: Int32] = [:]
+    @exclusivity(unchecked) var byClient: [TurnClient: Int32] = [:]
+    /// The last client a datagram came from and its allocation: a client sending a burst (a
+    /// video frame is several datagrams) costs one hash for the burst. Forgotten when that
+    /// allocation goes; the key includes the listener, so one entry serves every listener.
+    @exclusivity(unchecked) var lastClient = TurnClient.nobody
+    @exclusivity(unchecked) var lastAllocation: Int32 = -1
     var transactions = TransactionCache()
     /// Relayed sockets of removed allocations, closed after the engine's next flush.
     var closing: [RelayedSocket] = []
-    var counters = TurnCounters()
+    @exclusivity(unchecked) var counters = TurnCounters()
     let arena: OutgoingArena
     /// Data indications need a transaction id; a counter from a random start is unique enough.
-    var indicationID = TransactionID.random()
-    /// Tells the owner a socket became TURN's (true) or was closed (false), so it routes it here.
-    var onSocket: (SocketID, Bool) -> Void = { _, _ in }
+    @exclusivity(unchecked) var indicationID = TransactionID.random()
+    /// Tells the owner what a socket became (a listener, an allocation's relayed socket) or
+    /// that it was closed (`.none`), so the owner routes its datagrams here.
+    var onSocket: (SocketID, SocketRole) -> Void = { _, _ in }
 
     init(engine: DatagramEngine, settings: TurnSettings, shared: TurnShared, ports: PortPool,
          socketOptions: SocketOptions = SocketOptions(), now: UInt64) {
@@ -52,22 +64,7 @@ final class TurnTable {
     }
 
     func addListener(_ socket: SocketID) {
-        setRole(socket, .listener)
-        onSocket(socket, true)
-    }
-
-    func setRole(_ socket: SocketID, _ role: SocketRole) {
-        let slot = Int(socket.slot)
-        while roles.count <= slot { roles.append(.none) }
-        roles[slot] = role
-    }
-
-    /// Whether `socket` is one of this table's (a listener or a relayed socket).
-    func owns(_ socket: SocketID) -> Bool {
-        let slot = Int(socket.slot)
-        guard slot < roles.count else { return false }
-        if case .none = roles[slot] { return false }
-        return true
+        onSocket(socket, .listener)
     }
 
     /// The owner flushed the engine: every slice of the arena has been sent, and sockets of
@@ -77,17 +74,7 @@ final class TurnTable {
         closePending()
     }
 
-    @inline(__always)
-    func receive(_ datagram: ReceivedDatagram) {
-        let slot = Int(datagram.socket.slot)
-        guard slot < roles.count else { return counters.add(.malformed) }
-        switch roles[slot] {
-        case .relay(let index): fromPeer(Int(index), datagram)
-        case .listener: fromClient(datagram)
-        case .none: counters.add(.malformed)
-        }
-    }
-
+    /// A datagram on a listener: ChannelData, a Send indication or a request.
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
         // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
@@ -102,17 +89,31 @@ final class TurnTable {
         }
     }
 
+    /// The allocation of the client a datagram came from: the last one again, or by hash.
+    @inline(__always)
+    func allocationIndex(_ client: TurnClient) -> Int? {
+        if lastAllocation >= 0 && lastClient == client { return Int(lastAllocation) }
+        guard let index = byClient[client] else { return nil }
+        lastClient = client
+        lastAllocation = index
+        return Int(index)
+    }
+
+    /// ChannelData from a client: the channel's entry says where to and whether its permission
+    /// still holds, so past the client's allocation this is one lookup.
     @inline(__always)
     func channelData(_ datagram: ReceivedDatagram) {
         guard let (channel, length) = ChannelData.parse(datagram.bytes) else { return counters.add(.malformed) }
-        guard let index = byClient[TurnClient(listener: datagram.socket, address: datagram.source)] else {
+        guard let a = allocationIndex(TurnClient(listener: datagram.socket, address: datagram.source)) else {
             return counters.add(.noAllocation)
         }
-        let a = Int(index)
-        guard let binding = allocations[a]!.channels[channel], binding.expires > now else { return counters.add(.noChannel) }
+        guard let binding = allocations[a].channels.binding(number: channel), binding.expires > now else {
+            return counters.add(.noChannel)
+        }
+        guard binding.permissionExpires > now else { return refused(a, .noPermission) }
         let payload = UnsafeRawBufferPointer(rebasing: datagram.bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
         guard toPeer(a, binding.peer, payload, datagram.trafficClass) else { return }
-        allocations[a]!.counters.channelDataIn &+= 1
+        allocations[a].counters.channelDataIn &+= 1
         counters.channelDataToPeers &+= 1
     }
 
@@ -134,67 +135,66 @@ final class TurnTable {
     /// A Send indication: its DATA goes to its XOR-PEER-ADDRESS if permitted. Never answered.
     @inline(__always)
     func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ datagram: ReceivedDatagram) {
-        guard let allocation = byClient[client] else { return counters.add(.noAllocation) }
+        guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
         guard let peerSlot = index.first(.xorPeerAddress), let dataSlot = index.first(.data),
               let peer = XORAddress.decode(value(peerSlot, datagram.bytes), index.transactionID) else {
             return counters.add(.malformed)
         }
-        let a = Int(allocation)
         // A permission is per address; the port of each Send is checked too, so no Send
         // reaches one of the relay's own sockets on a permitted address.
         let relayed = shared.relayedPorts
         guard settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) }) == .allowed else {
             return counters.add(.forbiddenPeer)
         }
+        guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
         guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass) else { return }
-        allocations[a]!.counters.indicationsIn &+= 1
+        allocations[a].counters.indicationsIn &+= 1
         counters.indicationsToPeers &+= 1
     }
 
-    /// Sends `payload` from the allocation's relayed socket to `peer` when a permission allows
-    /// it and the bandwidth quota has room; counts the drop otherwise.
+    /// Sends `payload` from the allocation's relayed socket to `peer` (whose permission the
+    /// caller has checked) when the bandwidth quota has room; counts the drop otherwise.
     @inline(__always)
     func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass) -> Bool {
-        guard allocations[a]!.permits(peer, now: now), let relay = allocations[a]!.relay(for: peer) else {
-            allocations[a]!.counters.dropped &+= 1
-            counters.add(.noPermission)
+        guard let relay = allocations[a].relay(for: peer) else {
+            refused(a, .noPermission)
             return false
         }
         // Channels and permissions are checked once, when made; a relayed port they named may
         // since have gone back to the pool.
         guard !settings.peerPolicy.isStaleRelayedPeer(peer, relayed: shared.relayedPorts) else {
-            allocations[a]!.counters.dropped &+= 1
-            counters.add(.staleRelayedPeer)
+            refused(a, .staleRelayedPeer)
             return false
         }
         guard withinBandwidth(a, payload.count) else { return false }
         engine.enqueue(socket: relay.socket, to: peer, trafficClass: settings.marking.apply(received), bytes: payload)
-        allocations[a]!.counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
-        allocations[a]!.counters.bytesToPeers &+= UInt64(payload.count)
+        allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
+        allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
         counters.bytesToPeers &+= UInt64(payload.count)
         return true
     }
 
-    /// A datagram from a peer to a relayed socket: to the client as ChannelData when the peer
-    /// has a channel, as a Data indication otherwise; dropped without a permission.
+    /// A datagram from a peer to relayed socket `a` (the owner found the allocation by the
+    /// socket's slot): to the client as ChannelData when the peer has a channel, as a Data
+    /// indication otherwise; dropped without a permission. A peer with a channel costs one
+    /// lookup (the channel carries its permission's expiry), one without costs two.
     @inline(__always)
     func fromPeer(_ a: Int, _ datagram: ReceivedDatagram) {
         let peer = datagram.source
-        guard allocations[a]!.permits(peer, now: now) else {
-            allocations[a]!.counters.dropped &+= 1
-            return counters.add(.noPermission)
-        }
+        let binding = allocations[a].channels.binding(peer: peer)
+        let permitted = if let binding { binding.permissionExpires > now } else { allocations[a].permits(peer, now: now) }
+        guard permitted else { return refused(a, .noPermission) }
         let payload = datagram.bytes
         guard withinBandwidth(a, payload.count) else { return }
-        let client = allocations[a]!.client
-        let channel = allocations[a]!.channelByPeer[peer]
+        let client = allocations[a].client
         let framed: UnsafeMutableRawBufferPointer
-        if let channel, let binding = allocations[a]!.channels[channel], binding.expires > now {
+        if let binding, binding.expires > now {
+            let channel = binding.number
             guard let out = room(ChannelData.headerSize + payload.count) else { return counters.add(.tooLarge) }
             ChannelData.writeHeader(channel: channel, length: payload.count, to: out, at: 0)
             if payload.count > 0 { (out.baseAddress! + ChannelData.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
             framed = out
-            allocations[a]!.counters.channelDataOut &+= 1
+            allocations[a].counters.channelDataOut &+= 1
             counters.channelDataToClients &+= 1
         } else {
             guard let out = room(DataIndication.overhead(for: peer) + (payload.count + 3) & ~3) else {
@@ -204,13 +204,13 @@ final class TurnTable {
             let size = DataIndication.write(peer: peer, payload: payload, id: indicationID, to: out, at: 0)
             guard size > 0 else { return counters.add(.tooLarge) }
             framed = UnsafeMutableRawBufferPointer(rebasing: out[0..<size])
-            allocations[a]!.counters.indicationsOut &+= 1
+            allocations[a].counters.indicationsOut &+= 1
             counters.indicationsToClients &+= 1
         }
         engine.enqueue(socket: client.listener, to: client.address, trafficClass: settings.marking.apply(datagram.trafficClass),
                        bytes: UnsafeRawBufferPointer(framed))
-        allocations[a]!.counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
-        allocations[a]!.counters.bytesToClient &+= UInt64(payload.count)
+        allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        allocations[a].counters.bytesToClient &+= UInt64(payload.count)
         counters.bytesToClients &+= UInt64(payload.count)
     }
 
@@ -230,18 +230,24 @@ final class TurnTable {
     func withinBandwidth(_ a: Int, _ bytes: Int) -> Bool {
         let rate = settings.bandwidthPerAllocation
         guard rate > 0 else { return true }
-        let elapsed = min(now &- allocations[a]!.lastRefill, 1_000_000_000)
-        let tokens = min(allocations[a]!.tokens &+ elapsed &* rate, rate &* 1_000_000_000)
-        allocations[a]!.lastRefill = now
+        let elapsed = min(now &- allocations[a].lastRefill, 1_000_000_000)
+        let tokens = min(allocations[a].tokens &+ elapsed &* rate, rate &* 1_000_000_000)
+        allocations[a].lastRefill = now
         let cost = UInt64(bytes) &* 1_000_000_000
         guard tokens >= cost else {
-            allocations[a]!.tokens = tokens
-            allocations[a]!.counters.dropped &+= 1
-            counters.add(.bandwidth)
+            allocations[a].tokens = tokens
+            refused(a, .bandwidth)
             return false
         }
-        allocations[a]!.tokens = tokens &- cost
+        allocations[a].tokens = tokens &- cost
         return true
+    }
+
+    /// A datagram of allocation `a` not relayed, counted for the allocation and by reason.
+    @inline(__always)
+    func refused(_ a: Int, _ reason: TurnDropReason) {
+        allocations[a].counters.dropped &+= 1
+        counters.add(reason)
     }
 
     @inline(__always)
