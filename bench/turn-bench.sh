@@ -178,14 +178,15 @@ measure() {
         client_pids+=($!)
         logs+=("$workdir/uclient-$i.log")
     done
-    # The data phase starts when every process has connected all its clients.
+    # The data phase starts when every process has connected all its clients or given up (a
+    # process that exits before connecting must not hold the start back to the end of the run).
     connected=""
     while [ -z "$connected" ]; do
-        if [ "$(grep -l 'Total connect time' "${logs[@]}" 2>/dev/null | wc -l)" -eq "$processes" ] || ! any_alive "${client_pids[@]}"; then
-            connected=$(date +%s.%N)
-        else
-            sleep 0.2
-        fi
+        local waiting=0
+        for i in "${!client_pids[@]}"; do
+            grep -q 'Total connect time' "${logs[$i]}" 2>/dev/null || ! kill -0 "${client_pids[$i]}" 2>/dev/null || waiting=$((waiting + 1))
+        done
+        if [ "$waiting" -eq 0 ]; then connected=$(date +%s.%N); else sleep 0.2; fi
     done
     for pid in "${client_pids[@]}"; do wait "$pid" || true; done
     after=$(cpu_ns "$server")
@@ -200,6 +201,12 @@ measure() {
         r=$(grep -o 'tot_recv_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
         l=$(grep -o 'Total lost packets [0-9]*' "$log" | tail -1 | awk '{print $4}')
         errors=$((errors + $(grep -c ERROR "$log" || true)))
+        # A process that never reported its totals lost all its clients: an error, said here.
+        if ! grep -q 'tot_send_msgs' "$log"; then
+            errors=$((errors + 1))
+            echo "turn-bench: a uclient process of $which reported no totals; its last lines:" >&2
+            tail -3 "$log" >&2
+        fi
         sent=$((sent + ${s:-0})); received=$((received + ${r:-0})); lost=$((lost + ${l:-0}))
     done
     local datagrams=$((sent + received))

@@ -14,7 +14,10 @@ import Synchronization
 // Each turn is forwardTurn's (bench/engine-bench/ForwardLoop.swift): receive, enqueue each
 // datagram to --to with its TOS byte, flush; then the counters go to the --stats file, as
 // the C reference stores them. Nothing else per turn (the old harness's getrusage is gone).
-// At SIGTERM it appends "in out syscalls gsoSegments gsoSends receiveBatches" to $COMPARE_REPORT.
+// It duplicates the set-up of `engine-bench serve` on purpose: it must build against the old
+// engines, which engine-bench's own files no longer do. When stopped (the flag in word 7 of
+// the --stats file, or SIGTERM) it appends "NAME in out syscalls gsoSegments gsoSends
+// receiveBatches" to $COMPARE_REPORT.
 
 /// Set by SIGTERM / SIGINT; read once per turn, as the C reference reads its flag.
 enum Stop { static let requested = Atomic<Bool>(false) }
@@ -77,6 +80,9 @@ do {
         stats[2] = counters.syscalls
         stats[3] = counters.gsoSegments
         stats[4] = counters.sendErrors.total
+        // Word 7: the driver's stop flag, set before its signal (ReferenceForwarder.stop):
+        // under valgrind a signal reaches an idle forwarder seconds of empty turns late.
+        if stats[7] != 0 { break }
     }
     let counters = engine.counters
     if let report = getenv("COMPARE_REPORT"), let file = fopen(report, "a") {

@@ -51,6 +51,8 @@ enum Serve {
                     published[2] = counters.syscalls
                     published[3] = counters.gsoSegments
                     published[4] = counters.sendErrors.total
+                    // Word 7: the harness's stop flag (see ReferenceForwarder.stop).
+                    if published[7] != 0 { break }
                 }
             }
         } catch {

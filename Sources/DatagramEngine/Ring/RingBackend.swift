@@ -60,6 +60,9 @@ final class RingBackend {
         }
     }
 
+    /// Inlined into the turn's reap and the kept completions' loop: called once per datagram,
+    /// its prologue and epilogue alone cost about 20 instructions a call.
+    @inline(__always)
     private func handle(_ completion: RingCompletion) {
         switch completion.tag.kind {
         case .receive: handleReceive(completion)
