@@ -39,7 +39,10 @@ while [ $i -le "$rounds" ]; do
     # Alternate which binary goes first, so neither always runs on a warmer machine.
     if [ $((i % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
     for side in $order; do
-        "$work/engine-bench-$side" --repeats 1 "$@" 2>&1 >/dev/null | sed "s/^/$side /" | tee -a "$work/lines" >&2
+        # From the scratch directory, where no .build/reference/forwarder is: a newer
+        # engine-bench would otherwise run the C reference beside every backend too, and the old
+        # one does not know it, so each round would not be like with like.
+        (cd "$work" && "./engine-bench-$side" --repeats 1 "$@") 2>&1 >/dev/null | sed "s/^/$side /" | tee -a "$work/lines" >&2
     done
     i=$((i + 1))
 done
