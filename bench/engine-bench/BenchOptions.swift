@@ -9,8 +9,9 @@ struct BenchOptions {
     var repeats = 3
     var size = 200
     var output: String?
+    /// `--only NAME[,NAME...]`: measure only these configurations.
     /// `--count N` (FixedCount): forward exactly N datagrams through one forwarder, `--only`
-    /// NAME, `--side` swift or c, under `--wrap` (a command line split at spaces), in bursts.
+    /// NAME (one), `--side` swift or c, under `--wrap` (a command line split at spaces), in bursts.
     var count: Int?
     var only = ""
     var side = "swift"
@@ -56,7 +57,7 @@ struct BenchOptions {
             case "--burst": options.burst = number(value(), "--burst")
             case "--source-gso": options.sourceGSO = true
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...]")
                 print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)

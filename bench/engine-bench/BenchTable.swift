@@ -18,7 +18,8 @@ enum BenchTable {
         table += "| syscalls/datagram Swift, C | sent as GSO segments Swift, C | delivered Swift, C | CPU saved vs perpacket | vs C perpacket |\n"
         table += "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         for rate in rates {
-            let swiftBase = median(results["swift perpacket@\(rate)"]!.map(\.cpuMicrosecondsPerDatagram))
+            // Without perpacket in the run (--only), the saved columns say "-".
+            let swiftBase = results["swift perpacket@\(rate)"].map { median($0.map(\.cpuMicrosecondsPerDatagram)) }
             let cBase = results["c perpacket@\(rate)"].map { median($0.map(\.cpuMicrosecondsPerDatagram)) }
             for name in names {
                 let swift = results["swift \(name)@\(rate)"]!
@@ -29,11 +30,33 @@ enum BenchTable {
                 func pair(_ value: (Measurement) -> Double, _ format: String) -> String {
                     String(format: format, median(swift.map(value))) + (c.map { ", " + String(format: format, median($0.map(value))) } ?? "")
                 }
-                let saved = name == "perpacket" ? "-" : String(format: "%.0f%%", (1 - median(cpu) / swiftBase) * 100)
+                let saved = name == "perpacket" ? "-" : swiftBase.map { String(format: "%.0f%%", (1 - median(cpu) / $0) * 100) } ?? "-"
                 let savedC = cBase.map { String(format: "%.0f%%", (1 - median(cpu) / $0) * 100) } ?? "-"
                 table += "| \(rate)/s | \(name) | \(spread(cpu, "%.2f")) | \(cCPU.map { spread($0, "%.2f") } ?? "-") | "
                 table += "\(ratios.map { spread($0, "%.2fx") } ?? "-") | \(pair(\.syscallsPerDatagram, "%.3f")) | "
                 table += "\(pair({ $0.gsoShare * 100 }, "%.0f%%")) | \(pair({ $0.delivered * 100 }, "%.1f%%")) | \(saved) | \(savedC) |\n"
+            }
+        }
+        return table + rivals(results, rates: rates, names: names, withReference: withReference)
+    }
+
+    /// io_uring against recvmmsg/sendmmsg on the same load, per repeat (the two ran in the same
+    /// repeat, minutes apart at most): the issue's "uring no dearer than mmsg on one flow".
+    static func rivals(_ results: [String: [Measurement]], rates: [Int], names: [String], withReference: Bool) -> String {
+        let pairs = [("uring", "mmsg"), ("uring+gso", "mmsg+gso")].filter { names.contains($0.0) && names.contains($0.1) }
+        guard !pairs.isEmpty else { return "" }
+        let sides = withReference ? ["swift", "c"] : ["swift"]
+        var table = "\n| offered rate | ratio, per repeat |" + sides.map { " \($0 == "swift" ? "Swift" : "C"), median (min-max) |" }.joined() + "\n"
+        table += "|---:|---|" + String(repeating: "---:|", count: sides.count) + "\n"
+        for rate in rates {
+            for (uring, mmsg) in pairs {
+                table += "| \(rate)/s | \(uring)/\(mmsg) |"
+                for side in sides {
+                    let ratios = zip(results["\(side) \(uring)@\(rate)"]!, results["\(side) \(mmsg)@\(rate)"]!)
+                        .map { $0.cpuMicrosecondsPerDatagram / $1.cpuMicrosecondsPerDatagram }
+                    table += " \(spread(ratios, "%.2fx")) |"
+                }
+                table += "\n"
             }
         }
         return table

@@ -19,7 +19,7 @@ enum FixedCount {
             guard let reference = options.reference else { fail("--side c needs the C reference (--c-forwarder PATH)") }
             forwarderCommand = [reference]
         } else {
-            forwarderCommand = [Bundle.main.executablePath ?? CommandLine.arguments[0], "serve"]
+            forwarderCommand = ourServeCommand
         }
         var command = options.wrap + forwarderCommand
         if !options.wrap.isEmpty, !command[0].hasPrefix("/") { command = ["/usr/bin/env"] + command }
@@ -27,7 +27,7 @@ enum FixedCount {
         let (sink, destination, stopSink) = startSink()
         defer { stopSink() }
         sink.with { sink.measuring = true }
-        let forwarder = try ReferenceForwarder(command: command, backend: configuration.name, destination: destination)
+        let forwarder = try ForwarderProcess(command: command, backend: configuration.name, destination: destination)
         let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
         let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
         let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)

@@ -1,15 +1,14 @@
 import DatagramEngine
 
-/// The engine under test, in the benchmark's thread and in `engine-bench serve` alike. GRO only
-/// in the +gro configurations (run with `--source-gso`, whose bursts give it something to
-/// coalesce), as the C reference takes UDP_GRO only with +gro.
+/// The engine under test in `engine-bench serve`. GRO only in the +gro configurations (run with
+/// `--source-gso`, whose bursts give it something to coalesce), as the C reference takes UDP_GRO
+/// only with +gro.
 func forwarderConfiguration(backend: Backend, gso: Bool, gro: Bool) -> EngineConfiguration {
     EngineConfiguration(backend: backend, gso: gso, gro: gro)
 }
 
-/// The forwarding turn under test, the same in the benchmark's forwarder thread and in
-/// `engine-bench serve`: whatever arrived leaves through `outbound` to `destination` with its
-/// TOS byte, as the relay's forward rules and the C reference's `--to` do.
+/// The forwarding turn under test: whatever arrived leaves through `outbound` to `destination`
+/// with its TOS byte, as the relay's forward rules and the C reference's `--to` do.
 @inline(__always)
 func forwardTurn(_ engine: DatagramEngine, through outbound: SocketID, to destination: Endpoint) {
     let count = engine.receive(timeoutMilliseconds: 20)

@@ -1,20 +1,6 @@
 import DatagramEngine
 import Foundation
 import Glibc
-import Synchronization
-
-/// What the harness reads from a forwarder under test: its own CPU time and its counters,
-/// both read from outside the forwarder at the start and the end of the measured window, the
-/// same way for the Swift engine and the C reference, so neither pays for being measured.
-protocol ForwarderUnderTest: AnyObject {
-    /// Where the source sends.
-    var target: Endpoint { get }
-    /// CPU seconds (user + system) of the thread that forwards, from its kernel CPU clock.
-    func cpuSeconds() -> Double
-    /// Datagrams forwarded, syscalls made, datagrams sent as GSO segments: cumulative.
-    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64)
-    func stop()
-}
 
 func seconds(of clock: clockid_t) -> Double {
     var now = timespec()
@@ -22,60 +8,14 @@ func seconds(of clock: clockid_t) -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
-/// The engine under test on a thread of this process. Each turn it stores its counters in
-/// atomics (relaxed: a plain store on x86) and checks one flag, as the C reference does.
-final class SwiftForwarder: ForwarderUnderTest, @unchecked Sendable {
-    let forwarded = Atomic<UInt64>(0)
-    let syscalls = Atomic<UInt64>(0)
-    let gso = Atomic<UInt64>(0)
-    let stopping = Atomic<Bool>(false)
-    let ready = Atomic<Bool>(false)
-    private(set) var target = Endpoint(host: "127.0.0.1", port: 0)!
-    private var thread = pthread_t()
-    private var clock = clockid_t()
-    private var worker: Thread?
-
-    init(backend: Backend, gso useGSO: Bool, gro: Bool, destination: Endpoint) {
-        let worker = Thread { [self] in
-            thread = pthread_self()
-            let engine = try! DatagramEngine(configuration: forwarderConfiguration(backend: backend, gso: useGSO, gro: gro))
-            let loopback = Endpoint(host: "127.0.0.1", port: 0)!
-            let inbound = try! UDPSocket(binding: loopback)
-            _ = try! engine.register(inbound)
-            let outbound = try! engine.register(UDPSocket(binding: loopback))
-            target = inbound.localEndpoint
-            ready.store(true, ordering: .releasing)
-            while !stopping.load(ordering: .relaxed) {
-                forwardTurn(engine, through: outbound, to: destination)
-                let counters = engine.counters
-                forwarded.store(counters.datagramsOut, ordering: .relaxed)
-                syscalls.store(counters.syscalls, ordering: .relaxed)
-                gso.store(counters.gsoSegments, ordering: .relaxed)
-            }
-        }
-        self.worker = worker
-        worker.start()
-        while !ready.load(ordering: .acquiring) { usleep(1000) }
-        pthread_getcpuclockid(thread, &clock)
-    }
-
-    func cpuSeconds() -> Double { seconds(of: clock) }
-
-    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64) {
-        (forwarded.load(ordering: .relaxed), syscalls.load(ordering: .relaxed), gso.load(ordering: .relaxed))
-    }
-
-    func stop() {
-        stopping.store(true, ordering: .relaxed)
-        while worker?.isExecuting == true { usleep(1000) }
-    }
-}
-
-/// The C reference (bench/reference/forwarder.c) as a child process, or in `--count` runs either
-/// forwarder as one (`engine-bench serve` for ours): one thread, so its process CPU clock is its
-/// forwarding thread's. Its counters come from the file it stores
-/// them in after every turn (`--stats`), mapped here read-only.
-final class ReferenceForwarder: ForwarderUnderTest {
+/// A forwarder under test as a child process of one thread, so that its process CPU clock is its
+/// forwarding thread's: ours as `engine-bench serve`, or the C reference
+/// (bench/reference/forwarder.c), started and measured exactly alike. Both store their counters
+/// after every turn in a file (`--stats`), mapped here, and check the stop flag in it. Ours used
+/// to run as a thread of this process, beside the source and the sink; a thread that shares
+/// their address space switches to and from them more cheaply than a process does, so the two
+/// sides were not the same kind of run.
+final class ForwarderProcess {
     let process = Process()
     let target: Endpoint
     private let clock: clockid_t
@@ -118,8 +58,10 @@ final class ReferenceForwarder: ForwarderUnderTest {
         stats = mapped
     }
 
+    /// CPU seconds (user + system) of the forwarder, from its kernel CPU clock.
     func cpuSeconds() -> Double { seconds(of: clock) }
 
+    /// Datagrams forwarded, syscalls made, datagrams sent as GSO segments: cumulative.
     func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64) {
         // Aligned 8-byte loads of values the forwarder stores with relaxed atomics: whole values,
         // at worst one turn old.

@@ -51,7 +51,7 @@ enum Serve {
                     published[2] = counters.syscalls
                     published[3] = counters.gsoSegments
                     published[4] = counters.sendErrors.total
-                    // Word 7: the harness's stop flag (see ReferenceForwarder.stop).
+                    // Word 7: the harness's stop flag (see ForwarderProcess.stop).
                     if published[7] != 0 { break }
                 }
             }

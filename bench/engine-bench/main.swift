@@ -5,8 +5,8 @@ import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends
 // 200-byte datagrams at a paced rate to a forwarder, which forwards each one (with its TOS
-// byte) to a sink thread. The forwarder is either our engine (a thread here) or its C
-// counterpart (bench/reference/forwarder.c, a child process), the same loop in C; each Swift
+// byte) to a sink thread. The forwarder is a child process: our engine (`engine-bench serve`)
+// or its C counterpart (bench/reference/forwarder.c), the same loop in C; each Swift
 // configuration runs beside its C one in the same repeat, so each backend is reported as a
 // ratio to the C limit. CPU is the forwarding thread's own kernel CPU clock (user + system),
 // read from outside at the start and end of the measured window, for both alike; syscalls
@@ -75,8 +75,7 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
     let (sink, destination, stopSink) = startSink()
     defer { stopSink() }
 
-    let forwarder: ForwarderUnderTest = try reference.map { try ReferenceForwarder(command: [$0], backend: configuration.name, destination: destination) }
-        ?? SwiftForwarder(backend: configuration.backend, gso: configuration.gso, gro: configuration.gro, destination: destination)
+    let forwarder = try ForwarderProcess(command: reference.map { [$0] } ?? ourServeCommand, backend: configuration.name, destination: destination)
     defer { forwarder.stop() }
     let target = forwarder.target
 
@@ -124,6 +123,9 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
                        gsoShare: Double(after.gso - before!.counters.gso) / forwarded)
 }
 
+/// Our forwarder as a process: this program's `serve`.
+let ourServeCommand = [Bundle.main.executablePath ?? CommandLine.arguments[0], "serve"]
+
 if CommandLine.arguments.dropFirst().first == "serve" { Serve.run(Array(CommandLine.arguments.dropFirst(2))) }
 let options = BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))
 if let count = options.count {
@@ -133,7 +135,11 @@ if let count = options.count {
 if options.reference == nil {
     FileHandle.standardError.write(Data("engine-bench: no C reference (make reference builds .build/reference/forwarder); Swift only, no ratios\n".utf8))
 }
-let measured = configurations.filter { options.sourceGSO || !$0.gro }
+let names = options.only.split(separator: ",").map(String.init)
+if let unknown = names.first(where: { name in !configurations.contains { $0.name == name } }) {
+    fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", "))")
+}
+let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }
 var results: [String: [Measurement]] = [:]
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
