@@ -20,6 +20,9 @@ struct BenchOptions {
     /// The source sends each millisecond's datagrams as GSO sends, and the +gro configurations
     /// run too (on loopback a GSO send reaches a GRO socket whole: see bench/README.md).
     var sourceGSO = false
+    /// `--pin split` (the default): the source on one CPU, the forwarder and the sink on
+    /// another (Placement); `--pin off` leaves placement to the scheduler.
+    var pin = true
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
 
@@ -56,8 +59,14 @@ struct BenchOptions {
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--burst": options.burst = number(value(), "--burst")
             case "--source-gso": options.sourceGSO = true
+            case "--pin":
+                switch value() {
+                case "split": options.pin = true
+                case "off": options.pin = false
+                default: fail("--pin: split or off")
+                }
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...] [--pin split|off]")
                 print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)

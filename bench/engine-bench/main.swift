@@ -51,9 +51,10 @@ final class Sink: @unchecked Sendable {
 
 /// Starts the sink thread: an mmsg engine on a loopback socket, counting while `measuring`.
 /// Returns the sink, its address known, and what stops it.
-func startSink() -> (sink: Sink, destination: Endpoint, stop: () -> Void) {
+func startSink(placement: Placement? = nil) -> (sink: Sink, destination: Endpoint, stop: () -> Void) {
     let sink = Sink()
     let sinkThread = Thread {
+        placement?.pinSink()
         let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: .mmsg))
         let socket = try! UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         _ = try! engine.register(socket)
@@ -71,11 +72,12 @@ func startSink() -> (sink: Sink, destination: Endpoint, stop: () -> Void) {
     })
 }
 
-func run(_ configuration: Configuration, reference: String?, rate: Int, options: BenchOptions) throws -> Measurement {
-    let (sink, destination, stopSink) = startSink()
+func run(_ configuration: Configuration, reference: String?, rate: Int, options: BenchOptions, placement: Placement?) throws -> Measurement {
+    let (sink, destination, stopSink) = startSink(placement: placement)
     defer { stopSink() }
 
     let forwarder = try ForwarderProcess(command: reference.map { [$0] } ?? ourServeCommand, backend: configuration.name, destination: destination)
+    if let placement { placement.pinForwarder(forwarder.process.processIdentifier) }
     defer { forwarder.stop() }
     let target = forwarder.target
 
@@ -139,6 +141,12 @@ let names = options.only.split(separator: ",").map(String.init)
 if let unknown = names.first(where: { name in !configurations.contains { $0.name == name } }) {
     fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", "))")
 }
+// The source is this thread: pinned before any forwarder or sink is started.
+let placement = options.pin ? Placement.split() : nil
+placement?.pinSource()
+if options.pin && placement == nil {
+    FileHandle.standardError.write(Data("engine-bench: fewer than two CPUs allowed (or more than 64): placement left to the scheduler\n".utf8))
+}
 let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }
 var results: [String: [Measurement]] = [:]
 for repeatIndex in 1...options.repeats {
@@ -150,7 +158,7 @@ for repeatIndex in 1...options.repeats {
             var sides: [String?] = [nil] + (options.reference.map { [$0] } ?? [])
             if repeatIndex % 2 == 0 { sides.reverse() }
             for reference in sides {
-                let measurement = try run(configuration, reference: reference, rate: rate, options: options)
+                let measurement = try run(configuration, reference: reference, rate: rate, options: options, placement: placement)
                 let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
                 results[key, default: []].append(measurement)
                 let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 15, withPad: " ", startingAt: 0)
