@@ -11,6 +11,10 @@
 # nothing while others compile. OLD_BIN=PATH NEW_BIN=PATH use engine-bench binaries built
 # already (OLD and NEW then only label the table). On a busy machine, compare counts instead:
 # bench/compare-instructions.sh OLD NEW (instructions, syscalls, GSO sends per datagram).
+# Each side runs with its own commit's harness: engine-bench from before 2026-11-22 evening runs
+# our forwarder as a thread and leaves placement to the scheduler, later ones run it as a pinned
+# process (bench/README.md). Across that change the two sides are not the same kind of run:
+# compare such commits by counts.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [ROUNDS] [engine-bench options]" >&2; exit 2; }
 old=$1 new=$2; shift 2

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Pools engine-bench's per-repeat lines (its stderr) from one or more whole runs.
+
+    bench/pool-ratios.py run1.err [run2.err ...]
+
+For every configuration and rate: Swift/C of each repeat (the two ran side by side in that
+repeat), as median, quartiles and min-max over all repeats given; then uring against mmsg
+(uring+gso against mmsg+gso) per repeat, for Swift and for C, with how many repeats had uring
+no dearer. One run's table prints medians of a few repeats; with the spread of this machine
+(+-10-15% per repeat) a median of 8 moves by about 4%, so claims about a few percent are
+read here, over repeats pooled from whole runs, and each run's own table beside it.
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+LINE = re.compile(r"repeat (\d+)\s+(C:)?(\S+)\s+(\d+)/s\s+([\d.]+) us/datagram")
+NAMES = ["perpacket", "mmsg", "mmsg+gso", "uring", "uring+gso", "mmsg+gso+gro", "uring+gso+gro"]
+RIVALS = [("uring", "mmsg"), ("uring+gso", "mmsg+gso")]
+
+
+def summary(values):
+    values = sorted(values)
+    n = len(values)
+    return (f"n={n} median {statistics.median(values):.3f} "
+            f"quartiles {values[n // 4]:.2f}-{values[(3 * n) // 4]:.2f} min-max {values[0]:.2f}-{values[-1]:.2f}")
+
+
+def main(paths):
+    if not paths:
+        sys.exit("usage: pool-ratios.py ENGINE-BENCH-STDERR...")
+    cpu = defaultdict(dict)  # (side, name, rate) -> {(file, repeat): us/datagram}
+    for path in paths:
+        with open(path) as lines:
+            for line in lines:
+                match = LINE.match(line)
+                if match:
+                    side = "c" if match.group(2) else "swift"
+                    key = (side, match.group(3), int(match.group(4)))
+                    cpu[key][(path, int(match.group(1)))] = float(match.group(5))
+    for rate in sorted({key[2] for key in cpu}):
+        for name in NAMES:
+            swift, c = cpu.get(("swift", name, rate)), cpu.get(("c", name, rate))
+            if swift and c:
+                ratios = [swift[k] / c[k] for k in swift if k in c]
+                print(f"{rate}/s {name:13s} Swift/C {summary(ratios)}")
+        for uring, mmsg in RIVALS:
+            for side in ("swift", "c"):
+                a, b = cpu.get((side, uring, rate)), cpu.get((side, mmsg, rate))
+                if a and b:
+                    ratios = [a[k] / b[k] for k in a if k in b]
+                    print(f"{rate}/s {side:5s} {uring}/{mmsg} {summary(ratios)} "
+                          f"no dearer in {sum(r <= 1 for r in ratios)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
