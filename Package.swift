@@ -41,7 +41,7 @@ let package = Package(
             name: "mediarelay-load",
             dependencies: ["LoadGen"]
         ),
-        // The engine benchmark (bench/README.md): a forwarder thread per backend, side by side.
+        // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
         .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "SystemSupport", "CURing"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.

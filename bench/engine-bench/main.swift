@@ -8,8 +8,8 @@ import SystemSupport
 // byte) to a sink thread. The forwarder is a child process: our engine (`engine-bench serve`)
 // or its C counterpart (bench/reference/forwarder.c), the same loop in C; each Swift
 // configuration runs beside its C one in the same repeat, so each backend is reported as a
-// ratio to the C limit. CPU is the forwarding thread's own kernel CPU clock (user + system),
-// read from outside at the start and end of the measured window, for both alike; syscalls
+// ratio to the C limit. CPU is the forwarder process's kernel CPU clock (user + system; one
+// thread), read from outside at the start and end of the measured window, for both alike; syscalls
 // come from each forwarder's own counter (one io_uring_enter counts one). Configurations are
 // interleaved inside each repeat so machine drift falls on all.
 
