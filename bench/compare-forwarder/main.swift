@@ -80,7 +80,7 @@ do {
         stats[2] = counters.syscalls
         stats[3] = counters.gsoSegments
         stats[4] = counters.sendErrors.total
-        // Word 7: the driver's stop flag, set before its signal (ReferenceForwarder.stop):
+        // Word 7: the driver's stop flag, set before its signal (ForwarderProcess.stop in engine-bench):
         // under valgrind a signal reaches an idle forwarder seconds of empty turns late.
         if stats[7] != 0 { break }
     }
