@@ -14,10 +14,16 @@ public struct OwnAddresses: Sendable {
         self.addresses = Set(addresses.filter { !$0.isWildcard }.map(OwnAddresses.key))
     }
 
-    /// Whether `address` (any port) reaches this host.
+    /// Whether `address` (any port) reaches this host, written as it is or as an IPv6 form
+    /// that embeds it (NAT64, 6to4, Teredo, ISATAP: `Endpoint.embeddedIPv4`).
     public func contains(_ address: Endpoint) -> Bool {
-        let key = OwnAddresses.key(address)
-        return key.isWildcard || (key.isIPv4 && key.ipv4Address >> 24 == 0) || key.isLoopback || addresses.contains(key)
+        if isOwn(OwnAddresses.key(address)) { return true }
+        guard let reached = address.embeddedIPv4 else { return false }
+        return isOwn(OwnAddresses.key(reached))
+    }
+
+    private func isOwn(_ key: Endpoint) -> Bool {
+        key.isWildcard || (key.isIPv4 && key.ipv4Address >> 24 == 0) || key.isLoopback || addresses.contains(key)
     }
 
     private static func key(_ endpoint: Endpoint) -> Endpoint {

@@ -25,6 +25,9 @@ struct RelayedSocket {
     var port: UInt16
     /// What XOR-RELAYED-ADDRESS says: the advertised address with this port.
     var advertised: Endpoint
+
+    /// The family of the socket (the advertised address is always of the bound family).
+    var ipv6: Bool { !advertised.isIPv4 }
 }
 
 /// Datagrams and bytes an allocation relayed, by framing and direction, and its ECN counts.

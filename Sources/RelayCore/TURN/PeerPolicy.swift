@@ -25,8 +25,11 @@ import DatagramEngine
 /// 6. Anything else: allowed.
 ///
 /// IPv4-mapped IPv6 peers (::ffff:a.b.c.d) are the same `Endpoint` as the IPv4 peer, so every
-/// IPv4 block also refuses its mapped form; NAT64 addresses (64:ff9b::/96) are judged by the
-/// IPv4 address they embed.
+/// IPv4 rule covers its mapped form. An IPv6 address that reaches an IPv4 address through a
+/// gateway or tunnel (NAT64, 6to4, Teredo, ISATAP: `Endpoint.embeddedIPv4`) is judged by every
+/// rule as that IPv4 address: rules 1 and 3 to 5 refuse it when they refuse either form, rule
+/// 4 allows it only when it allows the IPv4 address, and rule 2 never applies (the relay hands
+/// out no such form, and a gateway's path is not the relay's).
 public struct PeerPolicy: Sendable {
     /// `--turn-allowed-peer` blocks.
     public var allowed: [AddressRange]
@@ -64,24 +67,28 @@ public struct PeerPolicy: Sendable {
     /// The verdict for a CreatePermission peer: the address alone (its port is ignored, as
     /// permissions are per IP address).
     public func decide(permission address: Endpoint) -> PeerDecision {
-        if PeerPolicy.anyContains(denied, address) { return .refused(.operatorDenied) }
-        if relayAddresses.contains(PeerPolicy.key(address, port: 0)) { return .allowed }
-        return decideByLists(address)
+        let reached = address.embeddedIPv4
+        if isDenied(address, reached) { return .refused(.operatorDenied) }
+        if reached == nil && relayAddresses.contains(PeerPolicy.key(address, port: 0)) { return .allowed }
+        return decideByLists(address, reached)
     }
 
     /// The verdict for a ChannelBind or Send peer, address and port. `isRelayedAddress` answers
-    /// whether the endpoint is the relayed address of an allocation on this server; it is
-    /// asked only about addresses of `relayAddresses`, so a hook that looks at the port alone is
-    /// enough (and 127.0.0.1 or 0.0.0.0 at a relayed port, which could reach another local
-    /// service on that port, is not taken for a relayed address).
+    /// whether the endpoint, of its own family, is the relayed address of an allocation on this
+    /// server (`RelayedPorts.contains`); it is asked only about addresses of `relayAddresses`,
+    /// so a hook that looks at the family and port is enough: 127.0.0.1 at a port relayed only
+    /// on ::1 (or the reverse), or 0.0.0.0 at a relayed port, which could reach another local
+    /// service on that port, is not taken for a relayed address.
     public func decide(peer: Endpoint, isRelayedAddress: (Endpoint) -> Bool) -> PeerDecision {
-        if PeerPolicy.anyContains(denied, peer) { return .refused(.operatorDenied) }
-        let key = PeerPolicy.key(peer, port: peer.port)
+        let reached = peer.embeddedIPv4
+        if isDenied(peer, reached) { return .refused(.operatorDenied) }
+        let target = reached ?? peer
+        let key = PeerPolicy.key(target, port: target.port)
         if isOwnAddress(key) {
-            if relayAddresses.contains(PeerPolicy.key(peer, port: 0)) && isRelayedAddress(peer) { return .allowed }
+            if reached == nil && relayAddresses.contains(PeerPolicy.key(peer, port: 0)) && isRelayedAddress(peer) { return .allowed }
             if isOwnSocket(key) { return .refused(.relaySocket) }
         }
-        return decideByLists(peer)
+        return decideByLists(peer, reached)
     }
 
     /// Whether `peer` is one of the relay's own addresses at a pool port that `relayed` no
@@ -91,14 +98,29 @@ public struct PeerPolicy: Sendable {
     /// compare and an atomic load first, a set lookup only for a pool port that is not relayed.
     @inline(__always)
     public func isStaleRelayedPeer(_ peer: Endpoint, relayed: RelayedPorts) -> Bool {
-        guard let ownPorts, ownPorts.contains(peer.port), !relayed.contains(peer.port) else { return false }
+        guard let ownPorts, ownPorts.contains(peer.port), !relayed.contains(peer) else { return false }
         return own.contains(peer)
     }
 
-    private func decideByLists(_ address: Endpoint) -> PeerDecision {
+    /// Rules 4 to 6. For an address that embeds another (`reached`), the form as written is
+    /// refused by its own default block unless allowed as written (64:ff9b:1::/48 is a local
+    /// network), then the address it reaches is judged as if given.
+    private func decideByLists(_ address: Endpoint, _ reached: Endpoint?) -> PeerDecision {
+        if let reached {
+            if !PeerPolicy.anyContains(allowed, address), let reason = PeerPolicy.defaultBlock(address) {
+                return .refused(reason)
+            }
+            return decideByLists(reached, nil)
+        }
         if PeerPolicy.anyContains(allowed, address) { return .allowed }
-        if let reason = PeerPolicy.defaultReason(address) { return .refused(reason) }
+        if let reason = PeerPolicy.defaultBlock(address) { return .refused(reason) }
         return .allowed
+    }
+
+    private func isDenied(_ address: Endpoint, _ reached: Endpoint?) -> Bool {
+        if PeerPolicy.anyContains(denied, address) { return true }
+        guard let reached else { return false }
+        return PeerPolicy.anyContains(denied, reached)
     }
 
     private func isOwnSocket(_ key: Endpoint) -> Bool {
@@ -136,13 +158,15 @@ public struct PeerPolicy: Sendable {
 
     private func isOwnAddress(_ key: Endpoint) -> Bool { own.contains(key) }
 
-    /// The reason `address` is in the default deny list, or nil.
+    /// The reason `address` is in the default deny list, or nil; an address that embeds an
+    /// IPv4 address is refused when either form is.
     public static func defaultReason(_ address: Endpoint) -> PeerRefusal? {
-        var address = address
-        if PeerPolicy.nat64.contains(address) {
-            // 64:ff9b::a.b.c.d is translated to a.b.c.d by a NAT64 gateway: judge that.
-            address = Endpoint(ipv4: UInt32(truncatingIfNeeded: address.low), port: address.port)
-        }
+        if let reason = defaultBlock(address) { return reason }
+        guard let reached = address.embeddedIPv4 else { return nil }
+        return defaultBlock(reached)
+    }
+
+    private static func defaultBlock(_ address: Endpoint) -> PeerRefusal? {
         let blocks = PeerPolicy.defaultDenied
         var index = 0
         while index < blocks.count {
@@ -182,8 +206,6 @@ public struct PeerPolicy: Sendable {
         ("203.0.113.0/24", .reserved),
         ("2001:db8::/32", .reserved),
     ]
-
-    private static let nat64 = try! AddressRange(cidr: "64:ff9b::/96")
 
     /// Tables compare addresses without their IPv6 zone.
     private static func key(_ endpoint: Endpoint, port: UInt16) -> Endpoint {

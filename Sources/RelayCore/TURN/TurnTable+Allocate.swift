@@ -133,7 +133,7 @@ extension TurnTable {
             guard let held = try? UDPSocket(binding: next, options: socketOptions) else {
                 // Just opened, nothing queued on it yet: it can close at once.
                 engine.unregister([relay.socket])
-                shared.relayedPorts.remove(relay.port)
+                shared.relayedPorts.remove(relay.port, ipv6: relay.ipv6)
                 ports.release(relay.port, from: .turn)
                 ports.release(port + 1, from: .turn)
                 continue
@@ -163,7 +163,7 @@ extension TurnTable {
             let socket = try engine.register(bound)
             var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
             advertised.port = port
-            shared.relayedPorts.insert(port)
+            shared.relayedPorts.insert(port, ipv6: family == .ipv6)
             return RelayedSocket(socket: socket, port: port, advertised: advertised)
         }
         guard case .success(let relay) = result else { throw TurnRefusal(code: .insufficientCapacity) }
@@ -211,7 +211,7 @@ extension TurnTable {
         guard !closing.isEmpty else { return }
         engine.unregister(closing.map(\.socket))
         for relay in closing {
-            shared.relayedPorts.remove(relay.port)
+            shared.relayedPorts.remove(relay.port, ipv6: relay.ipv6)
             ports.release(relay.port, from: .turn)
         }
         closing.removeAll()

@@ -188,7 +188,7 @@ extension TurnTable {
         }
         let relayed = shared.relayedPorts
         for peer in peers {
-            let decision = withPorts ? settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0.port) })
+            let decision = withPorts ? settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0) })
                                      : settings.peerPolicy.decide(permission: peer)
             guard decision == .allowed else { throw TurnRefusal(code: .forbidden) }
         }
