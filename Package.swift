@@ -54,7 +54,8 @@ let package = Package(
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "TestPorts"]),
+        // STUN too: some tests speak TURN from a plain socket, byte for byte.
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "STUN", "TestPorts"]),
         .testTarget(name: "DeployTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -47,7 +47,8 @@ public struct AttributeType: RawRepresentable, Hashable, Sendable, CustomStringC
 
     /// Attributes that may appear more than once in one message: CreatePermission carries one
     /// XOR-PEER-ADDRESS per peer, a dual-stack Allocate answer one XOR-RELAYED-ADDRESS per
-    /// family. Any other repeated attribute makes the message malformed.
+    /// family. Of any other type only the first occurrence is processed and later ones are
+    /// ignored (RFC 8489 section 14).
     public var mayRepeat: Bool { self == .xorPeerAddress || self == .xorRelayedAddress }
 
     public var description: String { "0x" + String(rawValue, radix: 16) }

@@ -10,11 +10,8 @@ public enum MessageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The header's length disagrees with the datagram's.
     case lengthMismatch(header: Int, datagram: Int)
     case attributeOverrun(AttributeType)
-    case duplicateAttribute(AttributeType)
     case tooManyAttributes
     case fingerprintNotLast
-    /// Something other than MESSAGE-INTEGRITY-SHA256 or FINGERPRINT after MESSAGE-INTEGRITY.
-    case attributeAfterIntegrity(AttributeType)
     case badFingerprint
     /// A known attribute whose value has the wrong size or content.
     case badValue(AttributeType)
@@ -28,10 +25,8 @@ public enum MessageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .lengthMismatch(let header, let datagram):
             "header says \(header) bytes of attributes, the datagram has \(datagram)"
         case .attributeOverrun(let type): "attribute \(type) runs past the end of the message"
-        case .duplicateAttribute(let type): "attribute \(type) appears twice"
         case .tooManyAttributes: "more than \(AttributeIndex.capacity) attributes"
         case .fingerprintNotLast: "FINGERPRINT is not the last attribute"
-        case .attributeAfterIntegrity(let type): "attribute \(type) follows MESSAGE-INTEGRITY"
         case .badFingerprint: "FINGERPRINT does not match the message"
         case .badValue(let type): "attribute \(type) has a malformed value"
         }

@@ -37,22 +37,31 @@ final class MalformedMessageTests: XCTestCase {
         XCTAssertEqual(refusal(message([0x80, 0x22, 0, 9, 1, 2, 3, 4])), .attributeOverrun(.software))
         // Bad padding: a 5-byte value with its length counted unpadded.
         XCTAssertEqual(refusal(message([0x80, 0x22, 0, 5, 1, 2, 3, 4, 5])), .lengthNotMultipleOfFour(9))
-        // Duplicates, except XOR-PEER-ADDRESS.
-        let lifetime: [UInt8] = [0, 0x0D, 0, 4, 0, 0, 0, 1]
-        XCTAssertEqual(refusal(message(lifetime + lifetime)), .duplicateAttribute(.lifetime))
-        let peer: [UInt8] = [0, 0x12, 0, 8, 0, 1, 0, 1, 1, 2, 3, 4]
-        XCTAssertNil(refusal(message(peer + peer)))
-        // MESSAGE-INTEGRITY of the wrong size; something after MESSAGE-INTEGRITY.
+        // MESSAGE-INTEGRITY and MESSAGE-INTEGRITY-SHA256 of the wrong size.
         let integrity: [UInt8] = [0, 0x08, 0, 20] + [UInt8](repeating: 0, count: 20)
         XCTAssertEqual(refusal(message([0, 0x08, 0, 16] + [UInt8](repeating: 0, count: 16))), .badValue(.messageIntegrity))
-        XCTAssertEqual(refusal(message(integrity + lifetime)), .attributeAfterIntegrity(.lifetime))
         let sha256: [UInt8] = [0, 0x1C, 0, 32] + [UInt8](repeating: 0, count: 32)
         XCTAssertNil(refusal(message(integrity + sha256)))
-        XCTAssertEqual(refusal(message(sha256 + integrity)), .attributeAfterIntegrity(.messageIntegrity))
         XCTAssertEqual(refusal(message([0, 0x1C, 0, 12] + [UInt8](repeating: 0, count: 12))), .badValue(.messageIntegritySHA256))
+        XCTAssertEqual(refusal(message(integrity + [0, 0x1C, 0, 12] + [UInt8](repeating: 0, count: 12))), .badValue(.messageIntegritySHA256))
         // Too many attributes.
         let many = (0..<(AttributeIndex.capacity + 1)).flatMap { [0x80, UInt8($0), 0, 0] as [UInt8] }
         XCTAssertEqual(refusal(message(many)), .tooManyAttributes)
+    }
+
+    /// Attributes a receiver ignores (after an integrity attribute, or repeated) are still
+    /// walked: their shape must hold and they count against the bound.
+    func testIgnoredAttributesMustStillBeWellFormed() {
+        let integrity: [UInt8] = [0, 0x08, 0, 20] + [UInt8](repeating: 0, count: 20)
+        let software: [UInt8] = [0x80, 0x22, 0, 4, 0x61, 0x62, 0x63, 0x64]
+        XCTAssertEqual(refusal(message(integrity + [0x80, 0x22, 0, 9, 1, 2, 3, 4])), .attributeOverrun(.software))
+        XCTAssertEqual(refusal(message(software + [0x80, 0x22, 0, 9, 1, 2, 3, 4])), .attributeOverrun(.software))
+        let repeated = [UInt8](Array(repeating: software, count: AttributeIndex.capacity).joined())
+        XCTAssertNil(refusal(message(repeated)))
+        XCTAssertEqual(refusal(message(repeated + software)), .tooManyAttributes)
+        let trailing = [UInt8](Array(repeating: software, count: AttributeIndex.capacity - 1).joined())
+        XCTAssertNil(refusal(message(integrity + trailing)))
+        XCTAssertEqual(refusal(message(integrity + trailing + software)), .tooManyAttributes)
     }
 
     func testFingerprintRefusals() {
@@ -62,8 +71,18 @@ final class MalformedMessageTests: XCTestCase {
         bad = Vectors.request
         bad[30] ^= 1  // a byte of SOFTWARE: the CRC no longer matches
         XCTAssertEqual(refusal(bad), .badFingerprint)
-        // FINGERPRINT followed by another attribute.
+        // FINGERPRINT followed by another attribute, even one a receiver would ignore after
+        // MESSAGE-INTEGRITY, or by a second FINGERPRINT.
         XCTAssertEqual(refusal(message([0x80, 0x28, 0, 4, 1, 2, 3, 4, 0, 0x0D, 0, 4, 0, 0, 0, 1])), .fingerprintNotLast)
+        var builder = MessageBuilder(MessageType(.binding, .request), transactionID: .random())
+        builder.appendIntegrity(key: [1])
+        builder.appendFingerprint()
+        let signed = builder
+        builder.append(.software, text: "late")
+        XCTAssertEqual(refusal(builder.bytes), .fingerprintNotLast)
+        builder = signed
+        builder.appendFingerprint()
+        XCTAssertEqual(refusal(builder.bytes), .fingerprintNotLast)
         XCTAssertEqual(refusal(message([0x80, 0x28, 0, 2, 1, 2, 0, 0])), .badValue(.fingerprint))
     }
 
