@@ -3,8 +3,8 @@ import RelayHTTP
 import STUN
 
 /// The TURN server's figures in /v1/stats (a "turn" object) and /metrics (mediarelay_turn_*):
-/// what is active, allocations made and refused by error code, authentication failures and
-/// drops by reason, and datagrams and bytes relayed by framing and direction.
+/// what is active, allocations made and refused by error code, authentication failures,
+/// drops and refused peers by reason, and datagrams and bytes relayed by framing and direction.
 enum TurnStatsReport {
     /// The error codes the TURN server answers Allocate with.
     static let refusalCodes: [ErrorCode] = [.badRequest, .unauthenticated, .forbidden, .unknownAttribute,
@@ -20,11 +20,13 @@ enum TurnStatsReport {
         for reason in AuthFailure.allCases { auth[reason.name] = counters[auth: reason] }
         var drops: [String: Any] = [:]
         for reason in TurnDropReason.allCases { drops[reason.name] = counters[drop: reason] }
+        var peers: [String: Any] = [:]
+        for reason in PeerRefusal.allCases { peers[reason.rawValue] = counters[peer: reason] }
         return [
             "allocations": stats.allocations, "permissions": stats.permissions, "channels": stats.channels,
             "allocations_created": counters.allocationsCreated, "allocations_deleted": counters.allocationsDeleted,
             "allocations_expired": counters.allocationsExpired, "allocations_refused": refused,
-            "auth_failures": auth, "drops": drops, "binding_requests": counters.bindingRequests,
+            "auth_failures": auth, "drops": drops, "peer_refusals": peers, "binding_requests": counters.bindingRequests,
             "channel_data_to_peers": counters.channelDataToPeers, "channel_data_to_clients": counters.channelDataToClients,
             "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
             "bytes_to_peers": counters.bytesToPeers, "bytes_to_clients": counters.bytesToClients,
@@ -53,6 +55,10 @@ enum TurnStatsReport {
         for reason in TurnDropReason.allCases {
             text.counter("mediarelay_turn_drops_total", help: "TURN datagrams not relayed, by reason.",
                          labels: label + [("reason", reason.name)], value: counters[drop: reason])
+        }
+        for reason in PeerRefusal.allCases {
+            text.counter("mediarelay_turn_peer_refusals_total", help: "TURN peers refused by the peer policy (403, or a Send dropped), by reason.",
+                         labels: label + [("reason", reason.rawValue)], value: counters[peer: reason])
         }
         for (framing, direction, value) in [("channel_data", "to_peer", counters.channelDataToPeers),
                                             ("channel_data", "to_client", counters.channelDataToClients),

@@ -24,13 +24,14 @@ final class RelayProcess {
     /// relay lives (fixed ranges collided with other test runs going on at the same time).
     let ports: PortBlock?
 
-    /// Starts `mediarelay --ports PORTS ARGS --http 127.0.0.1:0` (without `--ports` when `ports`
-    /// is nil) and waits for its `http listening on` line.
-    init(ports: PortBlock?, _ arguments: [String], environment: [String: String] = [:],
+    /// Starts `mediarelay --ports PORTS ARGS --http HTTP` (without `--ports` when `ports` is nil)
+    /// and waits for its `http listening on` line. The control API is on 127.0.0.1, port 0 unless a test
+    /// needs the control port known at start (the TURN peer policy lists it only then).
+    init(ports: PortBlock?, _ arguments: [String], environment: [String: String] = [:], controlPort: UInt16 = 0,
          file: StaticString = #filePath, line: UInt = #line) throws {
         self.ports = ports
         process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
-        process.arguments = ["--http", "127.0.0.1:0", "--log-level", "info"] + (ports.map { ["--ports", $0.argument] } ?? []) + arguments
+        process.arguments = ["--http", "127.0.0.1:\(controlPort)", "--log-level", "info"] + (ports.map { ["--ports", $0.argument] } ?? []) + arguments
         var env = ProcessInfo.processInfo.environment
         env["MEDIARELAY_CONTROL_TOKEN"] = nil
         env["NOTIFY_SOCKET"] = nil

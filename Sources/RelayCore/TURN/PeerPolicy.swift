@@ -234,4 +234,19 @@ public enum PeerRefusal: String, CaseIterable, Sendable {
     case multicast
     case broadcast
     case reserved
+
+    /// The slot of this reason in a counter table (`TurnCounters.peerRefusals`).
+    public var index: Int {
+        switch self {
+        case .operatorDenied: 0
+        case .relaySocket: 1
+        case .unspecified: 2
+        case .loopback: 3
+        case .privateNetwork: 4
+        case .linkLocal: 5
+        case .multicast: 6
+        case .broadcast: 7
+        case .reserved: 8
+        }
+    }
 }

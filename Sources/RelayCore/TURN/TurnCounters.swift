@@ -48,6 +48,9 @@ public struct TurnCounters: Sendable {
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
     public var drops = InlineArray<9, UInt64>(repeating: 0)
+    /// Peers refused by the peer policy (CreatePermission, ChannelBind, Send), by reason: what
+    /// an operator reads to see a client probing the relay's own or internal addresses.
+    public var peerRefusals = InlineArray<9, UInt64>(repeating: 0)
     public var channelDataToPeers: UInt64 = 0
     public var channelDataToClients: UInt64 = 0
     public var indicationsToPeers: UInt64 = 0
@@ -60,6 +63,7 @@ public struct TurnCounters: Sendable {
 
     public subscript(drop reason: TurnDropReason) -> UInt64 { drops[reason.rawValue] }
     public subscript(auth reason: AuthFailure) -> UInt64 { authFailures[reason.rawValue] }
+    public subscript(peer reason: PeerRefusal) -> UInt64 { peerRefusals[reason.index] }
     public subscript(refused code: ErrorCode) -> UInt64 {
         (400..<510).contains(code.rawValue) ? refused[code.rawValue - 400] : 0
     }
@@ -68,6 +72,8 @@ public struct TurnCounters: Sendable {
     mutating func add(_ reason: TurnDropReason) { drops[reason.rawValue] &+= 1 }
 
     mutating func add(_ reason: AuthFailure) { authFailures[reason.rawValue] &+= 1 }
+
+    mutating func add(_ reason: PeerRefusal) { peerRefusals[reason.index] &+= 1 }
 
     mutating func refuse(_ code: ErrorCode) {
         if (400..<510).contains(code.rawValue) { refused[code.rawValue - 400] &+= 1 }
@@ -103,5 +109,6 @@ extension TurnCounters: SummedCounters {
         refused.add(other.refused)
         authFailures.add(other.authFailures)
         drops.add(other.drops)
+        peerRefusals.add(other.peerRefusals)
     }
 }

@@ -190,7 +190,10 @@ extension TurnTable {
         for peer in peers {
             let decision = withPorts ? settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0) })
                                      : settings.peerPolicy.decide(permission: peer)
-            guard decision == .allowed else { throw TurnRefusal(code: .forbidden) }
+            if case .refused(let reason) = decision {
+                counters.add(reason)
+                throw TurnRefusal(code: .forbidden)
+            }
         }
     }
 

@@ -143,7 +143,8 @@ final class TurnTable {
         // A permission is per address; the port of each Send is checked too, so no Send
         // reaches one of the relay's own sockets on a permitted address.
         let relayed = shared.relayedPorts
-        guard settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0) }) == .allowed else {
+        if case .refused(let reason) = settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0) }) {
+            counters.add(reason)
             return counters.add(.forbiddenPeer)
         }
         guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
