@@ -25,16 +25,35 @@ final class TurnWireClient {
 
     var key: [UInt8] { LongTermKey.derive(username: username, realm: realm, password: password, algorithm: .md5) }
 
-    /// `method` signed with the current nonce; `attributes` appends the method's own first.
+    /// `method` signed with the current nonce, with FINGERPRINT; `attributes` appends the
+    /// method's own first.
     func signed(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) -> [UInt8] {
+        var builder = integrity(method, attributes)
+        builder.appendFingerprint()
+        return builder.bytes
+    }
+
+    /// `method` up to and including MESSAGE-INTEGRITY, for a test that appends more after it.
+    func integrity(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) -> MessageBuilder {
         var builder = MessageBuilder(MessageType(method, .request), transactionID: .random())
         attributes(&builder)
         builder.append(.username, text: username)
         builder.append(.realm, text: realm)
         builder.append(.nonce, text: nonce)
         builder.appendIntegrity(.messageIntegrity, key: key)
-        builder.appendFingerprint()
-        return builder.bytes
+        return builder
+    }
+
+    /// Learns the realm and nonce from a 401 to a bare Allocate.
+    func learnChallenge() throws {
+        var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
+        bare.append(.requestedTransport, [17, 0, 0, 0])
+        let answer = try exchange(bare.bytes)
+        guard answer.errorCode == 401, let fresh = try? answer.text(.nonce), let named = try? answer.text(.realm) else {
+            throw LoadError("a bare Allocate was answered \(answer.type) \(answer.errorCode.map(String.init) ?? "")")
+        }
+        nonce = fresh
+        realm = named
     }
 
     /// Sends a signed request; on 401 or 438 learns the realm and nonce and sends it once more.
