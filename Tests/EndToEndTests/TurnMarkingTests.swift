@@ -7,7 +7,7 @@ import XCTest
 /// ECN codepoint with several DSCPs, through ChannelData and Send/Data indications, client to
 /// peer and peer to client, on IPv4 and IPv6 relayed addresses (and across the two, and through
 /// a dual-stack listener), on every engine, under each DSCP policy and the other marking
-/// settings (`--ecn`, `--service-class`, the config file).
+/// settings (`--ecn`, `--service-class`, the config file, a reload).
 ///
 /// Unlike TurnAllocationTests, whose peers are the relay's own engine, these fail when the
 /// engine writes a mark wrongly in a way its own receive would undo (ECT(0) sent as ECT(1)).
@@ -104,6 +104,25 @@ final class TurnMarkingTests: XCTestCase {
             defer { XCTAssertEqual(fixture.relay.stop(), 0) }
             assertMarks(try fixture.allocate(on: host), setting, setting.name)
         }
+    }
+
+    /// A reload changes the marking of new sessions only; the TURN server keeps what it started
+    /// with (it reads its settings once), for allocations old and new, and the reload's log line
+    /// must say so rather than leave a TURN operator believing it applied.
+    func testSighupLeavesTurnMarkingAsStartedAndSaysSo() throws {
+        let host = "127.0.0.1"
+        let config = try ConfigFixture(self, #"{"dscp": "mirror"}"#)
+        let fixture = try TurnServerFixture(hosts: [host], ["--config", config.path])
+        defer { XCTAssertEqual(fixture.relay.stop(), 0) }
+        let before = try fixture.allocate(on: host)
+        try config.write(#"{"dscp": "zero"}"#)
+        kill(fixture.relay.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(eventually { fixture.relay.log.contains("SIGHUP: reloaded") }, fixture.relay.log)
+        let line = fixture.relay.log.split(separator: "\n").first { $0.contains("SIGHUP: reloaded") } ?? ""
+        XCTAssertTrue(line.contains("dscp") && line.contains("TURN"), "the reload line does not say what TURN does: \(line)")
+        let mirror = Marking(name: "mirror after a reload to zero", flags: [], expected: { $0 })
+        assertMarks(before, mirror, "an allocation made before the reload")
+        assertMarks(try fixture.allocate(on: host), mirror, "an allocation made after the reload")
     }
 
     /// Every ECN codepoint with DSCP 0, AF11, AF41, EF and 63, three of each in a row: equal
