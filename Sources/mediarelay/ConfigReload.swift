@@ -41,7 +41,9 @@ struct ConfigReload {
 
     private func note(_ key: OptionKey) -> String {
         switch key {
-        case .dscp, .ecn, .serviceClass: " (new sessions; forward rules keep theirs until a restart)"
+        // The TURN server reads its marking once, at start (Server.turnSettings): without its
+        // name here a TURN operator would read "applied" as applied to TURN.
+        case .dscp, .ecn, .serviceClass: " (new sessions; forward rules and TURN keep theirs until a restart)"
         case .idleTimeout: " (new sessions and forward clients)"
         default: ""
         }

@@ -25,7 +25,9 @@ final class IndependentPeer {
         return loopback.withSockaddr { bind(fd, $0, $1) } == 0
     }()
 
-    private let socket: LoadGen.UDPSocket
+    /// Open to a LoadGen TURN client that speaks its control path on this same socket
+    /// (TurnServerFixture): the server knows an allocation by the client's 5-tuple.
+    let socket: LoadGen.UDPSocket
     private let batch = ReceiveBatch(capacity: 64, bufferSize: 2048)
 
     /// A socket bound to `host` ("127.0.0.1" or "::1"), any free port.
