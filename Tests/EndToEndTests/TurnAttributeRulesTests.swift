@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+@testable import LoadGen
 import STUN
 import TestPorts
 import XCTest
@@ -63,7 +64,7 @@ final class TurnAttributeRulesTests: XCTestCase {
         var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
         transports(&bare)
         let challenge = try client.exchange(bare.bytes)
-        XCTAssertEqual(challenge.errorCode, 401, describe(challenge))
+        XCTAssertEqual(challenge.errorCode?.code, 401, describe(challenge))
         client.nonce = try XCTUnwrap(try challenge.text(.nonce))
         client.realm = try XCTUnwrap(try challenge.text(.realm))
         let answer = try client.exchange(client.signed(.allocate, transports))

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+@testable import LoadGen
 import STUN
 import TestPorts
 import XCTest
@@ -48,19 +49,19 @@ final class TurnPeerPolicyTests: XCTestCase {
         for (text, reason) in internalPeers {
             let peer = ep(text)
             let client = peer.isIPv4 ? client4 : client6
-            XCTAssertEqual(try client.permit(peer).errorCode, 403, "CreatePermission \(text)")
-            XCTAssertEqual(try client.bind(channel, peer).errorCode, 403, "ChannelBind \(text)")
+            XCTAssertEqual(try client.permit(peer).errorCode?.code, 403, "CreatePermission \(text)")
+            XCTAssertEqual(try client.bind(channel, peer).errorCode?.code, 403, "ChannelBind \(text)")
             try client.sendIndication(to: peer, Array("to \(text)".utf8))
             expected[reason.rawValue, default: 0] += 3
             channel += 1
         }
         for peer in ownPeers {
-            XCTAssertEqual(try client4.bind(channel, peer).errorCode, 403, "ChannelBind \(peer)")
+            XCTAssertEqual(try client4.bind(channel, peer).errorCode?.code, 403, "ChannelBind \(peer)")
             try client4.sendIndication(to: peer, Array("to \(peer)".utf8))
             expected[PeerReason.relaySocket.rawValue, default: 0] += 2
             channel += 1
         }
-        XCTAssertEqual(try client4.permit(ep("127.0.0.1:\(httpPort)")).errorCode, 403, "the control port's address")
+        XCTAssertEqual(try client4.permit(ep("127.0.0.1:\(httpPort)")).errorCode?.code, 403, "the control port's address")
         expected[PeerReason.loopback.rawValue, default: 0] += 1
 
         let stats = try relay.waitFor { object in
@@ -93,12 +94,12 @@ final class TurnPeerPolicyTests: XCTestCase {
                      "[2001:0:4136:e378:8000:63bf:f7f7:f7f7]:53"] {
             let peer = ep(text)
             let client = peer.isIPv4 ? client4 : client6
-            XCTAssertEqual(try client.permit(peer).errorCode, 403, "CreatePermission \(text)")
-            XCTAssertEqual(try client.bind(channel, peer).errorCode, 403, "ChannelBind \(text)")
+            XCTAssertEqual(try client.permit(peer).errorCode?.code, 403, "CreatePermission \(text)")
+            XCTAssertEqual(try client.bind(channel, peer).errorCode?.code, 403, "ChannelBind \(text)")
             channel += 1
         }
         // A public peer outside the list, in its NAT64 form, is still a peer.
-        XCTAssertNil(try client6.permit(ep("[64:ff9b::909:909]:53")).errorCode)
+        XCTAssertNil(try client6.permit(ep("[64:ff9b::909:909]:53")).errorCode?.code)
         let stats = try relay.waitFor { RelayProcess.number($0, "turn", "peer_refusals", "operator_denied") == 10 }
         XCTAssertEqual(RelayProcess.number(stats, "turn", "peer_refusals", "operator_denied"), 10)
     }
@@ -121,16 +122,16 @@ final class TurnPeerPolicyTests: XCTestCase {
         let sink4 = try DatagramSink(host: "127.0.0.1", port: relayed6.port)
 
         let across6 = ep("[::1]:\(relayed4.port)"), across4 = ep("127.0.0.1:\(relayed6.port)")
-        XCTAssertEqual(try bob6.bind(0x4000, across6).errorCode, 403, "an IPv4-only relayed port under ::1")
-        XCTAssertEqual(try alice4.bind(0x4000, across4).errorCode, 403, "an IPv6-only relayed port under 127.0.0.1")
-        XCTAssertNil(try bob6.permit(across6).errorCode, "the permission is for the relay's address, which is allowed")
-        XCTAssertNil(try alice4.permit(across4).errorCode)
+        XCTAssertEqual(try bob6.bind(0x4000, across6).errorCode?.code, 403, "an IPv4-only relayed port under ::1")
+        XCTAssertEqual(try alice4.bind(0x4000, across4).errorCode?.code, 403, "an IPv6-only relayed port under 127.0.0.1")
+        XCTAssertNil(try bob6.permit(across6).errorCode?.code, "the permission is for the relay's address, which is allowed")
+        XCTAssertNil(try alice4.permit(across4).errorCode?.code)
         try bob6.sendIndication(to: across6, Array("across to v6 sink".utf8))
         try alice4.sendIndication(to: across4, Array("across to v4 sink".utf8))
 
         // The real relayed address of the same family still reaches the other client.
-        XCTAssertNil(try bob6.bind(0x4001, carolRelayed).errorCode)
-        XCTAssertNil(try carol6.permit(relayed6).errorCode)
+        XCTAssertNil(try bob6.bind(0x4001, carolRelayed).errorCode?.code)
+        XCTAssertNil(try carol6.permit(relayed6).errorCode?.code)
         try bob6.sendIndication(to: carolRelayed, Array("to carol".utf8))
         let data = try carol6.nextIndicationData()
         XCTAssertEqual(data, Array("to carol".utf8))

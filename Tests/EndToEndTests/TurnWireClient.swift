@@ -49,8 +49,8 @@ final class TurnWireClient {
         var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
         bare.append(.requestedTransport, [17, 0, 0, 0])
         let answer = try exchange(bare.bytes)
-        guard answer.errorCode == 401, let fresh = try? answer.text(.nonce), let named = try? answer.text(.realm) else {
-            throw LoadError("a bare Allocate was answered \(answer.type) \(answer.errorCode.map(String.init) ?? "")")
+        guard answer.errorCode?.code == 401, let fresh = try? answer.text(.nonce), let named = try? answer.text(.realm) else {
+            throw LoadError("a bare Allocate was answered \(answer.type) \(answer.errorCode.map { "\($0.code)" } ?? "")")
         }
         nonce = fresh
         realm = named
@@ -60,7 +60,7 @@ final class TurnWireClient {
     func ask(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) throws -> StunMessage {
         for _ in 0..<2 {
             let answer = try exchange(signed(method, attributes))
-            let code = answer.errorCode
+            let code = answer.errorCode?.code
             if code == 401 || code == 438, let fresh = try? answer.text(.nonce), fresh != nonce {
                 nonce = fresh
                 realm = (try? answer.text(.realm)) ?? realm
@@ -78,7 +78,7 @@ final class TurnWireClient {
             if family == .ipv6 { builder.append(.requestedAddressFamily, [AddressFamily.ipv6.rawValue, 0, 0, 0]) }
         }
         guard answer.messageClass == .successResponse, let relayed = try answer.xorAddress(.xorRelayedAddress) else {
-            throw LoadError("Allocate refused: \(answer.errorCode.map(String.init) ?? "no relayed address")")
+            throw LoadError("Allocate refused: \(answer.errorCode.map { "\($0.code) \($0.reason)" } ?? "no relayed address")")
         }
         return relayed
     }
@@ -142,9 +142,4 @@ extension TurnWireClient {
         }
         throw LoadError("no Data indication within \(seconds) s")
     }
-}
-
-extension StunMessage {
-    /// The ERROR-CODE of an error response, nil otherwise.
-    var errorCode: Int? { (try? value(.errorCode, AttributeValue.errorCode))?.code }
 }
