@@ -10,10 +10,28 @@ public struct SocketID: Hashable, Sendable {
     }
 }
 
+/// Who a socket belongs to, chosen by the table that registered it: a role of the table's
+/// own numbering and the index of its entry. Every event from the socket carries it, so the
+/// owner dispatches on it directly, without a second table kept in step with the engine's.
+/// `unowned` (role 0) is never dispatched: a socket being closed, or one not yet given out.
+public struct OwnerTag: Equatable, Sendable {
+    public var role: UInt8
+    public var index: Int32
+
+    public init(role: UInt8, index: Int32) {
+        self.role = role
+        self.index = index
+    }
+
+    public static let unowned = OwnerTag(role: 0, index: 0)
+}
+
 /// One datagram the engine received. `bytes` points into the engine's own buffers and stays
-/// valid until the next `receive` call: long enough to forward it without a copy.
+/// valid until the next `receive` call: long enough to forward it without a copy. `owner` is
+/// the socket's tag as it stands when the datagram is read (`DatagramEngine.setOwner`).
 public struct ReceivedDatagram {
     public var socket: SocketID
+    public var owner: OwnerTag
     public var source: Endpoint
     public var trafficClass: TrafficClass
     public var bytes: UnsafeRawBufferPointer

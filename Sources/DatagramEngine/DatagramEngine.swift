@@ -87,9 +87,10 @@ public final class DatagramEngine {
     /// Whether the last `receive` returned because `waker` was used.
     public var wasWoken: Bool { state.wasWoken }
 
-    /// Starts receiving on `socket`; the engine keeps it open until `unregister`.
-    public func register(_ socket: UDPSocket) throws(SystemCallError) -> SocketID {
-        let id = state.table.add(socket, gso: state.gsoActive, gro: state.groActive)
+    /// Starts receiving on `socket`, whose datagrams carry `owner`; the engine keeps it open
+    /// until `unregister`.
+    public func register(_ socket: UDPSocket, owner: OwnerTag = .unowned) throws(SystemCallError) -> SocketID {
+        let id = state.table.add(socket, owner: owner, gso: state.gsoActive, gro: state.groActive)
         switch driver {
         case .poll(let poll):
             do throws(SystemCallError) {
@@ -104,13 +105,30 @@ public final class DatagramEngine {
         return id
     }
 
+    /// Names the owner of `id`'s datagrams from now on, for a table that knows its entry only
+    /// once the socket is open. Nothing happens for a socket that is gone.
+    public func setOwner(_ id: SocketID, _ owner: OwnerTag) {
+        guard let slot = state.table.lookup(id) else { return }
+        state.table[slot].owner = owner
+    }
+
+    /// Takes `id` from its owner at once: its datagrams, this turn's included, carry `unowned`
+    /// from now on, while the socket stays open for sends already queued (close it with
+    /// `unregister` after the flush). A table calls it when it forgets the socket's entry.
+    public func disown(_ id: SocketID) {
+        setOwner(id, .unowned)
+        state.disown(id)
+    }
+
     /// Stops receiving on the socket and closes it (for io_uring once its receive has ended).
     public func unregister(_ id: SocketID) { unregister([id]) }
 
-    /// Stops receiving on these sockets and closes them. With io_uring all the cancellations go
-    /// to the kernel together and are awaited together, so closing many sockets at once (a
-    /// wave of expired sessions) costs a few system calls, not a few per socket.
+    /// Stops receiving on these sockets and closes them, disowning them first (`disown`). With
+    /// io_uring all the cancellations go to the kernel together and are awaited together, so
+    /// closing many sockets at once (a wave of expired sessions) costs a few system calls, not
+    /// a few per socket.
     public func unregister(_ ids: [SocketID]) {
+        for id in ids { state.disown(id) }
         switch driver {
         case .poll(let poll): poll.unregister(ids)
         case .ring(let ring): ring.unregister(ids)

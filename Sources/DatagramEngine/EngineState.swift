@@ -58,7 +58,7 @@ import Glibc
     /// Returns whether it joined this turn's datagrams (the bytes are then lent to the caller
     /// until the next turn); truncated or unreadable ones are counted and dropped.
     @inline(__always)
-    func deliver(socket id: SocketID, slot: Int, source: Endpoint?, metadata: ReceiveMetadata,
+    func deliver(socket id: SocketID, slot: Int, owner: OwnerTag, source: Endpoint?, metadata: ReceiveMetadata,
                  truncated: Bool, size: Int, payload: UnsafeRawBufferPointer) -> Bool {
         if let count = metadata.overflowCount {
             counters.kernelDrops &+= UInt64(count &- table[slot].lastOverflow)
@@ -74,7 +74,7 @@ import Glibc
         guard let source, receivedCount < receivedCapacity else { return false }
         let trafficClass = TrafficClass(rawValue: metadata.trafficClass)
         if segment == payload.count {
-            add(ReceivedDatagram(socket: id, source: source, trafficClass: trafficClass, bytes: payload))
+            add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass, bytes: payload))
             return true
         }
         // A UDP GRO buffer: datagrams of `segment` bytes back to back, the last maybe shorter,
@@ -83,13 +83,23 @@ import Glibc
         var offset = 0
         while offset < payload.count && receivedCount < receivedCapacity {
             let length = min(segment, payload.count - offset)
-            add(ReceivedDatagram(socket: id, source: source, trafficClass: trafficClass,
+            add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass,
                                  bytes: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + length)])))
             counters.groSegments &+= 1
             offset += length
         }
         if offset < payload.count { counters.truncated &+= 1 }
         return true
+    }
+
+    /// Takes `socket`'s datagrams of this turn away from their owner (their tag becomes
+    /// `unowned`): a table that forgets a socket mid-turn, and may give its entry index to
+    /// another at once, must not be handed datagrams read before. Control path: one pass over
+    /// this turn's datagrams.
+    func disown(_ socket: SocketID) {
+        for index in 0..<receivedCount where received[index].socket == socket {
+            received[index].owner = .unowned
+        }
     }
 
     @inline(__always)

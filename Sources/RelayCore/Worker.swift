@@ -3,33 +3,19 @@ import SystemSupport
 import Glibc
 
 /// One relay worker: a dedicated thread that owns an engine and dispatches each datagram, by
-/// the role of the socket it arrived on, to one of three tables: forward rules (their listeners
+/// the owner tag of the socket it arrived on (`SocketRole`), to one of three tables: forward rules (their listeners
 /// of this worker's SO_REUSEPORT share and the clients those brought), sessions (whole
 /// sessions, all their sockets) and TURN (the allocations whose clients reach this worker).
 /// The tables hold the state; the worker runs the loop, the control commands, housekeeping and
 /// stats. Forwarding never crosses threads and takes no lock.
 ///
-/// Per datagram: look up the socket's role by slot, hand the datagram to its table (which
-/// applies latching / limits / policy and enqueues to each destination borrowing the received
-/// bytes), and flush once per turn.
+/// Per datagram: switch on the tag it carries, hand the datagram to its table (which applies
+/// latching / limits / policy and enqueues to each destination borrowing the received bytes),
+/// and flush once per turn.
 final class Worker {
-    enum SocketRole {
-        case none
-        case listener(rule: Int32)
-        case upstream(client: Int32)
-        case leg(Int32)
-        /// A TURN listener: ChannelData, Send indications and requests from clients.
-        case turnListener
-        /// The relayed socket of the TURN allocation with this index: datagrams from peers.
-        case turnRelay(Int32)
-    }
-
     let shared: WorkerShared
     let settings: RelaySettings
     let engine: DatagramEngine
-    // Read and written per datagram by this worker's thread only, and no access overlaps
-    // another: the dynamic exclusivity checks (swift_beginAccess) buy nothing on them.
-    @exclusivity(unchecked) var roles: [SocketRole] = []
     let forwardRules: ForwardRuleTable
     let sessions: SessionTable
     /// The TURN server's share on this worker, when TURN is configured. A constant, so the
@@ -53,30 +39,15 @@ final class Worker {
         } else {
             turnTable = nil
         }
-        forwardRules.setRole = { [unowned self] socket, role in setRole(socket, role) }
-        sessions.setRole = { [unowned self] socket, role in setRole(socket, role) }
         try forwardRules.openListeners(ruleShares)
-        if let table = turnTable {
-            table.onSocket = { [unowned self] socket, role in
-                switch role {
-                case .listener: setRole(socket, .turnListener)
-                case .relay(let index): setRole(socket, .turnRelay(index))
-                case .none: setRole(socket, .none)
-                }
-            }
+        if turnTable != nil {
             for address in settings.turnListeners {
                 var options = settings.socketOptions
                 options.reusePort = true
-                table.addListener(try engine.register(UDPSocket(binding: address, options: options)))
+                _ = try engine.register(UDPSocket(binding: address, options: options), owner: OwnerTag(.turnListener))
             }
         }
         shared.waker.withLock { $0 = engine.waker }
-    }
-
-    func setRole(_ socket: SocketID, _ role: SocketRole) {
-        let slot = Int(socket.slot)
-        while roles.count <= slot { roles.append(.none) }
-        roles[slot] = role
     }
 
     /// The worker's loop: runs until the control plane stops it.
@@ -105,13 +76,14 @@ final class Worker {
 
     @inline(__always)
     func route(_ datagram: ReceivedDatagram) {
-        switch roles[Int(datagram.socket.slot)] {
-        case .leg(let leg): sessions.fromLeg(Int(leg), datagram)
-        case .listener(let rule): forwardRules.fromClient(Int(rule), datagram)
-        case .upstream(let client): forwardRules.fromUpstream(Int(client), datagram)
+        let index = Int(datagram.owner.index)
+        switch datagram.owner.socketRole {
+        case .leg: sessions.fromLeg(index, datagram)
+        case .listener: forwardRules.fromClient(index, datagram)
+        case .upstream: forwardRules.fromUpstream(index, datagram)
         case .turnListener: turnTable.unsafelyUnwrapped.fromClient(datagram)
-        case .turnRelay(let allocation): turnTable.unsafelyUnwrapped.fromPeer(Int(allocation), datagram)
-        case .none: drops.add(.unknownSource)
+        case .turnRelay: turnTable.unsafelyUnwrapped.fromPeer(index, datagram)
+        case .unowned: drops.add(.unknownSource)
         }
     }
 

@@ -28,19 +28,6 @@ final class TurnHarness {
     }
     let wall = Clock()
 
-    /// Table mode's stand-in for the worker's dispatcher: the role of each socket by slot, as
-    /// the table reports them (`onSocket`), read per datagram by `route`.
-    final class Roles {
-        var bySlot: [TurnTable.SocketRole] = []
-
-        func set(_ socket: SocketID, _ role: TurnTable.SocketRole) {
-            let slot = Int(socket.slot)
-            while bySlot.count <= slot { bySlot.append(.none) }
-            bySlot[slot] = role
-        }
-    }
-    let roles = Roles()
-
     init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
@@ -56,7 +43,6 @@ final class TurnHarness {
         self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
         table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: self.ports.range), now: now)
-        table.onSocket = { [roles] socket, role in roles.set(socket, role) }
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))
@@ -95,14 +81,12 @@ final class TurnHarness {
         return (try sockets.register(socket), socket.localEndpoint)
     }
 
-    /// Hands a datagram the relay received to the table by its socket's role, as a worker does.
+    /// Hands a datagram the relay received to the table by its owner tag, as a worker does.
     func route(_ datagram: ReceivedDatagram) {
-        let slot = Int(datagram.socket.slot)
-        guard slot < roles.bySlot.count else { return }
-        switch roles.bySlot[slot] {
-        case .listener: table.fromClient(datagram)
-        case .relay(let allocation): table.fromPeer(Int(allocation), datagram)
-        case .none: break
+        switch datagram.owner.socketRole {
+        case .turnListener: table.fromClient(datagram)
+        case .turnRelay: table.fromPeer(Int(datagram.owner.index), datagram)
+        default: break
         }
     }
 

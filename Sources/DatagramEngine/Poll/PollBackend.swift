@@ -55,16 +55,24 @@ final class PollBackend {
                 continue
             }
             let id = EventPoller.socket(tag)
+            // The socket's one lookup this turn: its descriptor and owner serve all its datagrams.
             guard used < vectors.capacity, let slot = state.table.lookup(id) else { continue }
-            let descriptor = state.table[slot].descriptor
-            used = batched ? receiveMany(descriptor, id: id, slot: slot, used: used)
-                           : receiveEach(descriptor, id: id, slot: slot, used: used)
+            let entry = state.table[slot]
+            let from = Source(id: id, slot: slot, owner: entry.owner)
+            used = batched ? receiveMany(entry.descriptor, from, used: used) : receiveEach(entry.descriptor, from, used: used)
         }
         slotsUsed = used
     }
 
     /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
-    private func receiveMany(_ descriptor: Int32, id: SocketID, slot: Int, used: Int) -> Int {
+    /// The socket a receive reads, as its datagrams are recorded.
+    private struct Source {
+        var id: SocketID
+        var slot: Int
+        var owner: OwnerTag
+    }
+
+    private func receiveMany(_ descriptor: Int32, _ from: Source, used: Int) -> Int {
         let room = vectors.capacity - used
         // MSG_TRUNC: a datagram longer than its buffer reports its real length.
         let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)
@@ -72,12 +80,12 @@ final class PollBackend {
         state.counters.syscalls &+= 1
         guard case .done(let count) = outcome, count > 0 else { return used }
         state.counters.noteBatch(count)
-        for index in used..<(used + count) { deliver(index, id: id, slot: slot) }
+        for index in used..<(used + count) { deliver(index, from) }
         return used + count
     }
 
     /// recvmsg until the socket is empty or the slots are full.
-    private func receiveEach(_ descriptor: Int32, id: SocketID, slot: Int, used start: Int) -> Int {
+    private func receiveEach(_ descriptor: Int32, _ from: Source, used start: Int) -> Int {
         var used = start
         while used < vectors.capacity {
             let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) }
@@ -85,16 +93,16 @@ final class PollBackend {
             guard case .done(let length) = outcome else { break }
             vectors.setLength(length, at: used)
             state.counters.noteBatch(1)
-            deliver(used, id: id, slot: slot)
+            deliver(used, from)
             used += 1
         }
         return used
     }
 
     @inline(__always)
-    private func deliver(_ index: Int, id: SocketID, slot: Int) {
+    private func deliver(_ index: Int, _ from: Source) {
         let datagram = vectors.datagram(at: index)
-        _ = state.deliver(socket: id, slot: slot, source: datagram.source, metadata: datagram.metadata,
+        _ = state.deliver(socket: from.id, slot: from.slot, owner: from.owner, source: datagram.source, metadata: datagram.metadata,
                           truncated: datagram.truncated, size: datagram.size, payload: datagram.payload)
     }
 
@@ -107,7 +115,7 @@ final class PollBackend {
     private func sendEach() {
         let vectors = state.sendVectors
         for index in 0..<vectors.count {
-            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            let descriptor = vectors.message(index).descriptor
             state.counters.syscalls &+= 1
             switch SystemCall.outcome({ sendmsg(descriptor, vectors.header(at: index), 0) }) {
             case .done: state.sent(index)
@@ -126,7 +134,7 @@ final class PollBackend {
             let slot = vectors.message(start).slot
             var end = start + 1
             while end < total && vectors.message(end).slot == slot { end += 1 }
-            let descriptor = state.table[Int(slot)].descriptor
+            let descriptor = vectors.message(start).descriptor
             var next = start
             while next < end {
                 state.counters.syscalls &+= 1

@@ -80,11 +80,16 @@ final class RingBackend {
     func handleReceive(_ completion: RingCompletion) {
         let slot = completion.tag.slot
         let generation = completion.tag.generation
-        let current = state.table.holds(slot: slot, generation: generation)
-        let active = current && state.table[slot].active
+        // The socket's one lookup for this completion: whether it is still the one the receive
+        // was armed for, and its owner.
+        let known = slot < state.table.entries.count
+        let entry = known ? state.table[slot] : SocketTable.Entry()
+        let current = known && entry.generation == generation
+        let active = current && entry.active
         if completion.flags & UInt32(IORING_CQE_F_BUFFER) != 0 {
             let id = UInt16(truncatingIfNeeded: completion.flags >> UInt32(IORING_CQE_BUFFER_SHIFT))
-            if active && completion.result >= 0 && deliver(id, length: completion.result, slot: slot, generation: generation) {
+            if active && completion.result >= 0
+                && deliver(id, length: completion.result, slot: slot, generation: generation, owner: entry.owner) {
                 ring.hold(id)
             } else {
                 ring.recycle(id)
@@ -94,7 +99,7 @@ final class RingBackend {
             if active && (completion.result >= 0 || completion.result == -ENOBUFS || completion.result == -EINTR) {
                 // The multishot receive ended (out of buffers, or the kernel chose to): re-arm.
                 state.counters.receiveRestarts &+= 1
-                toArm.append((slot, generation, state.table[slot].descriptor))
+                toArm.append((slot, generation, entry.descriptor))
             } else if active {
                 // A lasting error (the socket is unusable): re-arming would spin. The socket
                 // stays registered but deaf; the failure is counted.
@@ -107,12 +112,12 @@ final class RingBackend {
 
     /// Reads one provided buffer; true when it became a received datagram (the buffer is lent).
     @inline(__always)
-    private func deliver(_ id: UInt16, length: Int32, slot: Int, generation: UInt32) -> Bool {
+    private func deliver(_ id: UInt16, length: Int32, slot: Int, generation: UInt32, owner: OwnerTag) -> Bool {
         guard let datagram = ring.datagram(inBuffer: id, length: length) else {
             state.counters.truncated &+= 1
             return false
         }
-        return state.deliver(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot,
+        return state.deliver(socket: SocketID(slot: Int32(slot), generation: generation), slot: slot, owner: owner,
                              source: datagram.source, metadata: datagram.metadata,
                              truncated: datagram.truncated, size: datagram.size, payload: datagram.payload)
     }
@@ -134,7 +139,7 @@ final class RingBackend {
     func send() {
         let vectors = state.sendVectors
         for index in 0..<vectors.count {
-            let descriptor = state.table[Int(vectors.message(index).slot)].descriptor
+            let descriptor = vectors.message(index).descriptor
             ring.prepareSend(descriptor: descriptor, header: vectors.header(at: index), tag: RingTag(.send, slot: index))
         }
         outstandingSends += vectors.count

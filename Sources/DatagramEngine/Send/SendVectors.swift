@@ -15,6 +15,9 @@ final class SendVectors {
     /// What one built message stands for.
     struct Message {
         var slot: Int32
+        /// The socket's descriptor, read with its entry when the message was built: the
+        /// backend sends without looking the socket up again.
+        var descriptor: Int32
         var firstDatagram: Int32
         var segments: Int32
         var segmentSize: Int32
@@ -52,7 +55,7 @@ final class SendVectors {
         addresses.initialize(repeating: sockaddr_storage(), count: capacity)
         control = .allocate(byteCount: capacity * SendMetadata.capacity, alignment: 16)
         messages = .allocate(capacity: capacity)
-        messages.initialize(repeating: Message(slot: 0, firstDatagram: 0, segments: 0, segmentSize: 0, bytes: 0, trafficClass: 0),
+        messages.initialize(repeating: Message(slot: 0, descriptor: -1, firstDatagram: 0, segments: 0, segmentSize: 0, bytes: 0, trafficClass: 0),
                             count: capacity)
     }
 
@@ -98,6 +101,7 @@ final class SendVectors {
         var built = 0
         var socket = SocketID(slot: -1, generation: 0)
         var slot: Int32 = 0
+        var descriptor: Int32 = -1
         var ipv4Socket = false
         var gsoSocket = false
         // The address written last (nil for none), for which destination and socket family.
@@ -114,14 +118,15 @@ final class SendVectors {
         while index < total {
             let datagram = datagrams + index
             if datagram.pointee.socket != socket {
-                guard let found = table.lookup(datagram.pointee.socket) else {
+                // The send path's one lookup of a socket, for a run of its datagrams.
+                guard let entry = table.entry(datagram.pointee.socket) else {
                     unsendable(EBADF, 1)
                     index &+= 1
                     continue
                 }
                 socket = datagram.pointee.socket
-                slot = Int32(truncatingIfNeeded: found)
-                let entry = table[found]
+                slot = socket.slot
+                descriptor = entry.descriptor
                 ipv4Socket = entry.ipv4
                 gsoSocket = gso && entry.gsoEnabled
             }
@@ -164,7 +169,7 @@ final class SendVectors {
             header.pointee.msg_iovlen = segments
             header.pointee.msg_control = controlSpace
             header.pointee.msg_controllen = controlLength
-            messages[built] = Message(slot: slot, firstDatagram: Int32(truncatingIfNeeded: index),
+            messages[built] = Message(slot: slot, descriptor: descriptor, firstDatagram: Int32(truncatingIfNeeded: index),
                                       segments: Int32(truncatingIfNeeded: segments), segmentSize: Int32(truncatingIfNeeded: size),
                                       bytes: Int32(truncatingIfNeeded: bytes), trafficClass: trafficClass)
             built &+= 1

@@ -16,6 +16,7 @@ final class SocketTable {
         var ipv4 = false
         var descriptor: Int32 = -1
         var lastOverflow: UInt32 = 0
+        var owner = OwnerTag.unowned
     }
 
     // Touched per datagram by this engine's thread only, never while another access to it is
@@ -25,7 +26,7 @@ final class SocketTable {
     private var free: [Int32] = []
     private(set) var activeCount = 0
 
-    func add(_ socket: UDPSocket, gso: Bool, gro: Bool = false) -> SocketID {
+    func add(_ socket: UDPSocket, owner: OwnerTag = .unowned, gso: Bool, gro: Bool = false) -> SocketID {
         let slot: Int32
         if let reused = free.popLast() {
             slot = reused
@@ -42,6 +43,7 @@ final class SocketTable {
         entries[Int(slot)].ipv4 = socket.family == Int32(AF_INET)
         entries[Int(slot)].descriptor = socket.descriptor
         entries[Int(slot)].lastOverflow = 0
+        entries[Int(slot)].owner = owner
         activeCount += 1
         return SocketID(slot: slot, generation: entries[Int(slot)].generation)
     }
@@ -55,6 +57,15 @@ final class SocketTable {
         return entry.active && entry.generation == id.generation ? slot : nil
     }
 
+    /// The entry of `id` when it still names an active socket: the lookup and the read in one.
+    @inline(__always)
+    func entry(_ id: SocketID) -> Entry? {
+        let slot = Int(id.slot)
+        guard slot >= 0, slot < entries.count else { return nil }
+        let entry = entries[slot]
+        return entry.active && entry.generation == id.generation ? entry : nil
+    }
+
     /// Whether `slot` exists and is at `generation` (active or being released).
     @inline(__always)
     func holds(slot: Int, generation: UInt32) -> Bool {
@@ -65,6 +76,7 @@ final class SocketTable {
     func deactivate(_ slot: Int) {
         if entries[slot].active { activeCount -= 1 }
         entries[slot].active = false
+        entries[slot].owner = .unowned
     }
 
     func isReleased(_ slot: Int) -> Bool { owners[slot] == nil }

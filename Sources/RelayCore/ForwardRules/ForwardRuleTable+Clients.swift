@@ -21,7 +21,7 @@ extension ForwardRuleTable {
         let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now)
         if index < clients.count { clients[index] = state } else { clients.append(state) }
         clientsByRule[rule][source] = Int32(index)
-        setRole(socket, .upstream(client: Int32(index)))
+        engine.setOwner(socket, OwnerTag(.upstream, Int32(index)))
         clientCount += 1
         clientsCreated &+= 1
         return index
@@ -29,7 +29,6 @@ extension ForwardRuleTable {
 
     func removeClient(_ index: Int32) {
         guard let state = clients[Int(index)] else { return }
-        setRole(state.upstreamSocket, .none)
         engine.unregister(state.upstreamSocket)
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil

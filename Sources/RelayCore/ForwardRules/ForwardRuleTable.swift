@@ -44,7 +44,6 @@ final class ForwardRuleTable {
     var clientsExpired: UInt64 = 0
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
     /// socket, or nowhere).
-    var setRole: (SocketID, Worker.SocketRole) -> Void = { _, _ in }
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64) {
         self.engine = engine
@@ -58,8 +57,7 @@ final class ForwardRuleTable {
         for (index, rule) in settings.rules.enumerated() {
             var options = settings.socketOptions
             options.reusePort = true
-            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options))
-            setRole(listener, .listener(rule: Int32(index)))
+            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options), owner: OwnerTag(.listener, Int32(index)))
             rules.append(RuleState(rule: rule, listener: listener, shared: shares[index]))
             clientsByRule.append([:])
         }

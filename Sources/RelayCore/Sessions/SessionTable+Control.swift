@@ -39,7 +39,7 @@ extension SessionTable {
                 lastRefill: now)
             let index = Int(first) + offset
             if index < legs.count { legs[index] = state } else { legs.append(state) }
-            setRole(socket, .leg(Int32(index)))
+            engine.setOwner(socket, OwnerTag(.leg, Int32(index)))
         }
         let session = SessionState(id: id, request: request, firstLeg: first, created: now,
                                    idleTimeout: UInt64(request.idleTimeoutSeconds) * second)
@@ -96,7 +96,7 @@ extension SessionTable {
     func forget(_ index: Int32, _ session: SessionState, closing: inout [SocketID]) {
         let first = Int(session.firstLeg)
         for leg in first..<(first + session.slotCount) {
-            setRole(legs[leg].socket, .none)
+            engine.disown(legs[leg].socket)
             closing.append(legs[leg].socket)
             legs[leg].latched = nil
         }

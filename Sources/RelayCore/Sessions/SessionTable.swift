@@ -60,7 +60,6 @@ final class SessionTable {
     var sessionsDeleted: UInt64 = 0
     var sessionsExpired: UInt64 = 0
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
-    var setRole: (SocketID, Worker.SocketRole) -> Void = { _, _ in }
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64) {
         self.engine = engine

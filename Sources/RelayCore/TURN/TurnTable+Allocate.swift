@@ -81,7 +81,7 @@ extension TurnTable {
                                     expires: now &+ UInt64(granted) &* 1_000_000_000)
         for relay in [primary, secondary].compactMap({ $0 }) {
             if relay.advertised.isIPv4 { allocation.relay4 = relay } else { allocation.relay6 = relay }
-            onSocket(relay.socket, .relay(index))
+            engine.setOwner(relay.socket, OwnerTag(.turnRelay, index))
         }
         allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
         allocation.lastRefill = now
@@ -195,7 +195,7 @@ extension TurnTable {
         guard allocations[a].live else { return }
         let allocation = allocations[a]
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
-            onSocket(relay.socket, .none)
+            engine.disown(relay.socket)
             closing.append(relay)
         }
         shared.release(allocation.username)

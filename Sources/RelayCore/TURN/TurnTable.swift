@@ -11,14 +11,6 @@ import STUN
 /// Refresh, CreatePermission, ChannelBind, Binding) are the control path, in
 /// TurnTable+Requests.swift. Time comes from `now`, which the owner sets (tests move it).
 final class TurnTable {
-    /// What a socket is to TURN, told to the owner (`onSocket`), which routes each datagram by
-    /// it straight to `fromClient` or `fromPeer`: one lookup by slot per datagram, the owner's.
-    enum SocketRole {
-        case none
-        case listener
-        case relay(Int32)
-    }
-
     let engine: DatagramEngine
     let settings: TurnSettings
     let shared: TurnShared
@@ -46,9 +38,6 @@ final class TurnTable {
     let arena: OutgoingArena
     /// Data indications need a transaction id; a counter from a random start is unique enough.
     @exclusivity(unchecked) var indicationID = TransactionID.random()
-    /// Tells the owner what a socket became (a listener, an allocation's relayed socket) or
-    /// that it was closed (`.none`), so the owner routes its datagrams here.
-    var onSocket: (SocketID, SocketRole) -> Void = { _, _ in }
 
     init(engine: DatagramEngine, settings: TurnSettings, shared: TurnShared, ports: PortPool,
          socketOptions: SocketOptions = SocketOptions(), now: UInt64) {
@@ -63,8 +52,10 @@ final class TurnTable {
         arena = OutgoingArena(capacity: max(256 << 10, engine.configuration.batchSize * (engine.configuration.maxDatagramSize + 64)))
     }
 
+    /// Takes datagrams from clients on `socket` (the worker registers its listeners with this
+    /// tag itself; a test's table is given one this way).
     func addListener(_ socket: SocketID) {
-        onSocket(socket, .listener)
+        engine.setOwner(socket, OwnerTag(.turnListener))
     }
 
     /// The owner flushed the engine: every slice of the arena has been sent, and sockets of
