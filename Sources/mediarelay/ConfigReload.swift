@@ -43,6 +43,7 @@ struct ConfigReload {
         switch key {
         case .dscp, .ecn, .serviceClass: " (new sessions; forward rules keep theirs until a restart)"
         case .idleTimeout: " (new sessions and forward clients)"
+        case .turnMaxChannels: " (new channels)"
         default: ""
         }
     }
@@ -54,13 +55,13 @@ extension OptionKey {
     var isReloadable: Bool {
         switch self {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
-            .maxSessions:
+            .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate:
             true
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
             .maxDatagramSize:
             false
-        // The TURN server reads its settings at start; users and secrets may become reloadable
-        // once it can swap them in.
+        // The TURN server reads these at start; users and secrets may become reloadable once
+        // it can swap them in (the two quotas above are atomics in TurnShared).
         case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
@@ -103,6 +104,8 @@ extension OptionKey {
         case .turnMaxAllocationsPerUser: String(options.turnMaxAllocationsPerUser)
         case .turnBandwidth: String(options.turnBandwidth)
         case .turnPortShare: String(options.turnPortShare)
+        case .turnMaxChannels: String(options.turnMaxChannels)
+        case .turnUnauthenticatedRate: String(options.turnUnauthenticatedRate)
         }
     }
 }
@@ -120,6 +123,8 @@ extension ServerOptions {
         next.idleTimeoutSeconds = new.idleTimeoutSeconds
         next.maxClients = new.maxClients
         next.maxSessions = new.maxSessions
+        next.turnMaxChannels = new.turnMaxChannels
+        next.turnUnauthenticatedRate = new.turnUnauthenticatedRate
         return next
     }
 }
