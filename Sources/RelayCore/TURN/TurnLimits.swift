@@ -11,7 +11,8 @@ public struct TurnLimits: Sendable, Equatable {
     /// worker (`AnswerBudget`), with a burst of `burstSeconds` times as many; 0: no limit.
     /// A real client needs one such answer per allocation (its 401) and one per nonce lifetime
     /// (a 438 every 10 minutes): 10 a second with a burst of 20 lets a NAT full of clients
-    /// start their calls, and reflects at most ~1.5 KB/s per worker at a forged address.
+    /// start their calls, and reflects at most ~1.2 KB/s per worker at a forged address (a
+    /// 401 is about 116 bytes).
     public var unauthenticatedRate = 10
     /// The burst is this many seconds of the rate: room for a client's retransmissions and a
     /// few clients behind one NAT starting at once.
