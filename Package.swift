@@ -53,8 +53,8 @@ let package = Package(
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
-        // LoadGen too: its own socket code is the independent observer of the marks on the wire.
-        // STUN too: some tests speak TURN from a plain socket, byte for byte.
+        // LoadGen too: its own socket code is the independent observer of the marks on the wire,
+        // and its TURN client (with the STUN codec) speaks to the TURN listener.
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "STUN", "TestPorts"]),
         .testTarget(name: "DeployTests"),
     ],

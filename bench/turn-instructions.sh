@@ -39,7 +39,7 @@ run() {
     valgrind --tool=callgrind --callgrind-out-file="$3" "$mediarelay" --http 127.0.0.1:0 --workers 1 \
         --engine mmsg --gso off --gro off --ports "$low-$((low + 99))" --relay-address 127.0.0.1 \
         --turn "127.0.0.1:$port" --turn-realm bench.example --turn-user bench:pw \
-        --turn-allowed-peer 127.0.0.1/32 --log-level warning 2>"$3.log" &
+        --turn-allowed-peer 127.0.0.1/32 --turn-unauthenticated-rate 0 --log-level warning 2>"$3.log" &
     server=$!
     line=$(python3 bench/turn-fixed-count.py --server "127.0.0.1:$port" --user bench:pw --count "$2" --clients "$1")
     kill -TERM "$server"

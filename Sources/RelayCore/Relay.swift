@@ -26,6 +26,7 @@ public final class Relay: Sendable {
         workers = (0..<max(1, settings.workers)).map { WorkerShared(index: $0) }
         ruleShares = settings.rules.map(RuleShared.init)
         sessionCap = Atomic(settings.maxSessions)
+        if let turn = settings.turn { settings.turnShared.update(turn.limits) }
     }
 
     /// Starts every worker and waits until each has its engine and listeners. Returns the
@@ -86,11 +87,13 @@ public final class Relay: Sendable {
     /// The session cap now in force: `settings.maxSessions` until `updateLimits` changes it.
     public var maxSessions: Int { sessionCap.load(ordering: .relaxed) }
 
-    /// Changes the caps that may change while the relay runs (a config reload): the session cap
-    /// and every forward rule's client cap and client idle timeout. Existing sessions and
-    /// clients stay, even beyond a lowered cap; only new ones are refused.
+    /// Changes the caps that may change while the relay runs (a config reload): the session cap,
+    /// every forward rule's client cap and client idle timeout, and TURN's reloadable quotas.
+    /// Existing sessions, clients and channels stay, even beyond a lowered cap; only new ones
+    /// are refused.
     public func updateLimits(_ limits: RelayLimits) {
         sessionCap.store(limits.maxSessions, ordering: .relaxed)
+        if settings.turn != nil { settings.turnShared.update(limits.turn) }
         for share in ruleShares {
             share.maxClients.store(limits.maxClientsPerRule, ordering: .relaxed)
             share.idleTimeoutSeconds.store(limits.clientIdleTimeoutSeconds, ordering: .relaxed)

@@ -7,10 +7,13 @@ public struct RelayLimits: Sendable, Equatable {
     public var maxClientsPerRule: Int
     /// A forward client silent this long is forgotten.
     public var clientIdleTimeoutSeconds: Int
+    /// The TURN server's reloadable quotas (ignored without TURN).
+    public var turn: TurnLimits
 
-    public init(maxSessions: Int, maxClientsPerRule: Int, clientIdleTimeoutSeconds: Int) {
+    public init(maxSessions: Int, maxClientsPerRule: Int, clientIdleTimeoutSeconds: Int, turn: TurnLimits = TurnLimits()) {
         self.maxSessions = maxSessions
         self.maxClientsPerRule = maxClientsPerRule
         self.clientIdleTimeoutSeconds = clientIdleTimeoutSeconds
+        self.turn = turn
     }
 }

@@ -45,6 +45,7 @@ struct ConfigReload {
         // name here a TURN operator would read "applied" as applied to TURN.
         case .dscp, .ecn, .serviceClass: " (new sessions; forward rules and TURN keep theirs until a restart)"
         case .idleTimeout: " (new sessions and forward clients)"
+        case .turnMaxChannels: " (new channels)"
         default: ""
         }
     }
@@ -56,13 +57,13 @@ extension OptionKey {
     var isReloadable: Bool {
         switch self {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
-            .maxSessions:
+            .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate:
             true
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
             .maxDatagramSize:
             false
-        // The TURN server reads its settings at start; users and secrets may become reloadable
-        // once it can swap them in.
+        // The TURN server reads these at start; users and secrets may become reloadable once
+        // it can swap them in (the two quotas above are atomics in TurnShared).
         case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
@@ -105,6 +106,8 @@ extension OptionKey {
         case .turnMaxAllocationsPerUser: String(options.turnMaxAllocationsPerUser)
         case .turnBandwidth: String(options.turnBandwidth)
         case .turnPortShare: String(options.turnPortShare)
+        case .turnMaxChannels: String(options.turnMaxChannels)
+        case .turnUnauthenticatedRate: String(options.turnUnauthenticatedRate)
         }
     }
 }
@@ -122,6 +125,8 @@ extension ServerOptions {
         next.idleTimeoutSeconds = new.idleTimeoutSeconds
         next.maxClients = new.maxClients
         next.maxSessions = new.maxSessions
+        next.turnMaxChannels = new.turnMaxChannels
+        next.turnUnauthenticatedRate = new.turnUnauthenticatedRate
         return next
     }
 }

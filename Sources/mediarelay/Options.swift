@@ -61,6 +61,14 @@ struct ServerOptions: Equatable, Sendable {
     var turnBandwidth = 0
     /// Percent of `ports` that relayed addresses may hold.
     var turnPortShare = 50
+    var turnMaxChannels = TurnLimits().maxChannels
+    /// Answers a second per source address to requests that did not authenticate; 0: no limit.
+    var turnUnauthenticatedRate = TurnLimits().unauthenticatedRate
+
+    /// The TURN quotas a reload applies to the running relay.
+    var turnLimits: TurnLimits {
+        TurnLimits(maxChannels: turnMaxChannels, unauthenticatedRate: turnUnauthenticatedRate)
+    }
 
     /// Ports of the pool TURN may hold: at least one when TURN is on.
     var turnPortLimit: Int { max(1, ports.count * turnPortShare / 100) }

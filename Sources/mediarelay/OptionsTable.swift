@@ -6,7 +6,7 @@ enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
         batchSize, maxDatagramSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
-        turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare
+        turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare, turnMaxChannels, turnUnauthenticatedRate
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
@@ -46,6 +46,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocationsPerUser: "--turn-max-allocations-per-user"
         case .turnBandwidth: "--turn-bandwidth"
         case .turnPortShare: "--turn-port-share"
+        case .turnMaxChannels: "--turn-max-channels"
+        case .turnUnauthenticatedRate: "--turn-unauthenticated-rate"
         }
     }
 
@@ -59,7 +61,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     var configType: ConfigType {
         switch self {
         case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize,
-            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare: .integer
+            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels,
+            .turnUnauthenticatedRate: .integer
         case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: .stringArray
         default: .string
         }
@@ -107,7 +110,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUsersFile: "PATH"
         case .turnSecret: "SECRET"
         case .turnAllowedPeer, .turnDeniedPeer: "CIDR"
-        case .turnMaxAllocations, .turnMaxAllocationsPerUser: "N"
+        case .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnMaxChannels, .turnUnauthenticatedRate: "N"
         case .turnBandwidth: "BYTES"
         case .turnPortShare: "PERCENT"
         }
@@ -143,6 +146,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocationsPerUser: "0 (no limit per user)"
         case .turnBandwidth: "0 (no limit)"
         case .turnPortShare: "50"
+        case .turnMaxChannels: "\(TurnLimits().maxChannels)"
+        case .turnUnauthenticatedRate: "\(TurnLimits().unauthenticatedRate) (a burst of \(TurnLimits().unauthenticatedRate * TurnLimits.burstSeconds))"
         }
     }
 
@@ -157,6 +162,9 @@ enum OptionKey: String, CaseIterable, Sendable {
     static let perUserRange = 0...1_000_000
     static let bandwidthRange = 0...1_000_000_000
     static let portShareRange = 1...100
+    /// Up to every number ChannelBind accepts (0x4000-0x7FFF): more could never be bound.
+    static let channelsRange = 1...16_384
+    static let unauthenticatedRateRange = 0...100_000
 
     var accepted: String {
         switch self {
@@ -189,6 +197,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocationsPerUser: integers(Self.perUserRange)
         case .turnBandwidth: integers(Self.bandwidthRange)
         case .turnPortShare: integers(Self.portShareRange)
+        case .turnMaxChannels: integers(Self.channelsRange)
+        case .turnUnauthenticatedRate: integers(Self.unauthenticatedRateRange) + "; 0 means no limit"
         }
     }
 
@@ -225,6 +235,10 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocationsPerUser: "TURN allocations at once per username"
         case .turnBandwidth: "bytes per second relayed per TURN allocation; past it datagrams are counted and dropped"
         case .turnPortShare: "percent of --ports that TURN relayed addresses may hold, so TURN cannot starve sessions"
+        case .turnMaxChannels: "TURN channels per allocation; a ChannelBind for one more is refused with 508"
+        case .turnUnauthenticatedRate:
+            "answers per second (burst: \(TurnLimits.burstSeconds) s worth) per source address and worker to TURN requests "
+                + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
         }
     }
 
@@ -269,6 +283,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocationsPerUser: options.turnMaxAllocationsPerUser = try integer(text, in: Self.perUserRange)
         case .turnBandwidth: options.turnBandwidth = try integer(text, in: Self.bandwidthRange)
         case .turnPortShare: options.turnPortShare = try integer(text, in: Self.portShareRange)
+        case .turnMaxChannels: options.turnMaxChannels = try integer(text, in: Self.channelsRange)
+        case .turnUnauthenticatedRate: options.turnUnauthenticatedRate = try integer(text, in: Self.unauthenticatedRateRange)
         }
     }
 

@@ -122,7 +122,7 @@ struct Server {
     }
 
     /// SIGHUP: parses the command line and the config file again and applies what can change
-    /// while running (token, log level, limits, defaults of new sessions); logs one line saying
+    /// while running (token, log level, limits and TURN quotas, defaults of new sessions); logs one line saying
     /// what changed and what waits for a restart. Sessions, sockets and workers are untouched,
     /// so no datagram is lost. A file that does not parse changes nothing.
     private func reload(_ running: inout ServerOptions, relay: Relay, settings: ReloadableSettings) {
@@ -149,7 +149,7 @@ struct Server {
         settings.replace(with: .init(options))
         log.setLevel(options.logLevel)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
-                                       clientIdleTimeoutSeconds: options.idleTimeoutSeconds))
+                                       clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits))
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not

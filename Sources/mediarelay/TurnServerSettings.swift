@@ -39,6 +39,7 @@ extension Server {
         turn.maxAllocations = options.turnMaxAllocations
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
+        turn.limits = options.turnLimits
         return turn
     }
 

@@ -3,8 +3,9 @@ import RelayHTTP
 import STUN
 
 /// The TURN server's figures in /v1/stats (a "turn" object) and /metrics (mediarelay_turn_*):
-/// what is active, allocations made and refused by error code, authentication failures,
-/// drops and refused peers by reason, and datagrams and bytes relayed by framing and direction.
+/// what is active, allocations made and refused by error code, channels refused at their cap,
+/// authentication failures, drops and refused peers by reason, and datagrams and bytes relayed
+/// by framing and direction.
 enum TurnStatsReport {
     /// The error codes the TURN server answers Allocate with.
     static let refusalCodes: [ErrorCode] = [.badRequest, .unauthenticated, .forbidden, .unknownAttribute,
@@ -26,6 +27,7 @@ enum TurnStatsReport {
             "allocations": stats.allocations, "permissions": stats.permissions, "channels": stats.channels,
             "allocations_created": counters.allocationsCreated, "allocations_deleted": counters.allocationsDeleted,
             "allocations_expired": counters.allocationsExpired, "allocations_refused": refused,
+            "channels_refused": counters.channelsRefused,
             "auth_failures": auth, "drops": drops, "peer_refusals": peers, "binding_requests": counters.bindingRequests,
             "channel_data_to_peers": counters.channelDataToPeers, "channel_data_to_clients": counters.channelDataToClients,
             "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
@@ -48,6 +50,9 @@ enum TurnStatsReport {
             text.counter("mediarelay_turn_allocations_refused_total", help: "Allocate requests refused, by error code.",
                          labels: label + [("code", String(code.rawValue))], value: counters[refused: code])
         }
+        text.counter("mediarelay_turn_channels_refused_total",
+                     help: "ChannelBind requests for a new channel refused at --turn-max-channels (508).",
+                     labels: label, value: counters.channelsRefused)
         for reason in AuthFailure.allCases {
             text.counter("mediarelay_turn_auth_failures_total", help: "TURN requests not authenticated, by reason.",
                          labels: label + [("reason", reason.name)], value: counters[auth: reason])

@@ -42,7 +42,7 @@ final class TurnHarness {
         configure(&settings)
         self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(), ports: PortPool(range: self.ports.range), now: now)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits), ports: PortPool(range: self.ports.range), now: now)
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))

@@ -5,7 +5,7 @@ import STUN
 import XCTest
 
 /// Quotas and what the relay hands out: the bandwidth of one allocation, allocations in total,
-/// and the advertised address in XOR-RELAYED-ADDRESS.
+/// channels per allocation, and the advertised address in XOR-RELAYED-ADDRESS.
 final class TurnQuotaTests: XCTestCase {
     func testBandwidthPerAllocationDropsPastTheRate() throws {
         let harness = try TurnHarness { $0.bandwidthPerAllocation = 1000 }
@@ -36,6 +36,23 @@ final class TurnQuotaTests: XCTestCase {
         // Deleting the first frees the place.
         XCTAssertTrue(try XCTUnwrap(first.ask(.refresh) { $0.append(.lifetime, uint32: 0) }).isSuccess)
         XCTAssertTrue(try XCTUnwrap(second.allocate()).isSuccess)
+    }
+
+    /// Channels to one address on many ports share one permission, so only their own cap
+    /// bounds them; a refresh of a bound channel is not a new one, and a reload may raise the cap.
+    func testChannelsPastTheCapAreRefusedButRefreshesAreNot() throws {
+        let harness = try TurnHarness { $0.limits.maxChannels = 2 }
+        var client = try TurnTestClient(harness)
+        XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
+        let peers = try (0..<3).map { _ in try harness.socket().address }
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peers[0])).isSuccess)
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4001, peers[1])).isSuccess)
+        XCTAssertEqual(client.bind(0x4002, peers[2])?.errorCode, 508)
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peers[0])).isSuccess, "a refresh")
+        XCTAssertEqual(harness.table.counters.channelsRefused, 1)
+        XCTAssertEqual(harness.table.counters[refused: .insufficientCapacity], 0, "counted apart from Allocate's refusals")
+        harness.table.shared.update(TurnLimits(maxChannels: 3))
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4002, peers[2])).isSuccess)
     }
 
     func testRelayedAddressIsTheAdvertisedOne() throws {

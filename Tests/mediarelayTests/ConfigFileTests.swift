@@ -18,7 +18,7 @@ final class ConfigFileTests: XCTestCase {
           "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
           "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
-          "turn_port_share": 25
+          "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0
         }
         """
     let usersFile = "# static users\nbob:pw:2\n"
@@ -57,6 +57,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.turnMaxAllocationsPerUser, 4)
         XCTAssertEqual(options.turnBandwidth, 125000)
         XCTAssertEqual(options.turnPortShare, 25)
+        XCTAssertEqual(options.turnMaxChannels, 32)
+        XCTAssertEqual(options.turnUnauthenticatedRate, 0)
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
@@ -66,6 +68,7 @@ final class ConfigFileTests: XCTestCase {
             "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "max_datagram_size", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
+            "turn_max_channels", "turn_unauthenticated_rate",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {

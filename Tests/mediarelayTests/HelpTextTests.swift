@@ -11,7 +11,7 @@ final class HelpTextTests: XCTestCase {
         "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--max-datagram-size", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
-        "--turn-bandwidth", "--turn-port-share", "--help", "--version",
+        "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--help", "--version",
     ]
 
     func testHelpMentionsEveryFlagOfTheContract() {

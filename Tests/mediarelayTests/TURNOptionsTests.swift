@@ -1,3 +1,4 @@
+import RelayCore
 import XCTest
 
 @testable import mediarelay
@@ -22,6 +23,8 @@ final class TURNOptionsTests: XCTestCase {
         XCTAssertEqual(options.turnBandwidth, 0)
         XCTAssertEqual(options.turnPortShare, 50)
         XCTAssertEqual(options.turnPortLimit, 500)
+        XCTAssertEqual(options.turnMaxChannels, 256)
+        XCTAssertEqual(options.turnUnauthenticatedRate, 10)
     }
 
     func testEveryTURNOptionAcceptsAGoodValueInBothSpellings() {
@@ -39,6 +42,10 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-max-allocations-per-user", "12", { $0.turnMaxAllocationsPerUser == 12 }),
             ("--turn-bandwidth", "1000000000", { $0.turnBandwidth == 1_000_000_000 }),
             ("--turn-port-share", "100", { $0.turnPortShare == 100 && $0.turnPortLimit == 1000 }),
+            ("--turn-max-channels", "1", { $0.turnLimits.maxChannels == 1 }),
+            ("--turn-max-channels", "16384", { $0.turnLimits.maxChannels == 16_384 }),
+            ("--turn-unauthenticated-rate", "0", { $0.turnLimits.unauthenticatedRate == 0 }),
+            ("--turn-unauthenticated-rate", "100000", { $0.turnLimits.unauthenticatedRate == 100_000 }),
         ]
         for (flag, value, check) in good {
             for arguments in [base + [flag, value], base + ["\(flag)=\(value)"]] {
@@ -70,6 +77,12 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-bandwidth", "1000000001", "0...1000000000"),
             ("--turn-port-share", "0", "1...100"),
             ("--turn-port-share", "101", "1...100"),
+            ("--turn-max-channels", "0", "1...16384"),
+            ("--turn-max-channels", "16385", "1...16384"),
+            ("--turn-max-channels", "many", "1...16384"),
+            ("--turn-unauthenticated-rate", "-1", "0...100000"),
+            ("--turn-unauthenticated-rate", "100001", "0...100000"),
+            ("--turn-unauthenticated-rate", "10/s", "0...100000"),
         ]
         for (flag, value, expected) in bad {
             let shown = OptionError.oneLine("\(flag) \(OptionError.quoted(value)):")
@@ -88,6 +101,19 @@ final class TURNOptionsTests: XCTestCase {
         refusal(base + ["--turn-users-file", ""], mentions: ["--turn-users-file :", "a readable text file"])
         let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-users-file"])
         XCTAssertEqual(checked, Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") }), "a TURN flag has no bad-value case")
+    }
+
+    func testTheReloadableQuotasAreCheckedInTheConfigFileToo() {
+        let listener = #""turn": ["127.0.0.1:3478"], "turn_user": ["a:b"]"#
+        refusal(["--config", "c.json"], files: ["c.json": "{\(listener), \"turn_max_channels\": 0}"],
+                mentions: [#"config c.json: key "turn_max_channels": 0:"#, "1...16384"])
+        refusal(["--config", "c.json"], files: ["c.json": "{\(listener), \"turn_max_channels\": \"4\"}"],
+                mentions: [#"key "turn_max_channels""#, "expected an integer"])
+        refusal(["--config", "c.json"], files: ["c.json": "{\(listener), \"turn_unauthenticated_rate\": 2.5}"],
+                mentions: [#"key "turn_unauthenticated_rate""#, "expected an integer", "0...100000"])
+        let good = runOptions(["--config", "c.json", "--turn-max-channels", "8"],
+                              files: ["c.json": "{\(listener), \"turn_max_channels\": 4, \"turn_unauthenticated_rate\": 3}"])
+        XCTAssertEqual(good?.turnLimits, TurnLimits(maxChannels: 8, unauthenticatedRate: 3), "the flag wins over the file")
     }
 
     func testListsRepeatAndFlagsReplaceTheFilesList() {

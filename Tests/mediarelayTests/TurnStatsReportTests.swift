@@ -15,6 +15,8 @@ final class TurnStatsReportTests: XCTestCase {
         stats.counters.authFailures[AuthFailure.staleNonce.rawValue] = 6
         stats.counters.channelDataToPeers = 7
         stats.counters.bytesToClients = 800
+        stats.counters.channelsRefused = 9
+        stats.counters.drops[TurnDropReason.unauthenticatedRate.rawValue] = 11
 
         let json = TurnStatsReport.json(stats)
         XCTAssertEqual(json["allocations"] as? Int, 3)
@@ -22,6 +24,8 @@ final class TurnStatsReportTests: XCTestCase {
         XCTAssertEqual((json["allocations_refused"] as? [String: Any])?["486"] as? UInt64, 4)
         XCTAssertEqual((json["auth_failures"] as? [String: Any])?["stale_nonce"] as? UInt64, 6)
         XCTAssertEqual(json["channel_data_to_peers"] as? UInt64, 7)
+        XCTAssertEqual(json["channels_refused"] as? UInt64, 9)
+        XCTAssertEqual((json["drops"] as? [String: Any])?["unauthenticated_rate"] as? UInt64, 11)
 
         var text = PrometheusText()
         TurnStatsReport.prometheus(stats, worker: 1, into: &text)
@@ -32,5 +36,7 @@ final class TurnStatsReportTests: XCTestCase {
         XCTAssertTrue(rendered.contains(
             "mediarelay_turn_datagrams_total{worker=\"1\",framing=\"channel_data\",direction=\"to_peer\"} 7"))
         XCTAssertTrue(rendered.contains("mediarelay_turn_bytes_total{worker=\"1\",direction=\"to_client\"} 800"))
+        XCTAssertTrue(rendered.contains("mediarelay_turn_channels_refused_total{worker=\"1\"} 9"), rendered)
+        XCTAssertTrue(rendered.contains("mediarelay_turn_drops_total{worker=\"1\",reason=\"unauthenticated_rate\"} 11"))
     }
 }

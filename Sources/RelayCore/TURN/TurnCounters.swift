@@ -23,6 +23,9 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
     /// relayed address (its allocation ended and the port went back to the pool): the channel
     /// or permission was checked against the allocation that had it then, not whoever binds it now.
     case staleRelayedPeer
+    /// A request that could only be refused without authentication (a challenge, 438, 400),
+    /// from a source address past its `TurnLimits.unauthenticatedRate`: not answered at all.
+    case unauthenticatedRate
 
     public var name: String {
         switch self {
@@ -35,6 +38,7 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
         case .tooLarge: "too_large"
         case .forbiddenPeer: "forbidden_peer"
         case .staleRelayedPeer: "stale_relayed_peer"
+        case .unauthenticatedRate: "unauthenticated_rate"
         }
     }
 }
@@ -47,7 +51,7 @@ public struct TurnCounters: Sendable {
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
-    public var drops = InlineArray<9, UInt64>(repeating: 0)
+    public var drops = InlineArray<10, UInt64>(repeating: 0)
     /// Peers refused by the peer policy (CreatePermission, ChannelBind, Send), by reason: what
     /// an operator reads to see a client probing the relay's own or internal addresses.
     public var peerRefusals = InlineArray<9, UInt64>(repeating: 0)
@@ -58,6 +62,8 @@ public struct TurnCounters: Sendable {
     public var bytesToPeers: UInt64 = 0
     public var bytesToClients: UInt64 = 0
     public var bindingRequests: UInt64 = 0
+    /// ChannelBind requests for a new channel refused with 508 at `TurnLimits.maxChannels`.
+    public var channelsRefused: UInt64 = 0
 
     public init() {}
 
@@ -101,7 +107,8 @@ extension TurnCounters: SummedCounters {
     /// The plain counters `merge` sums; the tables are added below.
     public static var summedFields: [WritableKeyPath<TurnCounters, UInt64>] {
         [\.allocationsCreated, \.allocationsDeleted, \.allocationsExpired, \.channelDataToPeers, \.channelDataToClients,
-         \.indicationsToPeers, \.indicationsToClients, \.bytesToPeers, \.bytesToClients, \.bindingRequests]
+         \.indicationsToPeers, \.indicationsToClients, \.bytesToPeers, \.bytesToClients, \.bindingRequests,
+         \.channelsRefused]
     }
 
     public mutating func merge(_ other: TurnCounters) {

@@ -26,6 +26,8 @@ public struct TurnSettings: Sendable {
     public var bandwidthPerAllocation: UInt64 = 0
     /// Permissions per allocation: each is a peer the relay talks to for the client.
     public var maxPermissions = 64
+    /// The reloadable quotas at start; the workers read the ones in force from `TurnShared`.
+    public var limits = TurnLimits()
     /// Unix seconds, the clock REST usernames expire by (injected by tests).
     public var wallClock: @Sendable () -> UInt64 = { UInt64(time(nil)) }
 

@@ -4,7 +4,8 @@ import Synchronization
 
 /// What TURN state every worker shares, locked only on the control path (Allocate, expiry):
 /// allocations per user and in total (quotas), and the ports reserved by EVEN-PORT's R bit,
-/// whose RESERVATION-TOKEN may come back on another worker (another client 5-tuple).
+/// whose RESERVATION-TOKEN may come back on another worker (another client 5-tuple). The
+/// reloadable quotas are atomics, read without a lock by requests.
 public final class TurnShared: Sendable {
     private struct State {
         var total = 0
@@ -14,8 +15,26 @@ public final class TurnShared: Sendable {
     private let state = Mutex(State())
     /// TURN's relayed ports, for the peer policy's question "is this another allocation?".
     public let relayedPorts = RelayedPorts()
+    private let maxChannelsNow: Atomic<Int>
+    private let unauthenticatedRateNow: Atomic<Int>
 
-    public init() {}
+    public init(limits: TurnLimits = TurnLimits()) {
+        maxChannelsNow = Atomic(limits.maxChannels)
+        unauthenticatedRateNow = Atomic(limits.unauthenticatedRate)
+    }
+
+    /// The quotas in force: those the relay started with until `update` changes them.
+    public var limits: TurnLimits {
+        TurnLimits(maxChannels: maxChannels, unauthenticatedRate: unauthenticatedRate)
+    }
+    var maxChannels: Int { maxChannelsNow.load(ordering: .relaxed) }
+    var unauthenticatedRate: Int { unauthenticatedRateNow.load(ordering: .relaxed) }
+
+    /// New quotas (a config reload): channels already bound stay, even beyond a lowered cap.
+    public func update(_ limits: TurnLimits) {
+        maxChannelsNow.store(limits.maxChannels, ordering: .relaxed)
+        unauthenticatedRateNow.store(limits.unauthenticatedRate, ordering: .relaxed)
+    }
 
     /// Counts a new allocation for `user` unless a quota says no: 486 per user, 508 in total.
     func admit(_ user: String, perUser: Int, total: Int) -> ErrorCode? {

@@ -8,14 +8,24 @@ struct TurnRefusal: Error {
 }
 
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
-/// the answer kept for retransmissions.
+/// the answer kept for retransmissions. Refusals sent without authentication are bounded per
+/// source address (`AnswerBudget`), Binding answers are not: Binding is the one request a
+/// client makes without credentials by design (server-reflexive candidates, NAT keepalives),
+/// and its success adds only XOR-MAPPED-ADDRESS (12 or 24 bytes) to the request, at most 1.4x
+/// on the wire. Budgeting it would let whoever forges an address starve the real clients
+/// behind it of their candidates, to take away a reflection that gains an attacker little.
 extension TurnTable {
     /// A response to an unauthenticated request may exceed the request by this many bytes at
     /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
     /// to multiply traffic towards a forged source address.
     static let unauthenticatedSlack = 128
 
-    func request(_ client: TurnClient, _ datagram: ReceivedDatagram) {
+    func request(_ client: TurnClient, _ index: AttributeIndex, _ datagram: ReceivedDatagram) {
+        // Any other request without MESSAGE-INTEGRITY can only be refused (401, or 400 for an
+        // unknown method), so its answer is paid for before the message is even copied: past
+        // the budget, a flood of them costs a parse and allocates nothing.
+        let prepaid = index.type.method != .binding && index.integrity == nil && index.integritySHA256 == nil
+        if prepaid && !withinAnswerBudget(client) { return }
         guard let message = try? StunMessage(copying: datagram.bytes) else { return counters.add(.malformed) }
         let key = TransactionCache.Key(client: client, transaction: message.transactionID)
         if let cached = transactions.answer(key, now: now) { return send(cached, to: client) }
@@ -35,7 +45,7 @@ extension TurnTable {
         guard [Method.allocate, .refresh, .createPermission, .channelBind].contains(message.method) else {
             var answer = errorAnswer(message, TurnRefusal(code: .badRequest))
             if fingerprint { answer.appendFingerprint() }
-            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+            return sendRefusal(answer.bytes, to: client, requestSize: datagram.bytes.count, prepaid: prepaid)
         }
         let second = now / 1_000_000_000
         let identity: TurnIdentity
@@ -48,7 +58,7 @@ extension TurnTable {
                 settings.authenticator.appendChallenge(to: &answer, for: client.address, second: second)
             }
             if fingerprint { answer.appendFingerprint() }
-            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+            return sendRefusal(answer.bytes, to: client, requestSize: datagram.bytes.count, prepaid: prepaid)
         case .success(let authenticated):
             identity = authenticated
         }
@@ -112,6 +122,23 @@ extension TurnTable {
         send(bytes, to: client)
     }
 
+    /// Sends a refusal to a request that did not authenticate if its source's budget has room
+    /// (taken already when `prepaid`): a signed request that failed (a stale nonce, a wrong
+    /// password) proves no more about its source than an unsigned one.
+    func sendRefusal(_ bytes: [UInt8], to client: TurnClient, requestSize: Int, prepaid: Bool) {
+        guard prepaid || withinAnswerBudget(client) else { return }
+        sendUnauthenticated(bytes, to: client, requestSize: requestSize)
+    }
+
+    /// Takes one answer from the budget of `client`'s address; counts the drop when it is spent.
+    func withinAnswerBudget(_ client: TurnClient) -> Bool {
+        guard answerBudget.take(client.address, now: now, rate: shared.unauthenticatedRate) else {
+            counters.add(.unauthenticatedRate)
+            return false
+        }
+        return true
+    }
+
     /// Reads attributes, turning a malformed value into 400.
     func read<T>(_ body: () throws(MessageError) -> T) throws(TurnRefusal) -> T {
         do {
@@ -170,6 +197,11 @@ extension TurnTable {
         // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
         if let bound = allocations[a].channels.binding(number: channel), bound.peer != peer { throw TurnRefusal(code: .badRequest) }
         if let other = allocations[a].channels.binding(peer: peer), other.number != channel { throw TurnRefusal(code: .badRequest) }
+        // Refreshing a channel is always allowed; only a new one counts against the cap.
+        if allocations[a].channels.binding(number: channel) == nil && allocations[a].channels.count >= shared.maxChannels {
+            counters.channelsRefused &+= 1
+            throw TurnRefusal(code: .insufficientCapacity)
+        }
         if !allocations[a].permits(peer, now: now) && allocations[a].permissions.count >= settings.maxPermissions {
             throw TurnRefusal(code: .insufficientCapacity)
         }

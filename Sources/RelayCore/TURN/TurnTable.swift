@@ -32,6 +32,8 @@ final class TurnTable {
     @exclusivity(unchecked) var lastClient = TurnClient.nobody
     @exclusivity(unchecked) var lastAllocation: Int32 = -1
     var transactions = TransactionCache()
+    /// Answers to requests that did not authenticate, per source address (a fixed table).
+    var answerBudget = AnswerBudget()
     /// Relayed sockets of removed allocations, closed after the engine's next flush.
     var closing: [RelayedSocket] = []
     @exclusivity(unchecked) var counters = TurnCounters()
@@ -118,7 +120,7 @@ final class TurnTable {
         let client = TurnClient(listener: datagram.socket, address: datagram.source)
         switch index.type.messageClass {
         case .indication where index.type.method == .send: sendIndication(client, index, datagram)
-        case .request: request(client, datagram)
+        case .request: request(client, index, datagram)
         default: break  // other indications and responses: a server ignores them
         }
     }
