@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .target(name: "TestPorts", path: "Tests/TestPorts"),
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
-        // test). Never linked into a product.
+        // test) and the one verdict on coturn's uclient. Never linked into a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
@@ -59,6 +59,7 @@ let package = Package(
         // LoadGen too: its own socket code is the independent observer of the marks on the wire.
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "TestPorts", "TestSupport"]),
         .testTarget(name: "DeployTests"),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
