@@ -47,16 +47,20 @@ let package = Package(
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .target(name: "TestPorts", path: "Tests/TestPorts"),
-        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts"]),
+        // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
+        // test) and the one verdict on coturn's uclient. Never linked into a product.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter", "TestSupport"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
-        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN"]),
+        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "TestSupport"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "STUN", "TestPorts"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "STUN", "TestPorts", "TestSupport"]),
         .testTarget(name: "DeployTests"),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

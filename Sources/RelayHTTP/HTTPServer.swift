@@ -19,6 +19,7 @@ public final class HTTPServer: Sendable {
     public let boundPort: UInt16
     public let limits: HTTPLimits
     private let listenFD: Int32
+    private let served = ConnectionCount()
     private let wakeReadFD: Int32
     private let wakeWriteFD: Int32
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
@@ -63,6 +64,10 @@ public final class HTTPServer: Sendable {
         stop()
     }
 
+    /// Connections admitted and not yet closed (those turned away with 503 are not counted), as
+    /// of the serving thread's last turn: at most `limits.maxConnections`.
+    public var servedConnections: Int { served.value.load(ordering: .relaxed) }
+
     /// Starts serving on a new thread named "mediarelay-http". Does nothing after the first call
     /// or after `stop()`.
     public func start() {
@@ -75,9 +80,10 @@ public final class HTTPServer: Sendable {
         }
         guard shouldStart else { return }
         let (listenFD, wakeFD, limits, handler) = (self.listenFD, wakeReadFD, self.limits, self.handler)
-        let priorityPaths = self.priorityPaths
+        let (priorityPaths, served) = (self.priorityPaths, self.served)
         let thread = Thread {
-            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, priorityPaths: priorityPaths, handler: handler).run()
+            ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, priorityPaths: priorityPaths, served: served,
+                      handler: handler).run()
             finished.signal()
         }
         thread.name = "mediarelay-http"

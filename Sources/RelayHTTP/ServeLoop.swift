@@ -21,6 +21,8 @@ final class ServeLoop {
     private let priorityPrefixes: [[UInt8]]
     private var connections: [Int32: Connection] = [:]
     private var servedCount = 0
+    /// `servedCount` published for other threads (HTTPServer.servedConnections).
+    private let served: ConnectionCount
     private var rejectedCount = 0
     /// While the process is out of descriptors the listener stays readable; pausing accept
     /// avoids spinning on EMFILE.
@@ -33,10 +35,11 @@ final class ServeLoop {
     private let lingerDiscardLimit = 1024 * 1024
 
     init(
-        listenFD: Int32, wakeFD: Int32, limits: HTTPLimits, priorityPaths: [String],
+        listenFD: Int32, wakeFD: Int32, limits: HTTPLimits, priorityPaths: [String], served: ConnectionCount,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) {
         self.listenFD = listenFD
+        self.served = served
         self.priorityPrefixes = priorityPaths.flatMap { [Array("GET \($0) ".utf8), Array("GET \($0)?".utf8)] }
         self.wakeFD = wakeFD
         self.limits = limits
@@ -87,8 +90,10 @@ final class ServeLoop {
             // Accept after serving, so that connections closed in this turn free their slots.
             if pollSet[1].revents != 0 { acceptPending() }
             expireDeadlines(now: MonotonicClock.now())
+            served.value.store(servedCount, ordering: .relaxed)
         }
         for connection in Array(connections.values) { close(connection) }
+        served.value.store(servedCount, ordering: .relaxed)
     }
 
     private func wantsRead(_ connection: Connection) -> Bool {

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import XCTest
 @testable import DatagramEngine
 
@@ -15,14 +16,14 @@ final class ConformanceTests: XCTestCase {
     }
 
     func testIPv6RoundTripOnEveryBackend() throws {
-        try XCTSkipUnless(Loopback.hasIPv6, "this host has no ::1")
+        try IPv6Loopback.require()
         for backend in Self.backends { try roundTrip(backend: backend, gso: true, local: Loopback.v6) }
     }
 
     /// A dual-stack sender reaching an IPv4 peer uses IPv4-mapped addresses and IP_TOS: the ECN
     /// bits and DSCP must survive that path too.
     func testIPv4MappedDestinationsKeepTheirMarking() throws {
-        try XCTSkipUnless(Loopback.hasIPv6, "this host has no IPv6 (dual-stack sockets need it)")
+        try IPv6Loopback.require()  // dual-stack sockets need IPv6
         for backend in Self.backends {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend))
             let sender = try engine.register(UDPSocket(binding: Loopback.dualStack))

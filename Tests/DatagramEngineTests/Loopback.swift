@@ -7,21 +7,7 @@ enum Loopback {
     static let v4 = Endpoint(host: "127.0.0.1", port: 0)!
     static let v6 = Endpoint(host: "::1", port: 0)!
     static let dualStack = Endpoint(host: "::", port: 0)!
-
-    /// Whether this host has ::1 (some containers have IPv6 disabled), asked of the kernel with
-    /// a plain socket and bind, not the engine's UDPSocket: a defect in the engine's IPv6
-    /// binding must fail the IPv6 tests, not skip them.
-    static let hasIPv6: Bool = {
-        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in6()
-        address.sin6_family = sa_family_t(AF_INET6)
-        address.sin6_addr = in6addr_loopback
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        } == 0
-    }()
+    // Whether the host has ::1 at all: IPv6Loopback (TestSupport), probed without the engine.
 
     /// Sends one datagram with a plain sendto, outside any engine.
     static func send(from socket: UDPSocket, to destination: Endpoint, bytes: [UInt8]) {

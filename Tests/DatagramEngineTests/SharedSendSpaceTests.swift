@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import XCTest
 @testable import DatagramEngine
 
@@ -15,29 +16,43 @@ final class SharedSendSpaceTests: XCTestCase {
         let size: Int
     }
 
-    func testEveryChangeOfDestinationFamilyOrMarkingIsWrittenAgain() throws {
-        let m1 = TrafficClass(dscp: 46, ecn: .ect1), m2 = TrafficClass(dscp: 10, ecn: .ce)
-        // Senders: 0 an IPv4 socket, 1 a dual-stack IPv6 socket (where the host has IPv6, else a
-        // second IPv4 one). Receivers: 0 and 1 IPv4, 2 ::1 (with IPv6 only).
+    static let m1 = TrafficClass(dscp: 46, ecn: .ect1), m2 = TrafficClass(dscp: 10, ecn: .ce)
+
+    /// Senders 0 and 1 are IPv4 sockets; receivers 0 and 1 IPv4.
+    func testEveryChangeOfDestinationOrMarkingIsWrittenAgain() throws {
+        try check(Self.steps(), senders: [Loopback.v4, Loopback.v4], receivers: [Loopback.v4, Loopback.v4])
+    }
+
+    /// Sender 1 is a dual-stack IPv6 socket, receiver 2 is on ::1: the address family and the
+    /// TOS cmsg change between neighbours too.
+    func testEveryChangeOfFamilyIsWrittenAgain() throws {
+        try IPv6Loopback.require()
+        let toIPv6 = Step(sender: 1, receiver: 2, mark: Self.m2, size: 110)  // IPV6_TCLASS
+        try check(Self.steps(inserting: toIPv6), senders: [Loopback.v4, Loopback.dualStack],
+                  receivers: [Loopback.v4, Loopback.v4, Loopback.v6])
+    }
+
+    /// The sequence, with `extra` (if any) before the closing GSO run.
+    static func steps(inserting extra: Step? = nil) -> [Step] {
         var steps = Array(repeating: Step(sender: 0, receiver: 0, mark: m1, size: 100), count: 3)  // a GSO run
         steps += [
             Step(sender: 0, receiver: 0, mark: m1, size: 50),  // same address, new control (no segment size)
             Step(sender: 0, receiver: 1, mark: m1, size: 60),  // new address, same control
             Step(sender: 0, receiver: 1, mark: m2, size: 70),  // same address, new marking
             Step(sender: 0, receiver: 0, mark: m2, size: 80),  // back to the first address
-            Step(sender: 1, receiver: 1, mark: m2, size: 90),  // the dual-stack socket writes ::ffff:127.0.0.1
+            Step(sender: 1, receiver: 1, mark: m2, size: 90),  // a dual-stack sender writes ::ffff:127.0.0.1
             Step(sender: 0, receiver: 1, mark: m2, size: 95),  // same destination: an IPv4 socket needs sockaddr_in
         ]
-        if Loopback.hasIPv6 { steps.append(Step(sender: 1, receiver: 2, mark: m2, size: 110)) }  // IPV6_TCLASS
+        if let extra { steps.append(extra) }
         steps += Array(repeating: Step(sender: 0, receiver: 0, mark: m1, size: 100), count: 3)  // as the first run
+        return steps
+    }
 
+    private func check(_ steps: [Step], senders senderAddresses: [Endpoint], receivers receiverAddresses: [Endpoint]) throws {
         for backend in [Backend.mmsg, .uring] {
             let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
-            let senders = try [Loopback.v4, Loopback.hasIPv6 ? Loopback.dualStack : Loopback.v4].map {
-                try engine.register(UDPSocket(binding: $0))
-            }
-            let receiverSockets = try [Loopback.v4, Loopback.v4].map { try UDPSocket(binding: $0) }
-                + (Loopback.hasIPv6 ? [try UDPSocket(binding: Loopback.v6)] : [])
+            let senders = try senderAddresses.map { try engine.register(UDPSocket(binding: $0)) }
+            let receiverSockets = try receiverAddresses.map { try UDPSocket(binding: $0) }
             var lanes: [SocketID: Int] = [:]
             for (lane, socket) in receiverSockets.enumerated() { lanes[try engine.register(socket)] = lane }
 

@@ -2,6 +2,7 @@ import DatagramEngine
 import Foundation
 import Glibc
 import TestPorts
+import TestSupport
 import XCTest
 
 /// coturn's test tools (Debian's `coturn` package, installed by `make test-deps`) driven for
@@ -161,20 +162,24 @@ final class CoturnServer {
     deinit { try? FileManager.default.removeItem(at: directory) }
 }
 
-/// One `turnutils_uclient` run against a TURN server, bounded in time.
+/// One `turnutils_uclient` run against a TURN server, bounded in time, judged by the shared
+/// verdict (TestSupport's TURNClientVerdict) against the workload its own arguments asked for.
 struct TURNClientRun {
     /// nil when the client had to be stopped at the deadline.
     let status: Int32?
     let output: String
-    /// nil when the output has no verdict lines.
-    let verdict: TURNClientVerdict?
+    /// Every argument uclient was given: the workload to expect is read from them.
+    let arguments: [String]
+    /// Why it did not pass; empty when it did (TURNClientVerdict.problems(in:arguments:)).
+    let problems: [String]
 
-    /// Passed: exited 0 and every byte sent came back.
-    var passed: Bool { status == 0 && verdict?.everyByteEchoed == true }
+    /// Passed: exited 0, sent every byte its arguments asked for, all came back, none was
+    /// lost, no error line.
+    var passed: Bool { status == 0 && problems.isEmpty }
 
     /// Runs `turnutils_uclient FLAGS -p PORT -e PEER -r PEERPORT SERVER`; `flags` carries the
-    /// credentials (`-u NAME -w PASSWORD`, or `-u NAME -W SECRET`) and the mode (`-s`, `-y`,
-    /// `-x`, `-m N`, `-n N`, `-l BYTES`, `-z MS`, `-c`).
+    /// credentials (`-u NAME -w PASSWORD`, or `-u NAME -W SECRET`), the workload (`-m N`,
+    /// `-n N`, `-l BYTES`, all three required) and the mode (`-s`, `-y`, `-x`, `-z MS`, `-c`).
     static func run(server: Endpoint, peer: Endpoint, flags: [String], seconds: Double = 60) throws -> TURNClientRun {
         try runTogether(server: server, peer: peer, flagSets: [flags], seconds: seconds)[0]
     }
@@ -186,21 +191,22 @@ struct TURNClientRun {
         let target = ["-p", "\(server.port)", "-e", peer.hostText, "-r", "\(peer.port)", server.hostText]
         let children = try flagSets.map { try ChildProcess(Coturn.clientTool, $0 + target) }
         let deadline = Date().addingTimeInterval(seconds)
-        return children.map { child in
+        return zip(flagSets, children).map { flags, child in
             let status = child.wait(seconds: max(0, deadline.timeIntervalSinceNow))
             let output = child.text
-            return TURNClientRun(status: status, output: output, verdict: TURNClientVerdict(parsing: output))
+            return TURNClientRun(status: status, output: output, arguments: flags + target,
+                                 problems: TURNClientVerdict.problems(in: output, arguments: flags + target))
         }
     }
 
-    /// For failure messages: the command's status and its whole output (stdout and stderr; a
-    /// few dozen lines for these runs, bounded anyway), so a failure explains itself: the
-    /// error codes uclient got come first, the verdict last.
+    /// For failure messages: the command's status, what was wrong and its whole output (stdout
+    /// and stderr; a few dozen lines for these runs, bounded anyway), so a failure explains
+    /// itself: the error codes uclient got come first, the verdict last.
     var summary: String {
         let lines = output.split(whereSeparator: \.isNewline)
         let shown = lines.count > 300 ? ["(first \(lines.count - 300) lines left out)"] + lines.suffix(300) : lines
-        return "uclient status \(status.map(String.init) ?? "stopped at the deadline"), verdict \(String(describing: verdict)), "
-            + "output (\(lines.count) lines):\n" + shown.joined(separator: "\n")
+        return "uclient \(arguments.joined(separator: " ")): status \(status.map(String.init) ?? "stopped at the deadline"), "
+            + "problems \(problems), output (\(lines.count) lines):\n" + shown.joined(separator: "\n")
     }
 }
 

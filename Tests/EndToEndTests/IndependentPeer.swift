@@ -15,16 +15,6 @@ final class IndependentPeer {
         let source: SocketAddress
     }
 
-    /// Whether this host has ::1, asked with a plain socket and bind (no code under test): the
-    /// one reason an IPv6 test may skip.
-    static let hostHasIPv6: Bool = {
-        let fd = Glibc.socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard let loopback = try? SocketAddress(host: "::1", port: 0) else { return false }
-        return loopback.withSockaddr { bind(fd, $0, $1) } == 0
-    }()
-
     /// Open to a LoadGen TURN client that speaks its control path on this same socket
     /// (TurnServerFixture): the server knows an allocation by the client's 5-tuple.
     let socket: LoadGen.UDPSocket

@@ -1,12 +1,14 @@
 import DatagramEngine
 import Foundation
 import TestPorts
+import TestSupport
 import XCTest
 
 /// ECN and DSCP across the real relay, seen by an independent receiver (IndependentPeer: the
 /// load generator's socket code, not the relay's engine): preserved by default, re-marked to
 /// the service class, zeroed, ECN cleared; CE passed through and Not-ECT never upgraded; through
-/// a session on every engine and through a forward rule both ways, on IPv4 and IPv6.
+/// a session on every engine and through a forward rule both ways, on IPv4 and IPv6 (each its
+/// own test, which skips, or fails under make test, on a host without ::1).
 final class MarkingTests: XCTestCase {
     /// Every ECN codepoint (Not-ECT, ECT(1), ECT(0), CE) with DSCP 0, AF11, AF41, EF and 63.
     static let sent: [UInt8] = [0, 1, 2, 3].flatMap { ecn in [0, 10, 34, 46, 63].map { UInt8($0 << 2 | ecn) } }
@@ -30,47 +32,58 @@ final class MarkingTests: XCTestCase {
         Policy(name: "ecn clear", session: #"{"ecn": "clear"}"#, flags: ["--ecn", "clear"], expected: { $0 & ~3 }),
     ]
 
-    static var hosts: [String] { IndependentPeer.hostHasIPv6 ? ["127.0.0.1", "::1"] : ["127.0.0.1"] }
-
     func testSessionPoliciesOnEveryEngineSeenIndependently() throws {
-        if !IndependentPeer.hostHasIPv6 { print("MarkingTests: this host has no ::1; IPv6 not checked") }
+        try checkSessionPolicies(host: "127.0.0.1")
+    }
+
+    func testSessionPoliciesOnEveryEngineOverIPv6SeenIndependently() throws {
+        try IPv6Loopback.require()
+        try checkSessionPolicies(host: "::1")
+    }
+
+    private func checkSessionPolicies(host: String) throws {
         for engine in ["perpacket", "mmsg", "uring"] {
-            for host in Self.hosts {
-                let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine, "--relay-address", host])
-                defer { XCTAssertEqual(relay.stop(), 0) }
-                for policy in Self.policies {
-                    let session = try relay.createSession(policy.session)
-                    let a = try IndependentPeer(host: host)
-                    let b = try IndependentPeer(host: host)
-                    try b.send([0xFF], tos: 0, to: host, port: session.legs[1].port)
-                    try relay.waitForLatch(session: session.id, leg: 1)
-                    for (index, tos) in Self.sent.enumerated() { try a.send([UInt8(index)], tos: tos, to: host, port: session.legs[0].port) }
-                    XCTAssertEqual(Self.marks(b.receive(expected: Self.sent.count)), Self.sent.map(policy.expected),
-                                   "\(engine) \(host) session \(policy.name)")
-                }
+            let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine, "--relay-address", host])
+            defer { XCTAssertEqual(relay.stop(), 0) }
+            for policy in Self.policies {
+                let session = try relay.createSession(policy.session)
+                let a = try IndependentPeer(host: host)
+                let b = try IndependentPeer(host: host)
+                try b.send([0xFF], tos: 0, to: host, port: session.legs[1].port)
+                try relay.waitForLatch(session: session.id, leg: 1)
+                for (index, tos) in Self.sent.enumerated() { try a.send([UInt8(index)], tos: tos, to: host, port: session.legs[0].port) }
+                XCTAssertEqual(Self.marks(b.receive(expected: Self.sent.count)), Self.sent.map(policy.expected),
+                               "\(engine) \(host) session \(policy.name)")
             }
         }
     }
 
     /// Forward rules take the server-wide policy; it applies to both directions.
     func testForwardRulePoliciesBothWaysSeenIndependently() throws {
-        for host in Self.hosts {
-            let bracketed = host.contains(":") ? "[\(host)]" : host
-            for policy in Self.policies {
-                let upstream = try IndependentPeer(host: host)
-                let listen = try IndependentPeer(host: host).port  // a free port, released
-                let relay = try RelayProcess(ports: PortBlock(count: 100), ["--relay-address", host,
-                                              "--forward", "\(bracketed):\(listen)=\(bracketed):\(upstream.port)"] + policy.flags)
-                defer { XCTAssertEqual(relay.stop(), 0) }
-                let client = try IndependentPeer(host: host)
-                for (index, tos) in Self.sent.enumerated() { try client.send([UInt8(index)], tos: tos, to: host, port: listen) }
-                let atUpstream = upstream.receive(expected: Self.sent.count)
-                XCTAssertEqual(Self.marks(atUpstream), Self.sent.map(policy.expected), "\(host) rule \(policy.name): to upstream")
-                guard let source = atUpstream.first?.source else { continue }
-                for (index, tos) in Self.sent.enumerated() { try upstream.send([UInt8(index)], tos: tos, to: source) }
-                XCTAssertEqual(Self.marks(client.receive(expected: Self.sent.count)), Self.sent.map(policy.expected),
-                               "\(host) rule \(policy.name): back to the client")
-            }
+        try checkForwardRulePolicies(host: "127.0.0.1")
+    }
+
+    func testForwardRulePoliciesBothWaysOverIPv6SeenIndependently() throws {
+        try IPv6Loopback.require()
+        try checkForwardRulePolicies(host: "::1")
+    }
+
+    private func checkForwardRulePolicies(host: String) throws {
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        for policy in Self.policies {
+            let upstream = try IndependentPeer(host: host)
+            let listen = try IndependentPeer(host: host).port  // a free port, released
+            let relay = try RelayProcess(ports: PortBlock(count: 100), ["--relay-address", host,
+                                          "--forward", "\(bracketed):\(listen)=\(bracketed):\(upstream.port)"] + policy.flags)
+            defer { XCTAssertEqual(relay.stop(), 0) }
+            let client = try IndependentPeer(host: host)
+            for (index, tos) in Self.sent.enumerated() { try client.send([UInt8(index)], tos: tos, to: host, port: listen) }
+            let atUpstream = upstream.receive(expected: Self.sent.count)
+            XCTAssertEqual(Self.marks(atUpstream), Self.sent.map(policy.expected), "\(host) rule \(policy.name): to upstream")
+            guard let source = atUpstream.first?.source else { continue }
+            for (index, tos) in Self.sent.enumerated() { try upstream.send([UInt8(index)], tos: tos, to: source) }
+            XCTAssertEqual(Self.marks(client.receive(expected: Self.sent.count)), Self.sent.map(policy.expected),
+                           "\(host) rule \(policy.name): back to the client")
         }
     }
 
@@ -85,7 +98,7 @@ final class MarkingTests: XCTestCase {
 /// other), as an independent receiver sees it.
 final class DualStackTests: XCTestCase {
     func testIPv4AndIPv6PeersInOneSessionKeepTheirMarking() throws {
-        try XCTSkipUnless(IndependentPeer.hostHasIPv6, "this host has no ::1")
+        try IPv6Loopback.require()
         for engine in ["mmsg", "uring"] {
             let relay = try RelayProcess(ports: PortBlock(count: 100), ["--engine", engine,
                                           "--relay-address", "::", "--advertise-address", "::1"])

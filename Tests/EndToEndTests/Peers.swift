@@ -16,10 +16,15 @@ final class Peers {
         let bytes: [UInt8]
     }
 
-    init(count: Int, family: Endpoint = Endpoint(host: "127.0.0.1", port: 0)!, maxDatagramSize: Int = 2048) throws {
+    convenience init(count: Int, family: Endpoint = Endpoint(host: "127.0.0.1", port: 0)!, maxDatagramSize: Int = 2048) throws {
+        try self.init(binding: Array(repeating: family, count: count), maxDatagramSize: maxDatagramSize)
+    }
+
+    /// One peer bound to each of `addresses`; throws when one of them is taken.
+    init(binding addresses: [Endpoint], maxDatagramSize: Int = 2048) throws {
         engine = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false, maxDatagramSize: maxDatagramSize))
-        for _ in 0..<count {
-            let socket = try UDPSocket(binding: family)
+        for address in addresses {
+            let socket = try UDPSocket(binding: address)
             sockets.append(socket)
             ids.append(try engine.register(socket))
         }

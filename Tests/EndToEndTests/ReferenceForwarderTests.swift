@@ -149,10 +149,19 @@ final class ReferenceForwarderTests: XCTestCase {
         let first = peers.collect(expected: 1, seconds: 10)
         XCTAssertEqual(first.map(\.peer), [1])
         XCTAssertEqual(first.first?.trafficClass, TrafficClass(dscp: 46, ecn: .ect1))
-        // A third source sending to the latched leg A is not forwarded; peer 0 still is.
+        // A third source sending to the latched leg A is not forwarded; peer 0 still is. The
+        // forwarder stores its counters after each turn's sends: once it has counted both in,
+        // [3] was routed and anything sent for it went out before [4], to the same peer.
         peers.send(from: 2, to: forwarder.address, [3])
         peers.send(from: 0, to: forwarder.address, [4])
-        let later = peers.collect(expected: 1, seconds: 10) + peers.collect(seconds: 0.3)
+        var received = try forwarder.counters().in
+        let deadline = Date().addingTimeInterval(10)
+        while received < 4 && Date() < deadline {
+            usleep(10_000)
+            received = try forwarder.counters().in
+        }
+        XCTAssertEqual(received, 4, "the forwarder read [1] to [4]")
+        let later = peers.collect(expected: 1, seconds: 10) { $0.bytes == [4] } + peers.pending()
         XCTAssertEqual(later.map(\.bytes), [[4]])
     }
 

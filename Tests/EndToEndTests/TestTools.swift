@@ -1,20 +1,13 @@
 import Foundation
-import XCTest
+import TestSupport
 
 /// Outside programs some tests drive (iperf3, socat, coturn's tools). `make test` installs
 /// them (make test-deps, which fails when it cannot) and sets MEDIARELAY_REQUIRE_TEST_TOOLS=1,
-/// so there a missing tool is an error; a bare `swift test` without them skips and says how.
+/// so there a missing tool is an error; a bare `swift test` without them skips and says how
+/// (HostRequirement).
 enum TestTools {
-    struct Missing: Error, CustomStringConvertible {
-        let description: String
-    }
-
     static func require(_ paths: [String]) throws {
-        let missing = paths.filter { !FileManager.default.isExecutableFile(atPath: $0) }
-        guard !missing.isEmpty else { return }
-        let message = "\(missing.joined(separator: " and ")) not installed (make test-deps installs them)"
-        if ProcessInfo.processInfo.environment["MEDIARELAY_REQUIRE_TEST_TOOLS"] == "1" { throw Missing(description: message) }
-        throw XCTSkip(message)
+        try HostRequirement.requireTools(paths)
     }
 
     /// Waits (at most 20 s) until something listens on TCP `ipv4`:`port`, read from

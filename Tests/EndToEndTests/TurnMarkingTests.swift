@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import XCTest
 
 /// ECN and DSCP through the real relay's TURN server (RFC 8656 section 14, README "ECN and
@@ -34,7 +35,7 @@ final class TurnMarkingTests: XCTestCase {
     }
 
     func testDSCPPoliciesKeepECNThroughAnIPv6RelaySeenIndependently() throws {
-        try Self.requireIPv6()
+        try IPv6Loopback.require()
         try checkDSCPPolicies(host: "::1")
     }
 
@@ -56,7 +57,7 @@ final class TurnMarkingTests: XCTestCase {
     /// each datagram leaves with the option of its own leg's family (IP_TOS on one side,
     /// IPV6_TCLASS on the other) and the marks still arrive intact or as the policy says.
     func testMarksCrossBetweenFamiliesSeenIndependently() throws {
-        try Self.requireIPv6()
+        try IPv6Loopback.require()
         for policy in [Self.dscpPolicies[0], Self.dscpPolicies[1]] {
             let fixture = try TurnServerFixture(hosts: ["127.0.0.1", "::1"], policy.flags)
             defer { XCTAssertEqual(fixture.relay.stop(), 0) }
@@ -71,7 +72,7 @@ final class TurnMarkingTests: XCTestCase {
     /// A dual-stack TURN listener ("::"): an IPv4 client is an IPv4-mapped address to it, and
     /// what the relay sends there must carry IP_TOS, not IPV6_TCLASS, to keep its marks.
     func testMarksReachAnIPv4ClientOfADualStackListenerSeenIndependently() throws {
-        try Self.requireIPv6()
+        try IPv6Loopback.require()
         for policy in [Self.dscpPolicies[0], Self.dscpPolicies[2]] {
             let fixture = try TurnServerFixture(hosts: ["::"], policy.flags)
             defer { XCTAssertEqual(fixture.relay.stop(), 0) }
@@ -137,16 +138,5 @@ final class TurnMarkingTests: XCTestCase {
             XCTAssertEqual(try allocation.relay(Self.sent, along: path), Self.sent.map(marking.expected),
                            "\(label): \(path)", file: file, line: line)
         }
-    }
-
-    /// IPv6 is checked wherever the host has ::1 (asked with a plain bind); where it has not,
-    /// `make test` (MEDIARELAY_REQUIRE_TEST_TOOLS=1) fails and a bare `swift test` skips.
-    static func requireIPv6() throws {
-        guard !IndependentPeer.hostHasIPv6 else { return }
-        let reason = "this host has no ::1 (a UDP bind to [::1]:0 failed), so the IPv6 relay is not checked"
-        if ProcessInfo.processInfo.environment["MEDIARELAY_REQUIRE_TEST_TOOLS"] == "1" {
-            throw TestTools.Missing(description: reason + "; MEDIARELAY_REQUIRE_TEST_TOOLS=1 requires it")
-        }
-        throw XCTSkip(reason)
     }
 }

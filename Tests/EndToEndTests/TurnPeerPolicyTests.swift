@@ -3,6 +3,7 @@ import Foundation
 @testable import LoadGen
 import STUN
 import TestPorts
+import TestSupport
 import XCTest
 
 /// The TURN peer policy through the executable, as a hostile client meets it: the default
@@ -27,6 +28,7 @@ final class TurnPeerPolicyTests: XCTestCase {
     }
 
     func testTheDefaultPolicyRefusesInternalAndOwnPeersByEveryRequest() throws {
+        try IPv6Loopback.require()  // IPv6 allocations on ::1
         let fixed = try PortBlock(count: 2)
         let turnPort = fixed.range.lowerBound, httpPort = fixed.range.lowerBound + 1
         let relay = try RelayProcess(ports: PortBlock(), ["--relay-address", "127.0.0.2", "--turn", "127.0.0.1:\(turnPort)",
@@ -81,6 +83,7 @@ final class TurnPeerPolicyTests: XCTestCase {
     }
 
     func testOperatorDenyListCoversTheFormsThatEmbedIPv4() throws {
+        try IPv6Loopback.require()  // IPv6 allocations on ::1
         let turnPort = try freeUDPPort()
         let relay = try RelayProcess(ports: PortBlock(), ["--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
                                                           "--turn-user", "alice:secret", "--turn-denied-peer", "8.8.8.0/24"])
@@ -105,6 +108,7 @@ final class TurnPeerPolicyTests: XCTestCase {
     }
 
     func testARelayedPortIsReachableOnlyUnderItsOwnFamily() throws {
+        try IPv6Loopback.require()  // IPv6 allocations on ::1
         let turnPort = try freeUDPPort()
         let relay = try RelayProcess(ports: PortBlock(), ["--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
                                                           "--turn-user", "alice:secret",

@@ -18,8 +18,6 @@ final class Coturn {
     var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     var pid: Int32 { process.processIdentifier }
 
-    static var installed: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
-
     /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
     /// On `host` (127.0.0.1 or ::1), relaying from the same address.
     init(auth: [String], relayPorts: Int, host: String = "127.0.0.1") throws {

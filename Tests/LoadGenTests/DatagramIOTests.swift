@@ -1,5 +1,6 @@
 import SystemSupport
 import Glibc
+import TestSupport
 import XCTest
 @testable import LoadGen
 
@@ -99,12 +100,7 @@ final class DatagramIOTests: XCTestCase {
     func testIPv4RoundTripKeepsTOS() throws { try roundTrip(host: "127.0.0.1") }
 
     func testIPv6RoundTripKeepsTrafficClass() throws {
-        let probe = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = try SocketAddress(host: "::1", port: 0)
-        let usable = probe >= 0 && address.withSockaddr { bind(probe, $0, $1) } == 0
-        if probe >= 0 { close(probe) }
-        address.length = 0
-        try XCTSkipUnless(usable, "this host has no IPv6 loopback")
+        try IPv6Loopback.require()
         try roundTrip(host: "::1")
     }
 }

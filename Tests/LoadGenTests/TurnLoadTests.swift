@@ -1,5 +1,6 @@
 import Glibc
 import SystemSupport
+import TestSupport
 import XCTest
 @testable import LoadGen
 
@@ -13,7 +14,7 @@ import XCTest
 final class TurnLoadTests: XCTestCase {
     override func setUpWithError() throws {
         // A host reason, probed without the code under test: the server is not installed.
-        guard Coturn.installed else { throw XCTSkip("turnserver not installed (make test-deps installs Debian's coturn)") }
+        try HostRequirement.requireTools(["/usr/bin/turnserver"])
     }
 
     private func run(_ coturn: Coturn, _ credential: TurnCredential, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
@@ -86,8 +87,9 @@ final class TurnLoadTests: XCTestCase {
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
     func testIPv6RelayKeepsTheTrafficClass() throws {
-        // A host reason, probed without the code under test: no IPv6 loopback here.
-        guard (try? Coturn.freeUDPPort("::1")) != nil else { throw XCTSkip("no IPv6 loopback (::1) on this host") }
+        // Probed with a plain socket: Coturn.freeUDPPort is the load generator's own UDPSocket,
+        // whose IPv6 defect would otherwise look like a host without ::1.
+        try IPv6Loopback.require()
         let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10, host: "::1")
         let r = try run(coturn, .user(name: "load", password: "pw")) {
             $0.streams = 3

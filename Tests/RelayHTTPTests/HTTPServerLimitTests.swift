@@ -171,6 +171,23 @@ final class HTTPServerLimitTests: XCTestCase {
         XCTAssertEqual(try client.readUntilClosed(), [])
     }
 
+    /// The count other tests wait on (SlowlorisTests) follows connections as they come and go.
+    func testServedConnectionsCountsTheAdmittedOnes() throws {
+        let server = try startServer(limits: HTTPLimits(maxConnections: 4))
+        XCTAssertEqual(server.servedConnections, 0)
+        var clients = try (0..<3).map { _ in try RawClient(port: server.boundPort) }
+        XCTAssertTrue(waitFor { server.servedConnections == 3 }, "\(server.servedConnections) served, not 3")
+        clients.removeLast()  // closes it
+        XCTAssertTrue(waitFor { server.servedConnections == 2 }, "\(server.servedConnections) served, not 2")
+        withExtendedLifetime(clients) {}
+    }
+
+    private func waitFor(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() && Date() < deadline { usleep(10_000) }
+        return condition()
+    }
+
     /// 503 only when no slot can be freed: every admitted connection is busy with a response
     /// its client does not read (neither waiting on a request nor idle).
     func testConnectionsBeyondTheCapGet503WhenNoSlotCanBeFreed() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import RelayHTTP
+import TestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -125,32 +126,25 @@ final class HTTPServerRoundTripTests: XCTestCase {
     }
 
     func testIPv6Loopback() throws {
-        let server = try skippingWithoutIPv6 { try startServer(host: "::1") }
+        try IPv6Loopback.require()
+        let server = try startServer(host: "::1")
         let client = try RawClient(host: "::1", port: server.boundPort)
         try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
         XCTAssertEqual(try client.readResponse()?.text, "hello")
     }
 
     func testDualStackWildcardAcceptsIPv4() throws {
-        let server = try skippingWithoutIPv6 { try startServer(host: "::") }
+        try IPv6Loopback.require()
+        let server = try startServer(host: "::")
         let client = try RawClient(host: "127.0.0.1", port: server.boundPort)
         try client.send("GET /hello HTTP/1.1\r\nHost: test\r\n\r\n")
         XCTAssertEqual(try client.readResponse()?.text, "hello")
     }
 
     func testBracketedIPv6HostIsAccepted() throws {
-        let server = try skippingWithoutIPv6 { try HTTPServer(host: "[::1]", port: 0) { _ in .noContent } }
+        try IPv6Loopback.require()
+        let server = try HTTPServer(host: "[::1]", port: 0) { _ in .noContent }
         XCTAssertNotEqual(server.boundPort, 0)
-    }
-
-    /// Runs `body`; only the errors that mean "this host has no IPv6" (no AF_INET6 sockets:
-    /// EAFNOSUPPORT; no ::1: EADDRNOTAVAIL) become a skip. Any other failure fails the test.
-    private func skippingWithoutIPv6<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as HTTPServerError where error.errno == EAFNOSUPPORT || error.errno == EADDRNOTAVAIL {
-            throw XCTSkip("no IPv6 on this host: \(error)")
-        }
     }
 
     func testBindErrorNamesAddressReasonAndRemedy() throws {

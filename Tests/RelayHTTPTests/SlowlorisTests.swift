@@ -13,8 +13,11 @@ final class SlowlorisTests: XCTestCase {
         let server = try startServer(limits: HTTPLimits(headTimeout: 1, maxConnections: 64), priorityPaths: ["/healthz"])
         let crowd = SlowlorisCrowd(port: server.boundPort, count: 100)
         defer { crowd.stop() }
-        // Let the crowd fill the cap before polling.
-        usleep(500_000)
+        // Poll only once the crowd holds every slot the server has: asked of the server, not
+        // guessed from a sleep.
+        let deadline = Date().addingTimeInterval(20)
+        while server.servedConnections < 64 && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(server.servedConnections, 64, "the crowd never filled the cap of 64")
 
         var healthy = 0
         var failures: [String] = []
