@@ -24,25 +24,28 @@ let package = Package(
         ),
         // The one way into the kernel (syscall gate, errors, clock, CPU time), under every module.
         .target(name: "SystemSupport"),
-        .target(name: "DatagramEngine", dependencies: ["CURing", "SystemSupport"]),
-        .target(name: "STUN", dependencies: ["CCrypto", "DatagramEngine"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine", "STUN", "SystemSupport"]),
-        .target(name: "RelayHTTP", dependencies: ["SystemSupport"]),
+        // The leaf every module shares: Endpoint, the traffic class byte, the HOST:PORT parser,
+        // bind-error advice. Values only, no I/O; it depends on nothing but Glibc.
+        .target(name: "NetAddress"),
+        .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
+        .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport"]),
+        .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
-        // codec, whose address values are its only contact with DatagramEngine.
+        // codec; addresses come from NetAddress, never from the relay's I/O module.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "SystemSupport", "STUN"]),
+        .target(name: "LoadGen", dependencies: ["CLoadGen", "NetAddress", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
+            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
         ),
         .executableTarget(
             name: "mediarelay-load",
             dependencies: ["LoadGen"]
         ),
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "SystemSupport", "CURing"], path: "bench/engine-bench"),
+        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
@@ -50,15 +53,16 @@ let package = Package(
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
         // test) and the one verdict on coturn's uclient. Never linked into a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter", "TestSupport"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
-        .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
+        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "MallocCounter", "TestSupport"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
+        .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "TestSupport"]),
-        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay"]),
+        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "LoadGen", "STUN", "TestPorts", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TestPorts", "TestSupport"]),
         .testTarget(name: "DeployTests"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
     ],

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import SystemSupport
 
 /// What an engine has done, as plain integers owned by the thread that runs it. The relay

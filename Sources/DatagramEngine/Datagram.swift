@@ -1,3 +1,4 @@
+import NetAddress
 /// Names a socket registered with one engine. The generation makes a stale identifier (a
 /// socket closed and its slot reused) miss instead of reaching the new socket.
 public struct SocketID: Hashable, Sendable {

@@ -1,5 +1,6 @@
 import Glibc
 import CURing
+import NetAddress
 import SystemSupport
 
 /// Moves UDP datagrams in batches for one thread. One API over three backends chosen at run

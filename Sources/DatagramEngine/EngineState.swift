@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 
 /// What the facade and its backend share, for one engine on one thread: the sockets, the
 /// counters, this turn's received datagrams and the send vectors. The backend fills it, the

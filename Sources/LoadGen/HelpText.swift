@@ -1,3 +1,4 @@
+import NetAddress
 /// `mediarelay-load --help`. Profile numbers come from `TrafficProfile`, so the text cannot
 /// drift from the code.
 public let helpText = """

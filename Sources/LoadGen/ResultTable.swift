@@ -1,4 +1,5 @@
 import Foundation
+import NetAddress
 
 /// The human-readable end-of-run table of `mediarelay-load` (without --json).
 public enum ResultTable {

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 
 /// An IPv4 or IPv6 socket address held by value (a `sockaddr_storage` and its length).
 public struct SocketAddress: Sendable, CustomStringConvertible {
@@ -7,24 +8,17 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
 
     public init() {}
 
-    /// Parses `HOST:PORT` or `[IPv6]:PORT`; HOST may be a name (resolved with getaddrinfo).
-    /// Throws a message that names the text.
+    /// Parses `HOST:PORT` or `[IPv6]:PORT` with NetAddress's shape parser (the relay's own);
+    /// HOST may be a name here (resolved with getaddrinfo), as a load generator may be pointed
+    /// at one. Throws a message that names the text.
     public init(hostPort text: String) throws(LoadError) {
-        let host: String, portText: Substring
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = String(text[text.index(after: text.startIndex)..<close])
-            let after = text[text.index(after: close)...]
-            guard after.hasPrefix(":") else { throw LoadError("\(text): expected [ADDRESS]:PORT") }
-            portText = after.dropFirst()
-        } else {
-            guard let colon = text.lastIndex(of: ":") else { throw LoadError("\(text): expected HOST:PORT") }
-            host = String(text[..<colon])
-            portText = text[text.index(after: colon)...]
+        guard let (host, portText, _) = Endpoint.split(text) else {
+            throw LoadError("\(text): expected HOST:PORT or [IPV6]:PORT")
         }
         guard let port = UInt16(portText), !host.isEmpty else {
             throw LoadError("\(text): expected HOST:PORT with PORT 0...65535")
         }
-        try self.init(host: host, port: port)
+        try self.init(host: String(host), port: port)
     }
 
     public init(host: String, port: UInt16) throws(LoadError) {

@@ -1,7 +1,7 @@
-import DatagramEngine
+import NetAddress
 import STUN
 
-// The STUN codec names addresses with DatagramEngine's `Endpoint`. LoadGen meets that type only
+// The STUN codec names addresses with NetAddress's `Endpoint`. LoadGen meets that type only
 // here, as a value at the codec's edge, and converts it to and from its own `SocketAddress`:
 // the generator's sockets and cmsg code stay independent of the relay's engine (DESIGN.md).
 

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// A CIDR block such as 192.0.2.0/24 or 2001:db8::/32; IPv4 blocks match IPv4 peers whether
 /// they arrive on IPv4 or dual-stack sockets.

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// A static forward rule: datagrams to `listen` go to `upstream`, each client source through
 /// its own upstream socket (so the upstream sees clients as distinct peers); replies return to

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// What happens to a datagram's DSCP on the way through.
 public enum DSCPPolicy: String, Sendable, CaseIterable {

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// The addresses that reach this relay, port ignored: the relay and advertise addresses, this
 /// host's interface addresses (a socket bound to a wildcard sends and receives on each of

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import SystemSupport
 import Glibc
 

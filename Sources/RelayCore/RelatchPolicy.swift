@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// Which new source a latched session leg may move to once it has been silent for
 /// relatch_after_seconds. A NAT rebinding changes the source port, rarely the address; a third

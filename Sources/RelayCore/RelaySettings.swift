@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// Everything a relay is started with; fixed for its lifetime.
 public struct RelaySettings: Sendable {

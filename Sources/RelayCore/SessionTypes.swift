@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// What a control-API client asks for when it creates a session.
 public struct SessionRequest: Sendable {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import NetAddress
 import SystemSupport
 
 /// Opening the server's non-blocking listening TCP socket on an IP literal.
@@ -86,21 +87,7 @@ enum ListeningSocket {
 
     private static func failure(_ shown: String, _ doing: String, _ outcome: CallOutcome) -> HTTPServerError {
         let code: Int32 = if case .failed(let code) = outcome { code } else { EAGAIN }
-        let advice: String
-        switch code {
-        case EADDRINUSE:
-            advice = "; is another mediarelay running? choose another --http port"
-        case EACCES, EPERM:
-            advice = "; ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port of 1024 or more"
-        case EADDRNOTAVAIL:
-            advice = "; the address is not on any interface of this host: use one of its addresses, 127.0.0.1 or 0.0.0.0"
-        case EAFNOSUPPORT:
-            advice = "; this host has no IPv6: use an IPv4 address"
-        case EMFILE, ENFILE:
-            advice = "; too many open files: raise the limit (ulimit -n)"
-        default:
-            advice = ""
-        }
+        let advice = BindAdvice.advice(code, option: "--http").map { "; \($0)" } ?? ""
         return HTTPServerError(
             address: shown, errno: code,
             description: "\(doing) \(shown): \(SystemCallError.explain(code))\(advice)")

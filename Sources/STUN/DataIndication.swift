@@ -1,4 +1,4 @@
-import DatagramEngine
+import NetAddress
 
 /// Writes a Data indication (RFC 8656 section 11.4: XOR-PEER-ADDRESS, then DATA) straight into
 /// a caller's buffer: the packet path builds one per datagram from a peer without allocating.

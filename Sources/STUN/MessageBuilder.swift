@@ -1,4 +1,4 @@
-import DatagramEngine
+import NetAddress
 
 /// Builds a STUN message attribute by attribute, keeping the header's length right after
 /// each append. Control path: the bytes live in an array. Integrity and fingerprint go last,

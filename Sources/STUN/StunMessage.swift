@@ -1,4 +1,4 @@
-import DatagramEngine
+import NetAddress
 
 /// A STUN message as bytes plus its parsed view. Construction checks every rule of RFC 8489;
 /// the accessors then read attribute values, returning nil when absent and throwing

@@ -1,4 +1,4 @@
-import DatagramEngine
+import NetAddress
 
 /// XOR-MAPPED-ADDRESS, XOR-PEER-ADDRESS and XOR-RELAYED-ADDRESS (RFC 8489 section 14.2): an
 /// address family, the port XORed with the cookie's top half, the address XORed with the

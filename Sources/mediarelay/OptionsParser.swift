@@ -1,4 +1,5 @@
 import Foundation
+import NetAddress
 
 extension ServerOptions {
     /// Parses the server's command line.

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import RelayCore
 /// Every server option that is both a command-line flag and a config-file key. One table feeds
 /// the parser, the config loader and the help text, so the three cannot drift apart.
@@ -258,7 +259,7 @@ enum OptionKey: String, CaseIterable, Sendable {
                 throw ValueProblem(expected: "a wildcard cannot be advertised; expected the address peers should send to")
             }
             options.advertiseAddress = address
-        case .http: options.http = try HostPort(parsing: text, allowsPortZero: true)
+        case .http: options.http = try HostPort(option: text, allowsPortZero: true)
         case .controlToken: options.controlToken = try Self.token(text)
         case .dscp: options.dscp = try choice(text)
         case .serviceClass: options.serviceClass = try choice(text)
@@ -270,7 +271,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
         case .maxDatagramSize: options.maxDatagramSize = try integer(text, in: Self.datagramSizeRange)
-        case .turn: options.turnListeners.append(try HostPort(parsing: text))
+        case .turn: options.turnListeners.append(try HostPort(option: text))
         case .turnRealm: options.turnRealm = try TURNRealm.check(text)
         case .turnUser: options.turnUsers.append(try TURNUser(parsing: text))
         case .turnUsersFile:

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 import RelayCore
 import RelayHTTP
 import SystemSupport

@@ -1,4 +1,5 @@
 import Foundation
+import NetAddress
 
 /// The `--turn-users-file` reader: the file is read once at start, through the same bounded
 /// reader as the config file, and every user is checked like a `--turn-user` value.

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import RelayCore
 
 /// The TURN server's settings from the options: credentials, the peer policy with every

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import XCTest
 import MallocCounter
 @testable import DatagramEngine

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import XCTest
 import Foundation
 @testable import DatagramEngine

@@ -1,4 +1,5 @@
 import Foundation
+import NetAddress
 import XCTest
 @testable import DatagramEngine
 

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import TestSupport
 import XCTest
 @testable import DatagramEngine

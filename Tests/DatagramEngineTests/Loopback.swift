@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import XCTest
 @testable import DatagramEngine
 

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 import TestPorts
 import TestSupport
 import XCTest

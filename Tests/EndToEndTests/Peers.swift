@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import NetAddress
 import XCTest
 
 /// Test peers: real UDP sockets on loopback driven by one engine, so each datagram's TOS byte

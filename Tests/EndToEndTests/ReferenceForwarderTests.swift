@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 import XCTest
 
 /// The C reference forwarder (bench/reference/forwarder.c), built here with the system compiler

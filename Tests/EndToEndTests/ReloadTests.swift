@@ -1,5 +1,6 @@
 import DatagramEngine
 import Foundation
+import NetAddress
 import TestPorts
 import Glibc
 import XCTest

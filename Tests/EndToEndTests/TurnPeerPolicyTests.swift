@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 @testable import LoadGen
+import NetAddress
 import STUN
 import TestPorts
 import TestSupport

@@ -2,6 +2,7 @@ import DatagramEngine
 import Foundation
 import Glibc
 @testable import LoadGen
+import NetAddress
 import STUN
 
 /// A TURN client for end-to-end tests that writes each request's bytes itself, on a plain

@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// Peers written as IPv6 forms that reach an IPv4 address (NAT64, 6to4, Teredo, ISATAP) are

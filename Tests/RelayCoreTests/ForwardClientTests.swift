@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// A forward rule keeps one upstream socket per client source. The worker remembers the last

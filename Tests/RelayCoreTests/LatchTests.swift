@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// A leg never latches onto one of the relay's own sockets: two legs latched onto each other

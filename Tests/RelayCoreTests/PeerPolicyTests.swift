@@ -1,5 +1,6 @@
 import DatagramEngine
 import MallocCounter
+import NetAddress
 import RelayCore
 import XCTest
 

@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import SystemSupport
 import TestPorts
 import XCTest

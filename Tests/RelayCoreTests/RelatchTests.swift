@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// Who may take a latched leg once it has gone silent: by default only a source with the

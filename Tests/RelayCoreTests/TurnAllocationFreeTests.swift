@@ -1,6 +1,7 @@
 import DatagramEngine
 import MallocCounter
 @testable import RelayCore
+import NetAddress
 import STUN
 import XCTest
 

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 @testable import RelayCore
+import NetAddress
 import TestPorts
 import TestSupport
 import XCTest

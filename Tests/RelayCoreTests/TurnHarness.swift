@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 @testable import RelayCore
+import NetAddress
 import STUN
 import Synchronization
 import TestPorts

@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// Under a wildcard relay address the relay's sockets (session legs, TURN relayed sockets) send

@@ -1,6 +1,7 @@
 import DatagramEngine
 import MallocCounter
 @testable import RelayCore
+import NetAddress
 import XCTest
 
 /// The relay's packet path allocates nothing per datagram: a worker runs on this thread (no

@@ -1,4 +1,4 @@
-import DatagramEngine
+import NetAddress
 import STUN
 import XCTest
 

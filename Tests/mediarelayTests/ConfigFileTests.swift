@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NetAddress
 import XCTest
 
 @testable import mediarelay

@@ -1,3 +1,4 @@
+import NetAddress
 import XCTest
 
 @testable import mediarelay

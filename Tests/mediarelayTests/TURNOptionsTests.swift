@@ -1,3 +1,4 @@
+import NetAddress
 import RelayCore
 import XCTest
 

@@ -1,5 +1,6 @@
 import DatagramEngine
 @testable import mediarelay
+import NetAddress
 import RelayCore
 import XCTest
 

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 import SystemSupport
 
 /// `engine-bench --count N`: one forwarder (ours as `engine-bench serve`, or the C reference)

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// The engine under test in `engine-bench serve`. GRO only in the +gro configurations (run with
 /// `--source-gso`, whose bursts give it something to coalesce), as the C reference takes UDP_GRO

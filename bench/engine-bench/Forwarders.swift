@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 
 func seconds(of clock: clockid_t) -> Double {
     var now = timespec()

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Glibc
+import NetAddress
 import Synchronization
 
 /// `engine-bench serve`: our forwarder alone in its own process, with the C reference's command

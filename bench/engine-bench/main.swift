@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import NetAddress
 import SystemSupport
 
 // The engine benchmark: a forwarder over loopback at fixed offered rates. A source thread sends

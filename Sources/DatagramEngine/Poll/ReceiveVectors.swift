@@ -1,5 +1,6 @@
 import Glibc
 import CURing
+import NetAddress
 
 /// The preallocated vectors recvmsg / recvmmsg fill: per slot an mmsghdr, an iovec over a
 /// payload buffer of `payloadSize` bytes, a source address and control space. Allocated once;

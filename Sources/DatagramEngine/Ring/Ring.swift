@@ -1,5 +1,6 @@
 import Glibc
 import CURing
+import NetAddress
 import SystemSupport
 
 /// One io_uring with a provided-buffer ring for multishot IORING_OP_RECVMSG, owned by one

@@ -1,5 +1,6 @@
 import Glibc
 import CURing
+import NetAddress
 
 /// The preallocated vectors a batch of sends is built in: one iovec per outgoing datagram and,
 /// per message, an mmsghdr, a destination address and control space. Allocated once and never

@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import SystemSupport
 
 extension Endpoint {

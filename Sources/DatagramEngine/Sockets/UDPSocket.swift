@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 import SystemSupport
 import CURing
 
@@ -70,7 +71,7 @@ public final class UDPSocket {
     private static func bind(_ fd: Int32, to endpoint: Endpoint, family: Int32) throws(SystemCallError) -> Endpoint {
         var storage = sockaddr_storage()
         var length = endpoint.write(to: &storage, family: family)
-        _ = try SystemCall.require("cannot bind UDP", address: endpoint.description, advice: bindAdvice) {
+        _ = try SystemCall.require("cannot bind UDP", address: endpoint.description, advice: { BindAdvice.advice($0) }) {
             withUnsafePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(Glibc.bind(fd, $0, length)) }
             }
@@ -129,15 +130,5 @@ public final class UDPSocket {
     static func enableGRO(_ fd: Int32) -> Bool {
         var on: Int32 = 1
         return SystemCall.outcome({ Int(setsockopt(fd, Int32(IPPROTO_UDP), mr_udp_gro(), &on, socklen_t(MemoryLayout<Int32>.size))) }) == .done(0)
-    }
-
-    static func bindAdvice(_ code: Int32) -> String? {
-        switch code {
-        case EADDRINUSE: "another socket holds this port: stop it or choose another port"
-        case EACCES: "ports below 1024 need root or CAP_NET_BIND_SERVICE"
-        case EADDRNOTAVAIL: "this address is not configured on any interface of this host"
-        case EAFNOSUPPORT: "this address family is disabled on this host"
-        default: nil
-        }
     }
 }

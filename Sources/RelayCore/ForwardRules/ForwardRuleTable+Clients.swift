@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// Forward-rule clients coming and going: a new source gets an upstream socket (on its first
 /// datagram), an idle one loses it (housekeeping), all of them when the worker stops.

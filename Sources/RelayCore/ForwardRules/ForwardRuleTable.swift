@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import SystemSupport
 
 /// Forward rules on one worker: a UDP proxy. Each client source gets its own upstream socket

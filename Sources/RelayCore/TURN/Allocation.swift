@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import STUN
 
 /// A TURN client as the relay knows it: the listener socket it talks to and its address.

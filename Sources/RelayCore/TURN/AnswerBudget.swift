@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// Per source address, a token bucket of the answers a worker's TURN server gives to requests
 /// that did not authenticate (401 challenges, 438, 400 before the credentials were checked):

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// A channel (RFC 8656 section 12) as the packet path reads it: its number, its peer, when it
 /// ends, and when the permission for its peer's address ends. The permission's expiry is a

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import STUN
 
 /// Stateless nonces that expire: the nonce carries the second it was issued (8 hex digits of a

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// Decides whether a TURN client may use a peer address, so the relay is never an open relay
 /// into networks only it can reach (RFC 8656 section 21.3; coturn's CVE-2020-26262, where

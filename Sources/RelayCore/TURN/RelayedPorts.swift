@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import Synchronization
 
 /// Which ports of the pool are TURN relayed addresses now, per address family, readable by

@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 
 /// One allocation as the control API lists it (GET /v1/turn/allocations).
 public struct TurnAllocationInfo: Sendable {

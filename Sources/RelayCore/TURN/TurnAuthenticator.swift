@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import STUN
 
 /// Why a request was not authenticated; counted by reason in the stats.

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Glibc
+import NetAddress
 import STUN
 
 /// How the TURN server behaves; fixed for the relay's lifetime and shared by every worker.

@@ -1,5 +1,6 @@
 import DatagramEngine
 import Glibc
+import NetAddress
 import STUN
 import SystemSupport
 

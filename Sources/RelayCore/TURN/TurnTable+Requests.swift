@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import STUN
 
 /// A request refused with an error code (and, for 420, the attributes not understood).

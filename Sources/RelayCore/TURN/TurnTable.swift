@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 import STUN
 
 /// The TURN server of one worker (RFC 8656 over UDP): the allocations whose clients' 5-tuples

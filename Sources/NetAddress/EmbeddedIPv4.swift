@@ -1,5 +1,3 @@
-import DatagramEngine
-
 extension Endpoint {
     /// The IPv4 endpoint an IPv6 address of a transition form reaches, or nil: the peer policy
     /// judges such a peer as the IPv4 address a gateway or tunnel delivers it to, so no deny

@@ -1,8 +1,9 @@
 import Glibc
-import SystemSupport
 
 /// An IP address and UDP port, IPv4 or IPv6, in one fixed-size value that is cheap to copy,
-/// compare and hash: the relay keys its tables by it on the packet path.
+/// compare and hash: the relay keys its tables by it on the packet path. What the packet path
+/// calls per datagram is @inlinable: this is a module of its own (the leaf every other module
+/// shares), and a call across modules that cannot be inlined costs as much as the work.
 ///
 /// IPv4 addresses are stored in their IPv4-mapped IPv6 form (::ffff:a.b.c.d), so a peer seen
 /// on an IPv4 socket and the same peer seen on a dual-stack socket are one key.
@@ -15,8 +16,9 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     /// IPv6 scope (interface index) for link-local addresses; 0 otherwise.
     public var scope: UInt32
 
-    static let mappedPrefix: UInt64 = 0x0000_FFFF  // the upper half of low for ::ffff:0:0/96
+    @usableFromInline static let mappedPrefix: UInt64 = 0x0000_FFFF  // the upper half of low for ::ffff:0:0/96
 
+    @inlinable
     public init(high: UInt64, low: UInt64, port: UInt16, scope: UInt32 = 0) {
         self.high = high
         self.low = low
@@ -25,6 +27,7 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An IPv4 endpoint from a host-order address, e.g. 0x7F00_0001 for 127.0.0.1.
+    @inlinable
     public init(ipv4 address: UInt32, port: UInt16) {
         self.init(high: 0, low: (Endpoint.mappedPrefix << 32) | UInt64(address), port: port)
     }
@@ -68,7 +71,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         return (text[..<colon], text[text.index(after: colon)...], false)
     }
 
-    init(_ address: in6_addr, port: UInt16, scope: UInt32) {
+    @inlinable
+    public init(_ address: in6_addr, port: UInt16, scope: UInt32) {
         var address = address
         let (high, low) = withUnsafeBytes(of: &address) { raw in
             (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
@@ -78,18 +82,23 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// True for IPv4 addresses (kept in IPv4-mapped form).
+    @inlinable
     public var isIPv4: Bool { high == 0 && (low >> 32) == Endpoint.mappedPrefix }
 
     /// The IPv4 address in host order; meaningful only when `isIPv4`.
+    @inlinable
     public var ipv4Address: UInt32 { UInt32(truncatingIfNeeded: low) }
 
+    @inlinable
     public var isWildcard: Bool { (high == 0 && low == 0) || (isIPv4 && ipv4Address == 0) }
 
+    @inlinable
     public var isLoopback: Bool {
         isIPv4 ? (ipv4Address >> 24) == 127 : (high == 0 && low == 1)
     }
 
-    var in6: in6_addr {
+    @inlinable
+    public var in6: in6_addr {
         var address = in6_addr()
         withUnsafeMutableBytes(of: &address) { raw in
             raw.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
@@ -117,7 +126,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     /// Writes this endpoint as the socket address a socket of `family` expects (an IPv4 peer on
     /// an IPv6 socket becomes ::ffff:a.b.c.d). Returns the address length, or 0 when an IPv6
     /// peer cannot be reached from an IPv4 socket.
-    func write(to storage: UnsafeMutablePointer<sockaddr_storage>, family: Int32) -> socklen_t {
+    @inlinable
+    public func write(to storage: UnsafeMutablePointer<sockaddr_storage>, family: Int32) -> socklen_t {
         if family == AF_INET {
             guard isIPv4 else { return 0 }
             return UnsafeMutableRawPointer(storage).withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
@@ -140,8 +150,8 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads a socket address the kernel wrote; nil for families other than IPv4 and IPv6.
     /// Inlined: once per received datagram, and the IPv4 case is a few loads.
-    @inline(__always)
-    init?(reading address: UnsafeRawPointer, length: socklen_t) {
+    @inlinable @inline(__always)
+    public init?(reading address: UnsafeRawPointer, length: socklen_t) {
         let family = Int32(address.load(as: sa_family_t.self))
         if family == AF_INET, length >= MemoryLayout<sockaddr_in>.size {
             let v4 = address.loadUnaligned(as: sockaddr_in.self)
@@ -153,12 +163,5 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
         } else {
             return nil
         }
-    }
-}
-
-extension SystemCallError {
-    /// An error about a call on `address`.
-    init(_ operation: String, errno: Int32, address: Endpoint, advice: String? = nil) {
-        self.init(operation, errno: errno, address: address.description, advice: advice)
     }
 }

@@ -21,10 +21,10 @@ public enum ECN: UInt8, Sendable, CaseIterable {
 public struct TrafficClass: Hashable, Sendable {
     public var rawValue: UInt8
 
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    public init(dscp: UInt8, ecn: ECN) { rawValue = (dscp << 2) | ecn.rawValue }
+    @inlinable public init(dscp: UInt8, ecn: ECN) { rawValue = (dscp << 2) | ecn.rawValue }
 
-    public var dscp: UInt8 { rawValue >> 2 }
-    public var ecn: ECN { ECN(rawValue: rawValue & 3)! }
+    @inlinable public var dscp: UInt8 { rawValue >> 2 }
+    @inlinable public var ecn: ECN { ECN(rawValue: rawValue & 3)! }
 }
