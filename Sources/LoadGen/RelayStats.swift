@@ -1,6 +1,6 @@
 import Foundation
 
-/// The figures of the relay's GET /v1/stats that a run needs (see notes/contract.md).
+/// The figures of the relay's GET /v1/stats that a run needs (the stats contract: README, "Stats").
 public struct RelayStats: Sendable, Equatable {
     public var engine: String
     public var packetsIn: Double

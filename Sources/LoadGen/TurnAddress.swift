@@ -3,7 +3,7 @@ import STUN
 
 // The STUN codec names addresses with NetAddress's `Endpoint`. LoadGen meets that type only
 // here, as a value at the codec's edge, and converts it to and from its own `SocketAddress`:
-// the generator's sockets and cmsg code stay independent of the relay's engine (DESIGN.md).
+// the generator's sockets and cmsg code stay independent of the relay's engine (docs/ARCHITECTURE.md).
 
 extension SocketAddress {
     /// The same address as the STUN codec's value type (XOR-PEER-ADDRESS and friends).

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LoadGen
 
-// mediarelay-load: see `helpText` (LoadGen/HelpText.swift) and DESIGN.md.
+// mediarelay-load: see `helpText` (LoadGen/HelpText.swift) and docs/ARCHITECTURE.md.
 
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("mediarelay-load: \(message)\n".utf8))

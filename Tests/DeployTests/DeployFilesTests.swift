@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The metric names of the contract (/work/notes/contract.md), typed out so a dashboard or rule
+/// The metric names of the stats contract (README, "Stats"; docs/ARCHITECTURE.md), typed out so a dashboard or rule
 /// that uses a made-up name fails here even before a server exists.
 let contractMetricFamilies: Set<String> = [
     "mediarelay_info", "mediarelay_uptime_seconds", "mediarelay_workers", "mediarelay_draining",
