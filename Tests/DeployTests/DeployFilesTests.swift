@@ -1,8 +1,8 @@
 import Foundation
 import XCTest
 
-/// The metric names of the stats contract (README, "Stats"; docs/ARCHITECTURE.md), typed out so a dashboard or rule
-/// that uses a made-up name fails here even before a server exists.
+/// The metric names of the stats contract (README, "Stats"; docs/ARCHITECTURE.md), typed out so
+/// a dashboard or rule that uses a made-up name fails here even before a server exists.
 let contractMetricFamilies: Set<String> = [
     "mediarelay_info", "mediarelay_uptime_seconds", "mediarelay_workers", "mediarelay_draining",
     "mediarelay_packets_in_total", "mediarelay_packets_out_total", "mediarelay_bytes_in_total",
