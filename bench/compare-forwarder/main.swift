@@ -1,5 +1,10 @@
 import DatagramEngine
 import Glibc
+// Endpoint and TrafficClass moved from DatagramEngine to NetAddress (issue 23); older engines
+// have no NetAddress module.
+#if canImport(NetAddress)
+import NetAddress
+#endif
 import Synchronization
 
 // One forwarder written against the engine API that every commit since issue 8 shares, so that
