@@ -113,34 +113,33 @@ final class TurnWireClient {
     func exchange(_ request: [UInt8], seconds: Double = 5) throws -> StunMessage {
         try send(request)
         let id = Array(request[8..<20])
-        let deadline = Date().addingTimeInterval(seconds)
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        while Date() < deadline {
-            var ready = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, 50) > 0 else { continue }
-            let count = recv(socket.fd, &buffer, buffer.count, 0)
-            guard count >= 20, Array(buffer[8..<20]) == id,
-                  let answer = try? StunMessage(bytes: Array(buffer[..<count])) else { continue }
-            return answer
+        guard let answer = nextMessage(seconds: seconds, where: { Array($0.bytes[8..<20]) == id }) else {
+            throw LoadError("no answer from \(server) within \(seconds) s")
         }
-        throw LoadError("no answer from \(server) within \(seconds) s")
+        return answer
     }
-}
 
-extension TurnWireClient {
     /// The DATA of the next Data indication to arrive within `seconds`.
     func nextIndicationData(seconds: Double = 5) throws -> [UInt8] {
+        let isData: (StunMessage) -> Bool = { $0.method == .data && $0.messageClass == .indication && $0.index.first(.data) != nil }
+        guard let message = nextMessage(seconds: seconds, where: isData), let slot = message.index.first(.data) else {
+            throw LoadError("no Data indication within \(seconds) s")
+        }
+        return Array(message.bytes[slot.offset..<(slot.offset + slot.length)])
+    }
+
+    /// The next STUN message to arrive that `wanted` accepts, skipping the others; nil after
+    /// `seconds`.
+    private func nextMessage(seconds: Double, where wanted: (StunMessage) -> Bool) -> StunMessage? {
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 2048)
         while Date() < deadline {
             var ready = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, 50) > 0 else { continue }
             let count = recv(socket.fd, &buffer, buffer.count, 0)
-            guard count >= 20, let message = try? StunMessage(bytes: Array(buffer[..<count])),
-                  message.method == .data, message.messageClass == .indication,
-                  let slot = message.index.first(.data) else { continue }
-            return Array(message.bytes[slot.offset..<(slot.offset + slot.length)])
+            guard count >= 20, let message = try? StunMessage(bytes: Array(buffer[..<count])), wanted(message) else { continue }
+            return message
         }
-        throw LoadError("no Data indication within \(seconds) s")
+        return nil
     }
 }

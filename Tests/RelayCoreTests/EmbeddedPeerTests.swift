@@ -6,16 +6,7 @@ import XCTest
 /// Peers written as IPv6 forms that reach an IPv4 address (NAT64, 6to4, Teredo, ISATAP) are
 /// judged as that address by every rule of the peer policy; and a relayed port of one family
 /// is never taken for the same port of the other family.
-final class EmbeddedPeerTests: XCTestCase {
-    private func ep(_ text: String) -> Endpoint {
-        guard let endpoint = Endpoint(parsing: text) else { fatalError("bad test endpoint \(text)") }
-        return endpoint
-    }
-
-    private func cidr(_ text: String) -> AddressRange { try! AddressRange(cidr: text) }
-
-    private let never: (Endpoint) -> Bool = { _ in false }
-
+final class EmbeddedPeerTests: XCTestCase, PeerPolicyFixture {
     /// 8.8.8.8 (0808:0808) and 127.0.0.1 (7f00:0001) in each form, port kept.
     private let eightForms = ["[64:ff9b::808:808]:53", "[64:ff9b::8.8.8.8]:53", "[64:ff9b:1::808:808]:53",
                               "[2002:808:808::1]:53", "[2001:0:4136:e378:8000:63bf:f7f7:f7f7]:53",

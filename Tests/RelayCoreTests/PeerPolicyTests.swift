@@ -7,16 +7,7 @@ import XCTest
 /// The TURN peer policy: strict CIDR parsing, the default deny list (every block, its mapped
 /// and NAT64 forms), the relay's own sockets, the operator's lists and their order, and the
 /// exception for another allocation's relayed address.
-final class PeerPolicyTests: XCTestCase {
-    private func ep(_ text: String) -> Endpoint {
-        guard let endpoint = Endpoint(parsing: text) else { fatalError("bad test endpoint \(text)") }
-        return endpoint
-    }
-
-    private func cidr(_ text: String) -> AddressRange { try! AddressRange(cidr: text) }
-
-    private let never: (Endpoint) -> Bool = { _ in false }
-
+final class PeerPolicyTests: XCTestCase, PeerPolicyFixture {
     func testStrictCIDRAcceptsWellFormedBlocks() throws {
         XCTAssertTrue(cidr("192.0.2.0/24").contains(ep("192.0.2.255:1")))
         XCTAssertFalse(cidr("192.0.2.0/24").contains(ep("192.0.3.0:1")))

@@ -50,12 +50,7 @@ final class SocketTable {
 
     /// The slot of `id` when it still names an active socket.
     @inline(__always)
-    func lookup(_ id: SocketID) -> Int? {
-        let slot = Int(id.slot)
-        guard slot >= 0, slot < entries.count else { return nil }
-        let entry = entries[slot]
-        return entry.active && entry.generation == id.generation ? slot : nil
-    }
+    func lookup(_ id: SocketID) -> Int? { entry(id) == nil ? nil : Int(id.slot) }
 
     /// The entry of `id` when it still names an active socket: the lookup and the read in one.
     @inline(__always)
