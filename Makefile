@@ -32,10 +32,20 @@ release: deps
 # through an "rtcp": "pair" session), systemd-analyze (checks the unit), coturn
 # (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
 # bench/turn-bench.sh), tshark (reads the DF bit of relayed datagrams on loopback:
-# TurnDontFragmentTests) and PyYAML (checks the deploy files). Installed when missing; when that
-# fails, make stops here and says why: under `make test` a missing tool is an error, never a skip.
+# TurnDontFragmentTests), PyYAML (checks the deploy files), promtool (Debian ships it in the
+# prometheus package, which also installs the server: checks deploy/prometheus's rules) and
+# readelf (binutils: the libraries the container's run stage must install). Installed when
+# missing; when that fails, make stops here and says why: under `make test` a missing tool is an
+# error, never a skip.
 TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
-	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark
+	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark \
+	promtool:prometheus readelf:binutils
+# kubernetes-validate checks deploy/kubernetes against the API schemas, which it ships (no
+# network at test time). From PyPI, pinned, in a virtualenv under .build: Debian's Python
+# refuses pip installs (PEP 668), and a pinned version keeps the schemas the same everywhere.
+# KubernetesManifestTests looks there first, then on PATH.
+KUBERNETES_VALIDATE := kubernetes-validate==1.37.0
+TEST_VENV := .build/test-tools
 test-deps:
 	@missing=""; \
 	for pair in $(TEST_TOOLS); do \
@@ -52,6 +62,13 @@ test-deps:
 		command -v $${pair%%:*} >/dev/null || { echo "make: ERROR: $${pair%%:*} still missing after installing $${pair#*:}" >&2; exit 1; }; \
 	done; \
 	python3 -c 'import yaml' || { echo "make: ERROR: PyYAML still missing after installing python3-yaml" >&2; exit 1; }
+
+	@if [ ! -x $(TEST_VENV)/bin/kubernetes-validate ]; then \
+		echo "make: installing $(KUBERNETES_VALIDATE) into $(TEST_VENV) for the Kubernetes manifest checks"; \
+		python3 -c 'import ensurepip' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv; }; \
+		{ python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install --quiet $(KUBERNETES_VALIDATE); } || \
+			{ echo "make: ERROR: could not install $(KUBERNETES_VALIDATE) (python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install $(KUBERNETES_VALIDATE))" >&2; exit 1; }; \
+	fi
 
 	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on.
 	@if ! command -v ip >/dev/null || ! command -v ethtool >/dev/null; then \
