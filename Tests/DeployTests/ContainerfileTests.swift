@@ -1,13 +1,13 @@
 import Foundation
 import XCTest
 
-/// No container engine runs on this machine (docker has no daemon and no registry is reachable
-/// for base images), so the image itself cannot be built here. What can be checked is that the
-/// build stage copies every directory the manifest names: SwiftPM validates every target's
-/// path even when building one product, so a missing COPY breaks the image build.
+/// No container engine runs on this machine (podman's runtime cannot set rlimits here and
+/// docker has no daemon), so the image is neither built nor run by these tests. What they
+/// check is what the image would need: the files its build stage copies, the -dev packages it
+/// installs, and the run-time packages for every library the relay binary loads.
 final class ContainerfileTests: XCTestCase {
     func testBuildStageCopiesEveryTargetOfTheManifest() throws {
-        let containerfile = try String(contentsOf: repoRoot.appendingPathComponent("deploy/container/Containerfile"), encoding: .utf8)
+        let containerfile = try String(contentsOf: ContainerfileFixture.file, encoding: .utf8)
         let manifest = try String(contentsOf: repoRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
         let copied = containerfile.split(separator: "\n")
             .filter { $0.hasPrefix("COPY ") && !$0.contains("--from") }
@@ -22,6 +22,57 @@ final class ContainerfileTests: XCTestCase {
         }
         for directory in needed {
             XCTAssertTrue(copied.contains(directory), "the build stage does not COPY \(directory)/, which Package.swift needs")
+        }
+    }
+
+    /// Every system library module of Package.swift names its Debian -dev package
+    /// (`providers: [.apt([...])]`); SwiftPM finds them with pkg-config.
+    func testBuildStageInstallsEveryDevelopmentPackageTheManifestNames() throws {
+        let manifest = try String(contentsOf: repoRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        var packages: Set<String> = ["pkg-config"]
+        for match in manifest.matches(of: /\.apt\(\[([^\]]*)\]\)/) {
+            packages.formUnion(match.output.1.matches(of: /"([^"]+)"/).map { String($0.output.1) })
+        }
+        XCTAssertTrue(packages.isSuperset(of: ["liburing-dev", "libssl-dev"]), "the manifest's providers were not found: \(packages)")
+        let build = try XCTUnwrap(ContainerfileFixture().buildStage, "no `FROM ... AS build` stage")
+        XCTAssertEqual(packages.subtracting(build.aptPackages), [], "the build stage does not install these")
+    }
+
+    /// The run stage has no Swift toolchain, so the build must link the Swift runtime in.
+    func testBuildStageLinksTheSwiftRuntimeStatically() throws {
+        let build = try XCTUnwrap(ContainerfileFixture().buildStage)
+        let swiftBuilds = build.instructions.filter { $0.hasPrefix("RUN ") && $0.contains("swift build") }
+        XCTAssertFalse(swiftBuilds.isEmpty)
+        for instruction in swiftBuilds {
+            for command in instruction.components(separatedBy: "swift build").dropFirst() {
+                XCTAssertTrue(command.prefix { $0 != "&" && $0 != ")" }.contains("--static-swift-stdlib"), "a swift build without --static-swift-stdlib: \(instruction)")
+            }
+        }
+    }
+
+    /// The package of every library the image's two programs load, found from the built
+    /// binaries (see RuntimePackageSupport), must be installed by name in the run stage; only
+    /// libc6 may come from the base image, which cannot run apt-get without it.
+    func testRunStageInstallsThePackageOfEveryLibraryTheProgramsLoad() throws {
+        let readelf = try TestToolSupport.require("readelf", install: "Debian: apt-get install binutils")
+        _ = try TestToolSupport.require("dpkg", install: "a Debian host")
+        let relay = try XCTUnwrap(serverBinary(), "no mediarelay executable beside the test bundle; run `swift build` first")
+        let run = try XCTUnwrap(ContainerfileFixture().runStage)
+        let installed = run.aptPackages.union(["libc6"])
+        let cache = try RuntimePackageSupport.loaderCache()
+        var librariesOf: [String: [RuntimePackageSupport.SystemLibrary]] = [:]
+        for program in ["mediarelay", "mediarelay-load"] {
+            let binary = relay.deletingLastPathComponent().appendingPathComponent(program).path
+            librariesOf[program] = try RuntimePackageSupport.systemLibraries(of: binary, readelf: readelf, loaderCache: cache)
+        }
+        let owners = try RuntimePackageSupport.owningPackages(of: Array(Set(librariesOf.values.joined().map(\.path))))
+        for (program, libraries) in librariesOf.sorted(by: { $0.key < $1.key }) {
+            XCTAssertTrue(libraries.contains { $0.soname.hasPrefix("liburing.so") }, "the walk found too little to be working: \(libraries)")
+            for library in libraries {
+                let package = try XCTUnwrap(owners[library.path], "dpkg -S knows no package for \(library.path) (\(library.soname))")
+                XCTAssertTrue(installed.contains(package),
+                              "\(program): \(library.soname) (needed by \(library.neededBy)) comes from \(package), which the run stage does not install")
+            }
         }
     }
 }
