@@ -102,6 +102,8 @@ final class DeployFilesTests: XCTestCase {
             "ProtectSystem=strict", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
             "ExecStart=/usr/local/bin/mediarelay --config /etc/mediarelay/config.json",
             "ExecReload=/bin/kill -HUP $MAINPID",
+            // TURN over TLS on 443 as DynamicUser's unprivileged uid.
+            "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE",
         ] {
             XCTAssertTrue(settings.contains(required), "unit lacks \(required)")
         }
