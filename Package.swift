@@ -63,7 +63,8 @@ let package = Package(
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TestPorts", "TestSupport"]),
-        .testTarget(name: "DeployTests"),
+        // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
+        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,135 @@
+import Foundation
+import XCTest
+
+/// The Kubernetes version whose API schemas the manifests are checked against: the oldest the
+/// manifests are meant for. Everything they use is GA there (DaemonSet maxSurge, policy/v1).
+let kubernetesVersion = "1.30"
+
+/// Kinds from CRDs, which kubernetes-validate has no schema for (it ships the core API's only):
+/// they are checked for shape here, and their real check is the API server that has the CRD.
+let customResourceKinds: [String: String] = [
+    "ServiceMonitor": "monitoring.coreos.com/v1, the Prometheus Operator's",
+    "Certificate": "cert-manager.io/v1, cert-manager's",
+]
+
+final class KubernetesManifestTests: XCTestCase {
+    /// `kubernetes-validate --strict`: every field known to the schema of `kubernetesVersion`
+    /// with the right type. A kind it has no schema for only earns a warning and exit 0, so the
+    /// output is read: a document passes only with an INFO line, or is a known custom resource.
+    func testEveryManifestMatchesTheAPISchemasOfTheStatedVersion() throws {
+        let validator = try TestToolSupport.require(
+            "kubernetes-validate", install: "pip install kubernetes-validate",
+            preferred: [repoRoot.appendingPathComponent(".build/test-tools/bin")])
+        let manifests = try KubernetesManifestFixture()
+        XCTAssertGreaterThanOrEqual(manifests.files.count, 8, "deploy/kubernetes lost files")
+        let result = try runTool(validator, ["--strict", "--kubernetes-version", kubernetesVersion] + manifests.files.map(\.path))
+        XCTAssertEqual(result.status, 0, result.output)
+        let lines = result.output.split(separator: "\n").map(String.init)
+
+        for document in manifests.documents {
+            let passed = lines.contains {
+                $0.hasPrefix("INFO \(document.file.path) passed for resource \(document.kind.lowercased())/\(document.name) against version \(kubernetesVersion)")
+            }
+            if let origin = customResourceKinds[document.kind] {
+                XCTAssertTrue(passed || lines.contains { $0.hasPrefix("WARN \(document.file.path) Couldn't find schema for kind \(document.kind)") },
+                              "\(document.kind) (\(origin)) was neither validated nor reported without a schema: \(result.output)")
+                XCTAssertFalse(document.name.isEmpty, "\(document.file.lastPathComponent): \(document.kind) without metadata.name")
+                XCTAssertNotNil(document.object["spec"] as? [String: Any], "\(document.file.lastPathComponent): \(document.kind) without spec")
+            } else {
+                XCTAssertTrue(passed, "\(document.file.lastPathComponent): \(document.kind)/\(document.name) was not validated against \(kubernetesVersion): \(result.output)")
+            }
+        }
+        // A warning for any other kind means a typo in kind or apiVersion went unchecked.
+        for line in lines where line.hasPrefix("WARN ") || line.hasPrefix("ERROR ") || line.hasPrefix("FATAL ") {
+            XCTAssertTrue(customResourceKinds.keys.contains { line.contains("for kind \($0) ") }, line)
+        }
+    }
+
+    func testTheDaemonSetRunsOneRelayPerNodeOnTheNodesNetwork() throws {
+        let manifests = try KubernetesManifestFixture()
+        let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.hostNetwork") as? Bool, true)
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.dnsPolicy") as? String, "ClusterFirstWithHostNet")
+        // The next pod binds the same node ports: no surge, one node at a time.
+        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxSurge") as? Int, 0)
+        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxUnavailable") as? Int, 1)
+        // The preStop hook signals PID 1; a shared process namespace would make that the pause process.
+        XCTAssertNotEqual(daemonSet.value(at: "spec.template.spec.shareProcessNamespace") as? Bool, true)
+
+        let container = try XCTUnwrap(manifests.relayContainer)
+        let ports = (container["ports"] as? [[String: Any]] ?? []).map { "\($0["containerPort"] ?? "?")/\($0["protocol"] ?? "TCP")" }
+        XCTAssertEqual(Set(ports), ["9480/TCP", "3478/UDP", "3478/TCP", "443/TCP"])
+        XCTAssertEqual((container["readinessProbe"] as? [String: Any]).flatMap { $0["httpGet"] as? [String: Any] }?["path"] as? String, "/readyz")
+        XCTAssertEqual((container["livenessProbe"] as? [String: Any]).flatMap { $0["httpGet"] as? [String: Any] }?["path"] as? String, "/healthz")
+        for probe in ["readinessProbe", "livenessProbe"] {
+            XCTAssertEqual(((container[probe] as? [String: Any])?["httpGet"] as? [String: Any])?["port"] as? Int, 9480, "\(probe) must ask the control port")
+        }
+    }
+
+    /// The hook starts the drain and outlasts it (a second SIGTERM, the kubelet's, would end
+    /// it early), and the grace period outlasts the hook.
+    func testThePreStopHookDrainsForDrainSecondsWithinTheGracePeriod() throws {
+        let manifests = try KubernetesManifestFixture()
+        let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
+        let command = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.containers.0.lifecycle.preStop.exec.command") as? [String])
+        XCTAssertEqual(Array(command.prefix(2)), ["/bin/sh", "-c"])
+        let script = try XCTUnwrap(command.last)
+        XCTAssertTrue(script.hasPrefix("kill -TERM 1;"), "the hook must start the drain itself: \(script)")
+        let sleep = try XCTUnwrap(script.firstMatch(of: /sleep (\d+)/).flatMap { Int($0.output.1) }, "no sleep in \(script)")
+        let drain = try XCTUnwrap(manifests.relayConfig("config.json").object["drain_seconds"] as? Int)
+        let grace = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.terminationGracePeriodSeconds") as? Int)
+        XCTAssertGreaterThanOrEqual(sleep, drain, "the kubelet's SIGTERM after the hook would cut the drain short")
+        XCTAssertGreaterThanOrEqual(grace, sleep + 10, "the grace period must leave the relay time to exit after the drain")
+    }
+
+    /// A DaemonSet has no scale subresource, so Kubernetes accepts only an integer minAvailable
+    /// for its pods; the schema cannot say so.
+    func testThePodDisruptionBudgetUsesAnIntegerMinAvailable() throws {
+        let manifests = try KubernetesManifestFixture()
+        let budget = try XCTUnwrap(manifests.document(kind: "PodDisruptionBudget", name: "mediarelay"))
+        XCTAssertNil(budget.value(at: "spec.maxUnavailable"))
+        XCTAssertNotNil(budget.value(at: "spec.minAvailable") as? Int, "minAvailable must be an integer, not a percentage")
+        let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
+        XCTAssertEqual(budget.value(at: "spec.selector.matchLabels") as? [String: String],
+                       daemonSet.value(at: "spec.selector.matchLabels") as? [String: String])
+    }
+
+    func testTheHeadlessServiceNamesEveryRelayPort() throws {
+        let manifests = try KubernetesManifestFixture()
+        let service = try XCTUnwrap(manifests.document(kind: "Service", name: "mediarelay"))
+        XCTAssertEqual(service.value(at: "spec.clusterIP") as? String, "None")
+        let servicePorts = (service.value(at: "spec.ports") as? [[String: Any]] ?? []).map { "\($0["name"] ?? "?") \($0["port"] ?? "?")/\($0["protocol"] ?? "TCP")" }
+        let containerPorts = (manifests.relayContainer?["ports"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "?") \($0["containerPort"] ?? "?")/\($0["protocol"] ?? "TCP")" }
+        XCTAssertEqual(Set(servicePorts), Set(containerPorts))
+        XCTAssertEqual(service.value(at: "spec.selector") as? [String: String], ["app.kubernetes.io/name": "mediarelay"])
+    }
+
+    /// The certificate lands where the DaemonSet mounts it and where config.next.json reads it.
+    func testTheTLSSecretFollowsCertManagersLayout() throws {
+        let manifests = try KubernetesManifestFixture()
+        let certificate = try XCTUnwrap(manifests.document(kind: "Certificate", name: "mediarelay-tls"))
+        let secretName = try XCTUnwrap(certificate.value(at: "spec.secretName") as? String)
+        let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
+        let volumes = daemonSet.value(at: "spec.template.spec.volumes") as? [[String: Any]] ?? []
+        let volume = try XCTUnwrap(volumes.first { ($0["secret"] as? [String: Any])?["secretName"] as? String == secretName })
+        let mounts = manifests.relayContainer?["volumeMounts"] as? [[String: Any]] ?? []
+        let mountPath = try XCTUnwrap(mounts.first { $0["name"] as? String == volume["name"] as? String }?["mountPath"] as? String)
+        let next = try manifests.relayConfig("config.next.json").object
+        XCTAssertEqual(next["tls_cert"] as? String, mountPath + "/tls.crt")
+        XCTAssertEqual(next["tls_key"] as? String, mountPath + "/tls.key")
+    }
+
+    /// config.next.json is config.json plus the keys the relay does not have yet, so the two
+    /// cannot drift apart before the switch.
+    func testTheNextConfigOnlyAddsTheKeysStillToCome() throws {
+        let manifests = try KubernetesManifestFixture()
+        let running = try manifests.relayConfig("config.json")
+        let next = try manifests.relayConfig("config.next.json")
+        XCTAssertFalse(running.object.isEmpty, "config.json did not parse: \(running.text)")
+        XCTAssertFalse(next.object.isEmpty, "config.next.json did not parse: \(next.text)")
+        for (key, value) in running.object {
+            XCTAssertEqual(next.object[key].map { "\($0)" }, "\(value)", "config.next.json differs from config.json at \(key)")
+        }
+        XCTAssertEqual(Set(next.object.keys).subtracting(running.object.keys), DaemonSetCommandTests.keysStillToCome)
+    }
+}
