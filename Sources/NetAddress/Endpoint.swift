@@ -16,6 +16,21 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
     /// IPv6 scope (interface index) for link-local addresses; 0 otherwise.
     public var scope: UInt32
 
+    // Written out rather than synthesized, so that they inline into other modules: the relay
+    // compares and hashes endpoints per datagram (send runs, forward-rule clients, TURN 5-tuples).
+    @inlinable
+    public static func == (a: Endpoint, b: Endpoint) -> Bool {
+        a.high == b.high && a.low == b.low && a.port == b.port && a.scope == b.scope
+    }
+
+    @inlinable
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(high)
+        hasher.combine(low)
+        hasher.combine(port)
+        hasher.combine(scope)
+    }
+
     @usableFromInline static let mappedPrefix: UInt64 = 0x0000_FFFF  // the upper half of low for ::ffff:0:0/96
 
     @inlinable
