@@ -15,14 +15,20 @@ public struct SocketID: Hashable, Sendable {
 /// own numbering and the index of its entry. Every event from the socket carries it, so the
 /// owner dispatches on it directly, without a second table kept in step with the engine's.
 /// `unowned` (role 0) is never dispatched: a socket being closed, or one not yet given out.
+///
+/// Packed in 32 bits (role in the top 8, index in the low 24), so that recording a datagram
+/// stores one word for it: the index of a table entry stays below 16,777,216.
 public struct OwnerTag: Equatable, Sendable {
-    public var role: UInt8
-    public var index: Int32
+    public let rawValue: UInt32
 
+    @inlinable
     public init(role: UInt8, index: Int32) {
-        self.role = role
-        self.index = index
+        precondition(index >= 0 && index < 1 << 24, "an owner tag's index is 0..<16777216")
+        rawValue = UInt32(role) << 24 | UInt32(index)
     }
+
+    @inlinable public var role: UInt8 { UInt8(truncatingIfNeeded: rawValue >> 24) }
+    @inlinable public var index: Int32 { Int32(bitPattern: rawValue & 0xFF_FFFF) }
 
     public static let unowned = OwnerTag(role: 0, index: 0)
 }
