@@ -6,7 +6,7 @@ public enum DropReason: Int, Sendable, CaseIterable {
     case unknownSource
     /// From a source other than the one a session leg latched onto.
     case hijack
-    /// Beyond a leg's max_packets_per_second.
+    /// Beyond a leg's max_packets_per_second or max_bytes_per_second.
     case rateLimit
     /// From a source outside the session's allowed_sources.
     case sourceNotAllowed
@@ -22,6 +22,8 @@ public enum DropReason: Int, Sendable, CaseIterable {
     case noDestination
     /// A new forward-rule client found no free port (clients may hold half the range).
     case noPort
+    /// Beyond the relay-wide --egress-rate (the shared bucket was empty).
+    case egress
 
     public var name: String {
         switch self {
@@ -35,13 +37,14 @@ public enum DropReason: Int, Sendable, CaseIterable {
         case .sendError: "send_error"
         case .noDestination: "no_destination"
         case .noPort: "no_port"
+        case .egress: "egress"
         }
     }
 }
 
 /// Drop counts by reason in a fixed table: counting never allocates.
 public struct DropCounts: Sendable {
-    var counts = InlineArray<10, UInt64>(repeating: 0)
+    var counts = InlineArray<11, UInt64>(repeating: 0)
 
     public init() {}
 

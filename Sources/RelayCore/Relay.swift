@@ -27,6 +27,7 @@ public final class Relay: Sendable {
         ruleShares = settings.rules.map(RuleShared.init)
         sessionCap = Atomic(settings.maxSessions)
         if let turn = settings.turn { settings.turnShared.update(turn.limits) }
+        settings.turnShared.setECNMarking(settings.ecnMarking)
     }
 
     /// Starts every worker and waits until each has its engine and listeners. Returns the
@@ -88,12 +89,14 @@ public final class Relay: Sendable {
     public var maxSessions: Int { sessionCap.load(ordering: .relaxed) }
 
     /// Changes the caps that may change while the relay runs (a config reload): the session cap,
-    /// every forward rule's client cap and client idle timeout, and TURN's reloadable quotas.
+    /// every forward rule's client cap and client idle timeout, TURN's reloadable quotas and
+    /// whether new TURN allocations mark CE (forward rules keep the marking they started with).
     /// Existing sessions, clients and channels stay, even beyond a lowered cap; only new ones
     /// are refused.
     public func updateLimits(_ limits: RelayLimits) {
         sessionCap.store(limits.maxSessions, ordering: .relaxed)
         if settings.turn != nil { settings.turnShared.update(limits.turn) }
+        settings.turnShared.setECNMarking(limits.ecnMarking)
         for share in ruleShares {
             share.maxClients.store(limits.maxClientsPerRule, ordering: .relaxed)
             share.idleTimeoutSeconds.store(limits.clientIdleTimeoutSeconds, ordering: .relaxed)

@@ -9,11 +9,16 @@ public struct RelayLimits: Sendable, Equatable {
     public var clientIdleTimeoutSeconds: Int
     /// The TURN server's reloadable quotas (ignored without TURN).
     public var turn: TurnLimits
+    /// Whether new TURN allocations mark ECT datagrams CE (--ecn-marking; new sessions take it
+    /// from the control API's defaults).
+    public var ecnMarking: Bool
 
-    public init(maxSessions: Int, maxClientsPerRule: Int, clientIdleTimeoutSeconds: Int, turn: TurnLimits = TurnLimits()) {
+    public init(maxSessions: Int, maxClientsPerRule: Int, clientIdleTimeoutSeconds: Int, turn: TurnLimits = TurnLimits(),
+                ecnMarking: Bool = true) {
         self.maxSessions = maxSessions
         self.maxClientsPerRule = maxClientsPerRule
         self.clientIdleTimeoutSeconds = clientIdleTimeoutSeconds
         self.turn = turn
+        self.ecnMarking = ecnMarking
     }
 }

@@ -23,6 +23,13 @@ public struct RelaySettings: Sendable {
     public var turn: TurnSettings?
     public var turnListeners: [Endpoint] = []
     public let turnShared = TurnShared()
+    /// Whether forward rules mark ECT datagrams CE at the egress cap (sessions carry their own
+    /// setting; TURN reads the one in force from `turnShared`, which `Relay` sets from this).
+    public var ecnMarking = true
+    /// Where in a limit's burst marking starts, for every limit.
+    public var ecnThresholds = ECNThresholds()
+    /// The relay-wide egress cap (--egress-rate); nil: none.
+    public var egress: EgressBucket?
 
     public init(ports: ClosedRange<UInt16>, relayAddress: Endpoint = Endpoint(ipv4: 0, port: 0),
                 advertiseAddress: Endpoint = Endpoint(ipv4: 0x7F00_0001, port: 0)) {

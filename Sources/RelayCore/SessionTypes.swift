@@ -10,6 +10,12 @@ public struct SessionRequest: Sendable {
     public var idleTimeoutSeconds = 60
     /// Per leg; 0 means no limit.
     public var maxPacketsPerSecond = 0
+    /// Per leg, UDP payload bytes; 0 means no limit. With both limits a datagram passes the
+    /// packet limit, then the byte limit (two policers in series).
+    public var maxBytesPerSecond = 0
+    /// Whether the relay marks this session's ECT datagrams CE at its rate limits and the
+    /// egress cap before it drops them (`ECNThresholds`); off: drops only, as before.
+    public var ecnMarking = true
     /// A latched leg silent this long may latch onto a new source (NAT rebinding)...
     public var relatchAfterSeconds = 5
     /// ...if this policy allows that source.
@@ -34,6 +40,9 @@ public struct LegCounters: Sendable {
     public var ecnIn = InlineArray<4, UInt64>(repeating: 0)
     public var ecnOut = InlineArray<4, UInt64>(repeating: 0)
     public var drops = DropCounts()
+    /// Datagrams received here that the relay marked CE, by cause (CE that arrived is in
+    /// `ecnIn`, never here).
+    public var ceMarked = CEMarkCounts()
     public var relatches: UInt64 = 0
 
     public init() {}

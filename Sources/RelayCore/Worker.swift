@@ -21,6 +21,8 @@ final class Worker {
     /// The TURN server's share on this worker, when TURN is configured. A constant, so the
     /// packet path calls into it without retaining it per datagram.
     let turnTable: TurnTable?
+    /// This worker's share of the egress cap, used by all three tables.
+    let egress: EgressShare
     @exclusivity(unchecked) var drops = DropCounts()
     var now: UInt64 = MonotonicClock.now()
     var lastHousekeeping: UInt64 = 0
@@ -31,11 +33,12 @@ final class Worker {
         self.settings = settings
         engine = try DatagramEngine(configuration: settings.engine)
         let opener = PortOpener(engine: engine, ports: settings.ports, socketOptions: settings.socketOptions)
-        forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, now: now)
-        sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, now: now)
+        egress = EgressShare(settings.egress)
+        forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, now: now, egress: egress)
+        sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, now: now, egress: egress)
         if let turn = settings.turn {
             turnTable = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
-                                  socketOptions: settings.socketOptions, now: now)
+                                  socketOptions: settings.socketOptions, now: now, egress: egress)
         } else {
             turnTable = nil
         }
@@ -67,6 +70,7 @@ final class Worker {
         for index in 0..<count { route(engine.received(index)) }
         engine.flush()
         turnTable?.flushed()
+        egress.endTurn()
         if shared.pendingCommands.load(ordering: .relaxed) > 0 {
             for command in shared.takeCommands() { execute(command) }
         }
@@ -113,6 +117,8 @@ final class Worker {
         stats.drops = drops
         stats.drops.merge(forwardRules.drops)
         stats.drops.merge(sessions.drops)
+        stats.ceMarks = sessions.marks
+        stats.ceMarks.merge(forwardRules.marks)
         stats.sessions = sessions.count
         stats.forwardClients = forwardRules.clientCount
         stats.sockets = engine.socketCount
@@ -122,7 +128,10 @@ final class Worker {
         stats.lifecycle.sessionsExpired = sessions.sessionsExpired
         stats.lifecycle.clientsCreated = forwardRules.clientsCreated
         stats.lifecycle.clientsExpired = forwardRules.clientsExpired
-        if let table = turnTable { stats.turn = table.stats }
+        if let table = turnTable {
+            stats.turn = table.stats
+            stats.ceMarks.merge(table.counters.ceMarks)
+        }
         stats.lastTruncated = engine.lastTruncated
         stats.publishedAt = now
         let cpu = CPUTime.thread()  // this worker's thread only

@@ -19,6 +19,9 @@ public struct WorkerStats: Sendable {
     /// Drops decided by the relay (the engine's own — truncated, kernel, send errors — are in
     /// `engine`; `allDrops` merges both).
     public var drops = DropCounts()
+    /// CE marks the relay set, by cause, over sessions, forward rules and TURN (CE that arrived
+    /// is in `engine.ecnIn`).
+    public var ceMarks = CEMarkCounts()
     public var sessions = 0
     public var forwardClients = 0
     public var sockets = 0

@@ -29,7 +29,7 @@ final class TurnHarness {
     }
     let wall = Clock()
 
-    init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true,
+    init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, egress: EgressBucket? = nil,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
                                       secrets: ["rest-secret"])
@@ -43,7 +43,8 @@ final class TurnHarness {
         configure(&settings)
         self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits), ports: PortPool(range: self.ports.range), now: now)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits), ports: PortPool(range: self.ports.range),
+                          now: now, egress: EgressShare(egress))
         let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))

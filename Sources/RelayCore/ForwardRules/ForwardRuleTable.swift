@@ -30,6 +30,8 @@ final class ForwardRuleTable {
     let engine: DatagramEngine
     let settings: RelaySettings
     let opener: PortOpener
+    /// This worker's share of the egress cap (shared with its other tables).
+    let egress: EgressShare
     // The tables below are read and written per datagram by this worker's thread only, and no
     // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
     // 80 instructions each) buy nothing on them.
@@ -41,15 +43,20 @@ final class ForwardRuleTable {
     @exclusivity(unchecked) var clientsByRule: [[Endpoint: Int32]] = []
     var clientCount = 0
     @exclusivity(unchecked) var drops = DropCounts()
+    /// CE marks set at the egress cap (rules have no limit of their own).
+    @exclusivity(unchecked) var marks = CEMarkCounts()
+    @exclusivity(unchecked) var random = MarkingRandom()
     var clientsCreated: UInt64 = 0
     var clientsExpired: UInt64 = 0
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
     /// socket, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64) {
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
+         egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
         self.opener = opener
+        self.egress = egress
         self.now = now
     }
 
@@ -78,8 +85,9 @@ final class ForwardRuleTable {
         }
         rules[rule].lastClient = (datagram.source, Int32(client))
         clients[client]!.lastHeard = now
+        guard let marking = egressAdmits(datagram, rules[rule].rule.policy.apply(datagram.trafficClass)) else { return }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: rules[rule].rule.upstream,
-                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
+                       trafficClass: marking, bytes: datagram.bytes)
     }
 
     @inline(__always)
@@ -90,7 +98,24 @@ final class ForwardRuleTable {
         // the relay a reflector towards its clients.
         guard datagram.source == rules[rule].rule.upstream else { return drops.add(.unknownSource) }
         clients[client]!.lastHeard = now
-        engine.enqueue(socket: rules[rule].listener, to: state.source,
-                       trafficClass: rules[rule].rule.policy.apply(datagram.trafficClass), bytes: datagram.bytes)
+        guard let marking = egressAdmits(datagram, rules[rule].rule.policy.apply(datagram.trafficClass)) else { return }
+        engine.enqueue(socket: rules[rule].listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
+    }
+
+    /// The egress cap's verdict on `datagram` leaving with `marking`: the marking to send with,
+    /// or nil when the cap drops it (counted). Rules mark as `--ecn-marking` said at start.
+    @inline(__always)
+    private func egressAdmits(_ datagram: ReceivedDatagram, _ marking: TrafficClass) -> TrafficClass? {
+        guard egress.isOn else { return marking }
+        switch egress.police(datagram.bytes.count, marking.ecn, now: now, marks: settings.ecnMarking,
+                             thresholds: settings.ecnThresholds, random: &random) {
+        case .pass: return marking
+        case .mark:
+            marks.add(.egress)
+            return marking.markedCE
+        case .drop:
+            drops.add(.egress)
+            return nil
+        }
     }
 }

@@ -35,8 +35,9 @@ extension SessionTable {
                 socket: socket, address: address, session: sessionIndex,
                 firstLeg: first + (offset < count ? 0 : Int32(count)), legCount: Int32(count),
                 policy: request.policy, relatchAfter: UInt64(request.relatchAfterSeconds) * second, relatch: request.relatch,
-                rateLimit: UInt64(request.maxPacketsPerSecond), tokens: UInt64(request.maxPacketsPerSecond) * second,
-                lastRefill: now)
+                packetLimit: Policer(rate: UInt64(request.maxPacketsPerSecond), now: now),
+                byteLimit: Policer(rate: UInt64(request.maxBytesPerSecond), now: now),
+                ecnMarking: request.ecnMarking)
             let index = Int(first) + offset
             if index < legs.count { legs[index] = state } else { legs.append(state) }
             engine.setOwner(socket, OwnerTag(.leg, Int32(index)))

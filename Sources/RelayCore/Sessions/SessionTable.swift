@@ -21,9 +21,10 @@ final class SessionTable {
         var policy: MarkingPolicy
         var relatchAfter: UInt64
         var relatch: RelatchPolicy
-        var rateLimit: UInt64
-        var tokens: UInt64 = 0
-        var lastRefill: UInt64 = 0
+        /// max_packets_per_second, then max_bytes_per_second: two policers in series.
+        var packetLimit: Policer
+        var byteLimit: Policer
+        var ecnMarking: Bool
         var counters = LegCounters()
     }
 
@@ -41,6 +42,9 @@ final class SessionTable {
     let engine: DatagramEngine
     let settings: RelaySettings
     let opener: PortOpener
+    /// This worker's share of the egress cap (shared with its other tables).
+    let egress: EgressShare
+    let thresholds: ECNThresholds
     /// The addresses that reach this relay, built once from the settings (see `isRelayOwn`).
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
@@ -57,15 +61,21 @@ final class SessionTable {
     var freeSessions: [Int32] = []
     var sessionsByID: [String: Int32] = [:]
     @exclusivity(unchecked) var drops = DropCounts()
+    /// CE marks this table set, by cause (the worker's total is the sum over its tables).
+    @exclusivity(unchecked) var marks = CEMarkCounts()
+    @exclusivity(unchecked) var random = MarkingRandom()
     var sessionsCreated: UInt64 = 0
     var sessionsDeleted: UInt64 = 0
     var sessionsExpired: UInt64 = 0
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64) {
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
+         egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
         self.opener = opener
+        self.egress = egress
+        thresholds = settings.ecnThresholds
         ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
         self.now = now
@@ -79,30 +89,70 @@ final class SessionTable {
             guard latch(leg, datagram.source) else { return }
         }
         legs[leg].lastHeard = now
-        if legs[leg].rateLimit > 0 && !takeToken(leg) {
-            legs[leg].counters.drops.add(.rateLimit)
-            drops.add(.rateLimit)
-            return
+        // The policy first: a datagram it sends Not-ECT (`"ecn": "clear"`) is never marked.
+        var marking = legs[leg].policy.apply(datagram.trafficClass)
+        if legs[leg].packetLimit.isLimited || legs[leg].byteLimit.isLimited {
+            guard let policed = police(leg, marking, bytes: datagram.bytes.count) else { return }
+            marking = policed
         }
-        let marking = legs[leg].policy.apply(datagram.trafficClass)
         legs[leg].counters.packetsIn &+= 1
         legs[leg].counters.bytesIn &+= UInt64(datagram.bytes.count)
         legs[leg].counters.ecnIn[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
         let first = Int(legs[leg].firstLeg)
-        var forwarded = false
+        var latched = false
         for other in first..<(first + Int(legs[leg].legCount)) where other != leg {
             guard let peer = legs[other].latched else { continue }
-            engine.enqueue(socket: legs[other].socket, to: peer, trafficClass: marking, bytes: datagram.bytes)
+            latched = true
+            var out = marking
+            if egress.isOn {
+                switch egress.police(datagram.bytes.count, out.ecn, now: now, marks: legs[leg].ecnMarking,
+                                     thresholds: thresholds, random: &random) {
+                case .pass: break
+                case .mark: out = out.markedCE; count(leg, .egress)
+                case .drop:
+                    legs[leg].counters.drops.add(.egress)
+                    drops.add(.egress)
+                    continue
+                }
+            }
+            engine.enqueue(socket: legs[other].socket, to: peer, trafficClass: out, bytes: datagram.bytes)
             legs[other].counters.packetsOut &+= 1
             legs[other].counters.bytesOut &+= UInt64(datagram.bytes.count)
-            legs[other].counters.ecnOut[Int(marking.ecn.rawValue)] &+= 1
-            forwarded = true
+            legs[other].counters.ecnOut[Int(out.ecn.rawValue)] &+= 1
         }
-        if !forwarded {
+        if !latched {
             legs[leg].counters.drops.add(.noDestination)
             drops.add(.noDestination)
         }
     }
+
+    /// The leg's limits in series, datagrams then bytes: the marking to send with (CE when
+    /// either marks), or nil when either is empty (the drop counted).
+    @inline(__always)
+    private func police(_ leg: Int, _ marking: TrafficClass, bytes: Int) -> TrafficClass? {
+        let marks = legs[leg].ecnMarking
+        let byPackets = legs[leg].packetLimit.police(1, marking.ecn, now: now, marks: marks, thresholds: thresholds, random: &random)
+        let byBytes = byPackets == .drop ? .drop
+            : legs[leg].byteLimit.police(UInt64(bytes), marking.ecn, now: now, marks: marks, thresholds: thresholds, random: &random)
+        switch (byPackets, byBytes) {
+        case (.drop, _), (_, .drop):
+            legs[leg].counters.drops.add(.rateLimit)
+            drops.add(.rateLimit)
+            return nil
+        case (.mark, _), (_, .mark):
+            count(leg, .rateLimit)
+            return marking.markedCE
+        default:
+            return marking
+        }
+    }
+
+    @inline(__always)
+    private func count(_ leg: Int, _ cause: CEMarkCause) {
+        legs[leg].counters.ceMarked.add(cause)
+        marks.add(cause)
+    }
+
     /// Latches `leg` onto `source` when allowed: the leg is new, or silent for longer than
     /// relatch_after and the session's relatch policy accepts the source (by default only one
     /// with the latched peer's address: a NAT rebinding, not a stranger after a receive-only
@@ -141,16 +191,5 @@ final class SessionTable {
         legs[leg].counters.drops.add(reason)
         drops.add(reason)
         return false
-    }
-
-    /// Token bucket in nano-tokens: a second's worth of burst at most.
-    private func takeToken(_ leg: Int) -> Bool {
-        let rate = legs[leg].rateLimit
-        let elapsed = min(now &- legs[leg].lastRefill, 1_000_000_000)
-        legs[leg].tokens = min(legs[leg].tokens &+ elapsed &* rate, rate &* 1_000_000_000)
-        legs[leg].lastRefill = now
-        guard legs[leg].tokens >= 1_000_000_000 else { return false }
-        legs[leg].tokens &-= 1_000_000_000
-        return true
     }
 }

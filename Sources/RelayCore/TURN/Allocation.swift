@@ -43,6 +43,9 @@ public struct AllocationCounters: Sendable {
     public var ecnFromClient = InlineArray<4, UInt64>(repeating: 0)
     public var ecnFromPeers = InlineArray<4, UInt64>(repeating: 0)
     public var dropped: UInt64 = 0
+    /// Datagrams of either direction that the relay marked CE, by cause (CE that arrived is in
+    /// the two counts above).
+    public var ceMarked = CEMarkCounts()
 
     public init() {}
 }
@@ -62,9 +65,11 @@ struct Allocation {
     var permissions: [Endpoint: UInt64] = [:]
     var channels = ChannelTable()
     var counters = AllocationCounters()
-    /// Token bucket for the bandwidth quota, in bytes x 1e9 (nanosecond resolution).
-    var tokens: UInt64 = 0
-    var lastRefill: UInt64 = 0
+    /// The bandwidth quota (--turn-bandwidth), both directions together.
+    var bandwidth = Policer(rate: 0, now: 0)
+    /// Whether `bandwidth` and the egress cap mark its ECT datagrams CE (--ecn-marking when it
+    /// was allocated).
+    var ecnMarking = true
     /// False for `vacant`, the filler of an index whose allocation is gone.
     var live = true
 

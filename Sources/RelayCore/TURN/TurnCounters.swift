@@ -26,6 +26,8 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
     /// A request that could only be refused without authentication (a challenge, 438, 400),
     /// from a source address past its `TurnLimits.unauthenticatedRate`: not answered at all.
     case unauthenticatedRate
+    /// Past the relay-wide --egress-rate (the shared bucket was empty).
+    case egress
 
     public var name: String {
         switch self {
@@ -39,6 +41,7 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
         case .forbiddenPeer: "forbidden_peer"
         case .staleRelayedPeer: "stale_relayed_peer"
         case .unauthenticatedRate: "unauthenticated_rate"
+        case .egress: "egress"
         }
     }
 }
@@ -51,7 +54,7 @@ public struct TurnCounters: Sendable {
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
-    public var drops = InlineArray<10, UInt64>(repeating: 0)
+    public var drops = InlineArray<11, UInt64>(repeating: 0)
     /// Peers refused by the peer policy (CreatePermission, ChannelBind, Send), by reason: what
     /// an operator reads to see a client probing the relay's own or internal addresses.
     public var peerRefusals = InlineArray<9, UInt64>(repeating: 0)
@@ -64,6 +67,8 @@ public struct TurnCounters: Sendable {
     public var bindingRequests: UInt64 = 0
     /// ChannelBind requests for a new channel refused with 508 at `TurnLimits.maxChannels`.
     public var channelsRefused: UInt64 = 0
+    /// CE marks set on relayed datagrams, by cause.
+    public var ceMarks = CEMarkCounts()
 
     public init() {}
 
@@ -117,5 +122,6 @@ extension TurnCounters: SummedCounters {
         authFailures.add(other.authFailures)
         drops.add(other.drops)
         peerRefusals.add(other.peerRefusals)
+        ceMarks.merge(other.ceMarks)
     }
 }

@@ -25,6 +25,9 @@ public struct TurnSettings: Sendable {
     public var maxAllocations = 0
     /// Bytes per second relayed per allocation, both directions together; 0 means no limit.
     public var bandwidthPerAllocation: UInt64 = 0
+    /// Where in the quota's burst (and the egress cap's) ECT datagrams start being marked CE;
+    /// whether they are is in `TurnShared.ecnMarking`.
+    public var ecnThresholds = ECNThresholds()
     /// Permissions per allocation: each is a peer the relay talks to for the client.
     public var maxPermissions = 64
     /// The reloadable quotas at start; the workers read the ones in force from `TurnShared`.

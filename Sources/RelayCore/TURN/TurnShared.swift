@@ -17,6 +17,7 @@ public final class TurnShared: Sendable {
     public let relayedPorts = RelayedPorts()
     private let maxChannelsNow: Atomic<Int>
     private let unauthenticatedRateNow: Atomic<Int>
+    private let ecnMarkingNow = Atomic<Bool>(true)
 
     public init(limits: TurnLimits = TurnLimits()) {
         maxChannelsNow = Atomic(limits.maxChannels)
@@ -35,6 +36,12 @@ public final class TurnShared: Sendable {
         maxChannelsNow.store(limits.maxChannels, ordering: .relaxed)
         unauthenticatedRateNow.store(limits.unauthenticatedRate, ordering: .relaxed)
     }
+
+    /// Whether new allocations mark ECT datagrams CE at their quota and the egress cap
+    /// (--ecn-marking, reloadable: each allocation keeps what it was made with).
+    public var ecnMarking: Bool { ecnMarkingNow.load(ordering: .relaxed) }
+
+    public func setECNMarking(_ on: Bool) { ecnMarkingNow.store(on, ordering: .relaxed) }
 
     /// Counts a new allocation for `user` unless a quota says no: 486 per user, 508 in total.
     func admit(_ user: String, perUser: Int, total: Int) -> ErrorCode? {

@@ -84,8 +84,8 @@ extension TurnTable {
             if relay.advertised.isIPv4 { allocation.relay4 = relay } else { allocation.relay6 = relay }
             engine.setOwner(relay.socket, OwnerTag(.turnRelay, index))
         }
-        allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
-        allocation.lastRefill = now
+        allocation.bandwidth = Policer(rate: settings.bandwidthPerAllocation, now: now)
+        allocation.ecnMarking = shared.ecnMarking
         if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
         byClient[client] = index
         counters.allocationsCreated &+= 1

@@ -17,6 +17,8 @@ final class TurnTable {
     let shared: TurnShared
     let ports: PortPool
     let socketOptions: SocketOptions
+    /// This worker's share of the egress cap (shared with its other tables).
+    let egress: EgressShare
     /// Monotonic nanoseconds, set by the owner before each batch.
     var now: UInt64
     // The state below is read and written per datagram by the worker's thread only, and no
@@ -38,13 +40,15 @@ final class TurnTable {
     /// Relayed sockets of removed allocations, closed after the engine's next flush.
     var closing: [RelayedSocket] = []
     @exclusivity(unchecked) var counters = TurnCounters()
+    @exclusivity(unchecked) var random = MarkingRandom()
     let arena: OutgoingArena
     /// Data indications need a transaction id; a counter from a random start is unique enough.
     @exclusivity(unchecked) var indicationID = TransactionID.random()
 
     init(engine: DatagramEngine, settings: TurnSettings, shared: TurnShared, ports: PortPool,
-         socketOptions: SocketOptions = SocketOptions(), now: UInt64) {
+         socketOptions: SocketOptions = SocketOptions(), now: UInt64, egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
+        self.egress = egress
         self.settings = settings
         self.shared = shared
         self.ports = ports
@@ -161,8 +165,9 @@ final class TurnTable {
             refused(a, .staleRelayedPeer)
             return false
         }
-        guard withinBandwidth(a, payload.count) else { return false }
-        engine.enqueue(socket: relay.socket, to: peer, trafficClass: settings.marking.apply(received), bytes: payload)
+        var marking = settings.marking.apply(received)
+        guard policed(a, payload.count, &marking), egressAdmits(a, payload.count, &marking) else { return false }
+        engine.enqueue(socket: relay.socket, to: peer, trafficClass: marking, bytes: payload)
         allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
         counters.bytesToPeers &+= UInt64(payload.count)
@@ -180,30 +185,32 @@ final class TurnTable {
         let permitted = if let binding { binding.permissionExpires > now } else { allocations[a].permits(peer, now: now) }
         guard permitted else { return refused(a, .noPermission) }
         let payload = datagram.bytes
-        guard withinBandwidth(a, payload.count) else { return }
+        var marking = settings.marking.apply(datagram.trafficClass)
+        guard policed(a, payload.count, &marking) else { return }
         let client = allocations[a].client
+        let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
+        // The egress cap counts what goes on the wire: the payload with its framing.
+        let size = channel != nil ? ChannelData.headerSize + payload.count
+            : DataIndication.overhead(for: peer) + (payload.count + 3) & ~3
+        guard egressAdmits(a, size, &marking) else { return }
         let framed: UnsafeMutableRawBufferPointer
-        if let binding, binding.expires > now {
-            let channel = binding.number
-            guard let out = room(ChannelData.headerSize + payload.count) else { return counters.add(.tooLarge) }
+        if let channel {
+            guard let out = room(size) else { return counters.add(.tooLarge) }
             ChannelData.writeHeader(channel: channel, length: payload.count, to: out, at: 0)
             if payload.count > 0 { (out.baseAddress! + ChannelData.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
             framed = out
             allocations[a].counters.channelDataOut &+= 1
             counters.channelDataToClients &+= 1
         } else {
-            guard let out = room(DataIndication.overhead(for: peer) + (payload.count + 3) & ~3) else {
-                return counters.add(.tooLarge)
-            }
+            guard let out = room(size) else { return counters.add(.tooLarge) }
             indicationID.low &+= 1
-            let size = DataIndication.write(peer: peer, payload: payload, id: indicationID, to: out, at: 0)
-            guard size > 0 else { return counters.add(.tooLarge) }
-            framed = UnsafeMutableRawBufferPointer(rebasing: out[0..<size])
+            let written = DataIndication.write(peer: peer, payload: payload, id: indicationID, to: out, at: 0)
+            guard written > 0 else { return counters.add(.tooLarge) }
+            framed = UnsafeMutableRawBufferPointer(rebasing: out[0..<written])
             allocations[a].counters.indicationsOut &+= 1
             counters.indicationsToClients &+= 1
         }
-        engine.enqueue(socket: client.listener, to: client.address, trafficClass: settings.marking.apply(datagram.trafficClass),
-                       bytes: UnsafeRawBufferPointer(framed))
+        engine.enqueue(socket: client.listener, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
         allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToClient &+= UInt64(payload.count)
         counters.bytesToClients &+= UInt64(payload.count)
@@ -220,22 +227,46 @@ final class TurnTable {
         return arena.take(count)
     }
 
-    /// The allocation's bandwidth quota as a token bucket of bytes, one second of burst.
+    /// The allocation's bandwidth quota (`Policer`: one second of burst, both directions
+    /// together) for `bytes` leaving with `marking`: false when it drops them (counted); CE in
+    /// `marking` when it marks them.
     @inline(__always)
-    func withinBandwidth(_ a: Int, _ bytes: Int) -> Bool {
-        let rate = settings.bandwidthPerAllocation
-        guard rate > 0 else { return true }
-        let elapsed = min(now &- allocations[a].lastRefill, 1_000_000_000)
-        let tokens = min(allocations[a].tokens &+ elapsed &* rate, rate &* 1_000_000_000)
-        allocations[a].lastRefill = now
-        let cost = UInt64(bytes) &* 1_000_000_000
-        guard tokens >= cost else {
-            allocations[a].tokens = tokens
+    func policed(_ a: Int, _ bytes: Int, _ marking: inout TrafficClass) -> Bool {
+        guard allocations[a].bandwidth.isLimited else { return true }
+        switch allocations[a].bandwidth.police(UInt64(bytes), marking.ecn, now: now, marks: allocations[a].ecnMarking,
+                                               thresholds: settings.ecnThresholds, random: &random) {
+        case .pass: return true
+        case .mark:
+            marking = marking.markedCE
+            count(a, .rateLimit)
+            return true
+        case .drop:
             refused(a, .bandwidth)
             return false
         }
-        allocations[a].tokens = tokens &- cost
-        return true
+    }
+
+    /// The egress cap for `bytes` of allocation `a` leaving with `marking`, as `policed`.
+    @inline(__always)
+    func egressAdmits(_ a: Int, _ bytes: Int, _ marking: inout TrafficClass) -> Bool {
+        guard egress.isOn else { return true }
+        switch egress.police(bytes, marking.ecn, now: now, marks: allocations[a].ecnMarking,
+                             thresholds: settings.ecnThresholds, random: &random) {
+        case .pass: return true
+        case .mark:
+            marking = marking.markedCE
+            count(a, .egress)
+            return true
+        case .drop:
+            refused(a, .egress)
+            return false
+        }
+    }
+
+    @inline(__always)
+    func count(_ a: Int, _ cause: CEMarkCause) {
+        allocations[a].counters.ceMarked.add(cause)
+        counters.ceMarks.add(cause)
     }
 
     /// A datagram of allocation `a` not relayed, counted for the allocation and by reason.
