@@ -44,6 +44,7 @@ struct ConfigReload {
         // The TURN server reads its marking once, at start (Server.turnSettings): without its
         // name here a TURN operator would read "applied" as applied to TURN.
         case .dscp, .ecn, .serviceClass: " (new sessions; forward rules and TURN keep theirs until a restart)"
+        case .ecnMarking: " (new sessions and TURN allocations; forward rules keep theirs until a restart)"
         case .idleTimeout: " (new sessions and forward clients)"
         case .turnMaxChannels: " (new channels)"
         default: ""
@@ -56,11 +57,14 @@ extension OptionKey {
     /// the next start. Exhaustive on purpose: a new key (TURN users, say) must choose.
     var isReloadable: Bool {
         switch self {
-        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .drainSeconds, .idleTimeout, .maxClients,
+        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .idleTimeout, .maxClients,
             .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate:
             true
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
             .maxDatagramSize:
+            false
+        // The workers take these at start (the thresholds with every limit, the cap's bucket).
+        case .ecnL4SThreshold, .ecnClassicThreshold, .egressRate:
             false
         // The TURN server reads these at start; users and secrets may become reloadable once
         // it can swap them in (the two quotas above are atomics in TurnShared).
@@ -87,6 +91,9 @@ extension OptionKey {
         case .dscp: options.dscp.rawValue
         case .serviceClass: options.serviceClass.rawValue
         case .ecn: options.ecn.rawValue
+        case .ecnMarking: options.ecnMarking ? "on" : "off"
+        case .ecnL4SThreshold: String(options.ecnL4SThreshold)
+        case .ecnClassicThreshold: String(options.ecnClassicThreshold)
         case .logLevel: options.logLevel.rawValue
         case .drainSeconds: String(options.drainSeconds)
         case .idleTimeout: String(options.idleTimeoutSeconds)
@@ -94,6 +101,7 @@ extension OptionKey {
         case .maxSessions: String(options.maxSessions)
         case .batchSize: String(options.batchSize)
         case .maxDatagramSize: String(options.maxDatagramSize)
+        case .egressRate: String(options.egressRate)
         case .turn: options.turnListeners.map(\.description).joined(separator: ",")
         case .turnRealm: options.turnRealm
         // Secret, so only compared, never shown: a changed password counts as a change.
@@ -121,6 +129,7 @@ extension ServerOptions {
         next.dscp = new.dscp
         next.serviceClass = new.serviceClass
         next.ecn = new.ecn
+        next.ecnMarking = new.ecnMarking
         next.drainSeconds = new.drainSeconds
         next.idleTimeoutSeconds = new.idleTimeoutSeconds
         next.maxClients = new.maxClients

@@ -69,7 +69,8 @@ struct ControlAPI: Sendable {
         let values = settings.values
         do {
             sessionRequest = try SessionJSON.request(from: request.body, defaults: values.sessionPolicy,
-                                                     idleTimeout: values.sessionIdleTimeoutSeconds)
+                                                     idleTimeout: values.sessionIdleTimeoutSeconds,
+                                                     ecnMarking: values.sessionECNMarking)
         } catch {
             return .error(400, error.description)
         }

@@ -38,6 +38,13 @@ struct ServerOptions: Equatable, Sendable {
     var dscp: DSCPPolicy = .mirror
     var serviceClass: ServiceClass = .bestEffort
     var ecn: ECNPolicy = .preserve
+    /// Mark ECT datagrams CE at rate limits and the egress cap (new sessions and allocations).
+    var ecnMarking = true
+    /// Percent of a limit's burst in use where ECT(1), then ECT(0), may start to be marked.
+    var ecnL4SThreshold = ECNThresholds.defaultL4SPercent
+    var ecnClassicThreshold = ECNThresholds.defaultClassicPercent
+    /// Bytes per second the relay sends in all; 0: no cap.
+    var egressRate = 0
     var logLevel: LogLevel = .info
     var drainSeconds = 0
     var idleTimeoutSeconds = 60

@@ -93,6 +93,12 @@ extension ServerOptions {
                 problem: "listen address \(rule.listen) is used by another rule; each rule needs its own"
             )
         }
+        if ecnL4SThreshold >= ecnClassicThreshold {
+            throw OptionError(
+                subject: "--ecn-l4s-threshold \(ecnL4SThreshold)",
+                problem: "must be below --ecn-classic-threshold (\(ecnClassicThreshold)): ECT(1) is marked at the shallower threshold, ECT(0) at the deeper one"
+            )
+        }
         try validateTURN()
     }
 }

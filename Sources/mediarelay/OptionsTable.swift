@@ -5,8 +5,8 @@ import RelayCore
 /// the parser, the config loader and the help text, so the three cannot drift apart.
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
-        dscp, serviceClass, ecn, logLevel, drainSeconds, idleTimeout, maxClients, maxSessions,
-        batchSize, maxDatagramSize, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
+        dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, logLevel, drainSeconds, idleTimeout,
+        maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
         turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare, turnMaxChannels, turnUnauthenticatedRate
 
     /// How the value is written in the JSON config file.
@@ -29,6 +29,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: "--dscp"
         case .serviceClass: "--service-class"
         case .ecn: "--ecn"
+        case .ecnMarking: "--ecn-marking"
+        case .ecnL4SThreshold: "--ecn-l4s-threshold"
+        case .ecnClassicThreshold: "--ecn-classic-threshold"
         case .logLevel: "--log-level"
         case .drainSeconds: "--drain-seconds"
         case .idleTimeout: "--idle-timeout"
@@ -36,6 +39,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: "--max-sessions"
         case .batchSize: "--batch-size"
         case .maxDatagramSize: "--max-datagram-size"
+        case .egressRate: "--egress-rate"
         case .turn: "--turn"
         case .turnRealm: "--turn-realm"
         case .turnUser: "--turn-user"
@@ -62,7 +66,7 @@ enum OptionKey: String, CaseIterable, Sendable {
     var configType: ConfigType {
         switch self {
         case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize,
-            .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels,
+            .ecnL4SThreshold, .ecnClassicThreshold, .egressRate, .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels,
             .turnUnauthenticatedRate: .integer
         case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: .stringArray
         default: .string
@@ -102,9 +106,11 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: "mirror|class|zero"
         case .serviceClass: "NAME"
         case .ecn: "preserve|clear"
+        case .ecnMarking: "on|off"
+        case .ecnL4SThreshold, .ecnClassicThreshold: "PERCENT"
         case .logLevel: "L"
         case .drainSeconds, .idleTimeout: "S"
-        case .maxDatagramSize: "BYTES"
+        case .maxDatagramSize, .egressRate: "BYTES"
         case .turn: "HOST:PORT"
         case .turnRealm: "REALM"
         case .turnUser: "NAME:PASSWORD"
@@ -132,6 +138,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: "mirror"
         case .serviceClass: "bestEffort"
         case .ecn: "preserve"
+        case .ecnMarking: "on"
+        case .ecnL4SThreshold: "\(ECNThresholds.defaultL4SPercent)"
+        case .ecnClassicThreshold: "\(ECNThresholds.defaultClassicPercent)"
         case .logLevel: "info"
         case .drainSeconds: "0"
         case .idleTimeout: "60"
@@ -139,6 +148,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: "10000"
         case .batchSize: "64"
         case .maxDatagramSize: "\(ServerOptions.defaultMaxDatagramSize)"
+        case .egressRate: "0 (no cap)"
         case .turn: "none (no TURN server)"
         case .turnRealm: "mediarelay"
         case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
@@ -166,6 +176,10 @@ enum OptionKey: String, CaseIterable, Sendable {
     /// Up to every number ChannelBind accepts (0x4000-0x7FFF): more could never be bound.
     static let channelsRange = 1...16_384
     static let unauthenticatedRateRange = 0...100_000
+    /// A share of a limit's burst: 0 would mark a flow well under its limit, 100 only at the drop.
+    static let thresholdRange = 1...99
+    /// 1 Mbit/s to 100 Gbit/s: below, the 100 ms burst would not hold a jumbo datagram.
+    static let egressRange = 125_000...12_500_000_000
 
     var accepted: String {
         switch self {
@@ -182,12 +196,16 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: oneOf(DSCPPolicy.allCases)
         case .serviceClass: oneOf(ServiceClass.allCases)
         case .ecn: oneOf(ECNPolicy.allCases)
+        case .ecnMarking: "on, off"
+        case .ecnL4SThreshold: integers(Self.thresholdRange) + ", below --ecn-classic-threshold"
+        case .ecnClassicThreshold: integers(Self.thresholdRange) + ", above --ecn-l4s-threshold"
         case .logLevel: oneOf(LogLevel.allCases)
         case .drainSeconds: integers(Self.drainRange)
         case .idleTimeout: integers(Self.idleTimeoutRange)
         case .maxClients, .maxSessions: integers(Self.capRange)
         case .batchSize: integers(Self.batchRange)
         case .maxDatagramSize: integers(Self.datagramSizeRange)
+        case .egressRate: "0 (no cap) or " + integers(Self.egressRange) + " (1 Mbit/s to 100 Gbit/s)"
         case .turn: "HOST:PORT with an IP literal, [addr]:port for IPv6, PORT in 1...65535; repeatable, at most \(maxCount)"
         case .turnRealm: TURNRealm.accepted
         case .turnUser: TURNUser.accepted + "; repeatable"
@@ -218,6 +236,12 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: "DSCP of forwarded datagrams: copy, re-mark to the service class, or zero"
         case .serviceClass: "service class used by --dscp class"
         case .ecn: "ECN of forwarded datagrams: copy the codepoint, or clear it"
+        case .ecnMarking:
+            "at a rate limit or the egress cap, mark ECT datagrams CE before the bucket runs dry (off: only drop); "
+                + "new sessions and TURN allocations"
+        case .ecnL4SThreshold: "percent of a limit's burst in use from which ECT(1) (L4S) datagrams may be marked CE, on a ramp to 100%"
+        case .ecnClassicThreshold:
+            "percent of a limit's burst in use from which ECT(0) (classic) datagrams may be marked CE, as the square of a ramp"
         case .logLevel: "lowest level of log lines on stderr"
         case .drainSeconds: "after SIGTERM/SIGINT, keep forwarding this long before exiting"
         case .idleTimeout: "forget a forward client after this many idle seconds"
@@ -225,6 +249,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: "sessions at once"
         case .batchSize: "datagrams per receive call at most"
         case .maxDatagramSize: "largest datagram forwarded; a longer one is dropped, counted as truncated and logged (first per minute)"
+        case .egressRate:
+            "bytes per second (UDP payload) the relay sends in all, shared by the workers: the operator's uplink; "
+                + "past it datagrams are marked, then dropped and counted as egress"
         case .turn: "TURN (RFC 8656) listener over UDP, usually port 3478"
         case .turnRealm: "realm of the TURN long-term credentials"
         case .turnUser: "a static TURN user"
@@ -264,6 +291,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: options.dscp = try choice(text)
         case .serviceClass: options.serviceClass = try choice(text)
         case .ecn: options.ecn = try choice(text)
+        case .ecnMarking: options.ecnMarking = try onOff(text)
+        case .ecnL4SThreshold: options.ecnL4SThreshold = try integer(text, in: Self.thresholdRange)
+        case .ecnClassicThreshold: options.ecnClassicThreshold = try integer(text, in: Self.thresholdRange)
         case .logLevel: options.logLevel = try choice(text)
         case .drainSeconds: options.drainSeconds = try integer(text, in: Self.drainRange)
         case .idleTimeout: options.idleTimeoutSeconds = try integer(text, in: Self.idleTimeoutRange)
@@ -271,6 +301,10 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
         case .maxDatagramSize: options.maxDatagramSize = try integer(text, in: Self.datagramSizeRange)
+        case .egressRate:
+            let rate = try integer(text, in: 0...Self.egressRange.upperBound)
+            guard rate == 0 || Self.egressRange.contains(rate) else { throw ValueProblem(expected: "expected \(accepted)") }
+            options.egressRate = rate
         case .turn: options.turnListeners.append(try HostPort(option: text))
         case .turnRealm: options.turnRealm = try TURNRealm.check(text)
         case .turnUser: options.turnUsers.append(try TURNUser(parsing: text))

@@ -13,11 +13,14 @@ final class ReloadableSettings: Sendable {
         var controlToken: String?
         /// Marking of new sessions that do not ask for their own.
         var sessionPolicy: MarkingPolicy
+        /// Whether new sessions that do not say mark CE at their limits (--ecn-marking).
+        var sessionECNMarking: Bool
         var sessionIdleTimeoutSeconds: Int
 
         init(_ options: ServerOptions) {
             controlToken = options.controlToken
             sessionPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
+            sessionECNMarking = options.ecnMarking
             sessionIdleTimeoutSeconds = options.idleTimeoutSeconds
         }
     }

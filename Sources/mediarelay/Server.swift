@@ -37,6 +37,11 @@ struct Server {
                                               maxDatagramSize: options.maxDatagramSize)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
+        settings.ecnMarking = options.ecnMarking
+        settings.ecnThresholds = ECNThresholds(l4sPercent: options.ecnL4SThreshold, classicPercent: options.ecnClassicThreshold)
+        if options.egressRate > 0 {
+            settings.egress = EgressBucket(rate: UInt64(options.egressRate), largestDatagram: options.maxDatagramSize)
+        }
         settings.rules = options.forwards.map { spec in
             ForwardRule(listen: Endpoint(host: spec.listen.host, port: spec.listen.port)!,
                         upstream: Endpoint(host: spec.upstream.host, port: spec.upstream.port)!,
@@ -75,6 +80,7 @@ struct Server {
         log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off"), gro \(options.gro ? "on" : "off")")
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
+        log.info(ecnLine)
         if let turn = relay.settings.turn {
             let families = [turn.advertiseIPv4, turn.advertiseIPv6].compactMap { $0?.hostText }.joined(separator: " and ")
             log.info("TURN on \(relay.settings.turnListeners.map(\.description).joined(separator: ", ")), realm \(options.turnRealm), relayed addresses on \(families)")
@@ -150,7 +156,16 @@ struct Server {
         settings.replace(with: .init(options))
         log.setLevel(options.logLevel)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
-                                       clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits))
+                                       clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits,
+                                       ecnMarking: options.ecnMarking))
+    }
+
+    /// What the limits do with ECT datagrams, in one log line at start.
+    private var ecnLine: String {
+        let cap = options.egressRate > 0 ? "egress cap \(options.egressRate) B/s" : "no egress cap"
+        guard options.ecnMarking else { return "ECN marking off: rate limits and the \(cap) drop only" }
+        return "ECN marking on at rate limits (\(cap)): ECT(1) from \(options.ecnL4SThreshold)% of a burst in use, "
+            + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop"
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not

@@ -8,15 +8,17 @@ import RelayHTTP
 /// values are refused with the field's name), answers written from worker snapshots.
 enum SessionJSON {
     static let fields: Set<String> = [
-        "legs", "service_class", "dscp", "ecn", "idle_timeout_seconds", "max_packets_per_second",
-        "relatch_after_seconds", "relatch", "rtcp", "allowed_sources",
+        "legs", "service_class", "dscp", "ecn", "ecn_marking", "idle_timeout_seconds", "max_packets_per_second",
+        "max_bytes_per_second", "relatch_after_seconds", "relatch", "rtcp", "allowed_sources",
     ]
 
-    static func request(from body: [UInt8], defaults: MarkingPolicy, idleTimeout: Int) throws(JSONObjectError) -> SessionRequest {
+    static func request(from body: [UInt8], defaults: MarkingPolicy, idleTimeout: Int,
+                        ecnMarking: Bool = true) throws(JSONObjectError) -> SessionRequest {
         let reader = try JSONObjectReader(body, allowedKeys: fields)
         var request = SessionRequest()
         request.policy = defaults
         request.idleTimeoutSeconds = idleTimeout
+        request.ecnMarking = ecnMarking
         if let legs = try reader.int("legs", range: SessionRequest.legRange) { request.legs = legs }
         if let name = try reader.string("service_class", oneOf: ServiceClass.allCases.map(\.rawValue)) {
             request.policy.serviceClass = ServiceClass(rawValue: name)!
@@ -29,6 +31,8 @@ enum SessionJSON {
         }
         if let seconds = try reader.int("idle_timeout_seconds", range: 1...86_400) { request.idleTimeoutSeconds = seconds }
         if let rate = try reader.int("max_packets_per_second", range: 0...1_000_000) { request.maxPacketsPerSecond = rate }
+        if let rate = try reader.int("max_bytes_per_second", range: 0...1_000_000_000) { request.maxBytesPerSecond = rate }
+        if let marking = try reader.string("ecn_marking", oneOf: ["on", "off"]) { request.ecnMarking = marking == "on" }
         if let seconds = try reader.int("relatch_after_seconds", range: 0...3_600) { request.relatchAfterSeconds = seconds }
         if let relatch = try reader.string("relatch", oneOf: RelatchPolicy.allCases.map(\.rawValue)) {
             request.relatch = RelatchPolicy(rawValue: relatch)!
@@ -56,8 +60,10 @@ enum SessionJSON {
             "service_class": info.request.policy.serviceClass.rawValue,
             "dscp": info.request.policy.dscp.rawValue,
             "ecn": info.request.policy.ecn.rawValue,
+            "ecn_marking": info.request.ecnMarking ? "on" : "off",
             "idle_timeout_seconds": info.request.idleTimeoutSeconds,
             "max_packets_per_second": info.request.maxPacketsPerSecond,
+            "max_bytes_per_second": info.request.maxBytesPerSecond,
             "relatch_after_seconds": info.request.relatchAfterSeconds,
             "relatch": info.request.relatch.rawValue,
             "rtcp": info.request.rtcp.rawValue,
@@ -89,8 +95,17 @@ enum SessionJSON {
             "ecn_in": ecn(counters.ecnIn),
             "ecn_out": ecn(counters.ecnOut),
             "drops": drops,
+            "ce_marked": ceMarks(counters.ceMarked),
             "relatches": counters.relatches,
         ]
+    }
+
+    /// CE marks the relay set, by cause; every cause is listed, `backlog` included (0 until the
+    /// engine measures sojourn).
+    static func ceMarks(_ counts: CEMarkCounts) -> [String: Any] {
+        var result: [String: Any] = [:]
+        for cause in CEMarkCause.allCases { result[cause.name] = counts[cause] }
+        return result
     }
 
     static func ecn(_ counts: InlineArray<4, UInt64>) -> [String: Any] {

@@ -29,6 +29,7 @@ struct StatsReport {
         for worker in workers {
             total.engine.merge(worker.engine)
             total.drops.merge(worker.drops)
+            total.ceMarks.merge(worker.ceMarks)
             total.sessions += worker.sessions
             total.forwardClients += worker.forwardClients
             total.sockets += worker.sockets
@@ -76,6 +77,7 @@ struct StatsReport {
             "syscalls_per_packet": engine.datagramsIn == 0 ? 0 : Double(engine.syscalls) / Double(engine.datagramsIn),
             "batch_size_histogram": histogram,
             "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
+            "ce_marked": SessionJSON.ceMarks(stats.ceMarks),
             "drops": drops, "send_errors": sendErrors,
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
             "gro_segments": engine.groSegments,
@@ -139,6 +141,11 @@ struct StatsReport {
                 let labels = label + [("codepoint", codepoint.name)]
                 text.counter("mediarelay_ecn_in_total", help: "Datagrams received by ECN codepoint.", labels: labels, value: engine.ecnIn(codepoint))
                 text.counter("mediarelay_ecn_out_total", help: "Datagrams sent by ECN codepoint.", labels: labels, value: engine.ecnOut(codepoint))
+            }
+            for cause in CEMarkCause.allCases {
+                text.counter("mediarelay_ce_marks_total",
+                             help: "ECT datagrams the relay marked CE, by cause (CE that arrived is mediarelay_ecn_in_total{codepoint=\"ce\"}).",
+                             labels: label + [("cause", cause.name)], value: worker.ceMarks[cause])
             }
             let drops = worker.allDrops
             for reason in DropReason.allCases {

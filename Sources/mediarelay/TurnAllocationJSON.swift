@@ -41,7 +41,7 @@ enum TurnAllocationJSON {
             "indications_in": counters.indicationsIn, "indications_out": counters.indicationsOut,
             "bytes_to_peers": counters.bytesToPeers, "bytes_to_client": counters.bytesToClient,
             "ecn_from_client": SessionJSON.ecn(counters.ecnFromClient), "ecn_from_peers": SessionJSON.ecn(counters.ecnFromPeers),
-            "dropped": counters.dropped,
+            "dropped": counters.dropped, "ce_marked": SessionJSON.ceMarks(counters.ceMarked),
         ]
     }
 }

@@ -40,6 +40,7 @@ extension Server {
         turn.maxAllocations = options.turnMaxAllocations
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
+        turn.ecnThresholds = relay.ecnThresholds
         turn.limits = options.turnLimits
         return turn
     }

@@ -32,6 +32,7 @@ enum TurnStatsReport {
             "channel_data_to_peers": counters.channelDataToPeers, "channel_data_to_clients": counters.channelDataToClients,
             "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
             "bytes_to_peers": counters.bytesToPeers, "bytes_to_clients": counters.bytesToClients,
+            "ce_marked": SessionJSON.ceMarks(counters.ceMarks),
         ]
     }
 

@@ -12,7 +12,8 @@ final class ConfigFileTests: XCTestCase {
           "forward": ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"],
           "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1",
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
-          "service_class": "signaling", "ecn": "clear", "log_level": "warning",
+          "service_class": "signaling", "ecn": "clear", "ecn_marking": "off", "ecn_l4s_threshold": 10,
+          "ecn_classic_threshold": 90, "egress_rate": 1250000, "log_level": "warning",
           "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
           "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
@@ -38,6 +39,10 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.http, HostPort(host: "0.0.0.0", port: 9480))
         XCTAssertEqual(options.controlToken, "file-token")
         XCTAssertEqual(options.dscp, .zero)
+        XCTAssertFalse(options.ecnMarking)
+        XCTAssertEqual(options.ecnL4SThreshold, 10)
+        XCTAssertEqual(options.ecnClassicThreshold, 90)
+        XCTAssertEqual(options.egressRate, 1_250_000)
         XCTAssertEqual(options.serviceClass, .signaling)
         XCTAssertEqual(options.ecn, .clear)
         XCTAssertEqual(options.logLevel, .warning)
@@ -65,8 +70,9 @@ final class ConfigFileTests: XCTestCase {
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
             "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
-            "control_token", "dscp", "service_class", "ecn", "log_level", "drain_seconds",
-            "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size", "max_datagram_size", "turn", "turn_realm",
+            "control_token", "dscp", "service_class", "ecn", "ecn_marking", "ecn_l4s_threshold", "ecn_classic_threshold",
+            "log_level", "drain_seconds", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "max_datagram_size", "egress_rate", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
             "turn_max_channels", "turn_unauthenticated_rate",

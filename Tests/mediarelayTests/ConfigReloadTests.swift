@@ -8,8 +8,9 @@ final class ConfigReloadTests: XCTestCase {
         {"engine": "mmsg", "gso": "off", "gro": "off", "workers": 3, "forward": ["127.0.0.1:7777=127.0.0.1:9000"],
          "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1", "http": "0.0.0.0:9480",
          "control_token": "old-token", "dscp": "zero", "service_class": "signaling", "ecn": "clear",
+         "ecn_marking": "on", "ecn_l4s_threshold": 20, "ecn_classic_threshold": 40,
          "log_level": "warning", "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-         "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
+         "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500, "egress_rate": 0,
          "turn": ["127.0.0.1:3478"], "turn_realm": "old.example", "turn_user": ["alice:old-password"],
          "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_allowed_peer": ["127.0.0.0/8"],
          "turn_denied_peer": ["127.0.0.9"], "turn_max_allocations": 10, "turn_max_allocations_per_user": 1,
@@ -19,8 +20,9 @@ final class ConfigReloadTests: XCTestCase {
         {"engine": "uring", "gso": "on", "gro": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
          "ports": "42000-42099", "relay_address": "0.0.0.0", "advertise_address": "192.0.2.2", "http": "0.0.0.0:9481",
          "control_token": "new-token", "dscp": "class", "service_class": "interactiveVoice", "ecn": "preserve",
+         "ecn_marking": "off", "ecn_l4s_threshold": 30, "ecn_classic_threshold": 60,
          "log_level": "debug", "drain_seconds": 5, "idle_timeout_seconds": 30, "max_clients": 5,
-         "max_sessions": 6, "batch_size": 16, "max_datagram_size": 9000,
+         "max_sessions": 6, "batch_size": 16, "max_datagram_size": 9000, "egress_rate": 125000000,
          "turn": ["127.0.0.1:3479"], "turn_realm": "new.example", "turn_user": ["alice:new-password"],
          "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_allowed_peer": ["::1"],
          "turn_denied_peer": ["127.0.0.8"], "turn_max_allocations": 20, "turn_max_allocations_per_user": 2,
@@ -46,6 +48,8 @@ final class ConfigReloadTests: XCTestCase {
         let summary = reload.summary
         XCTAssertTrue(summary.hasPrefix("applied control_token (changed), dscp zero -> class (new sessions;"), summary)
         XCTAssertTrue(summary.contains("max_sessions 60 -> 6"), summary)
+        XCTAssertTrue(summary.contains("ecn_marking on -> off (new sessions and TURN allocations;"), summary)
+        XCTAssertTrue(summary.contains("egress_rate (running 0)"), summary)
         XCTAssertTrue(summary.contains("turn_max_channels 100 -> 200 (new channels), turn_unauthenticated_rate 10 -> 0"), summary)
         XCTAssertTrue(summary.contains("; needs a restart to take effect: engine (running mmsg), gso (running off)"), summary)
         XCTAssertFalse(summary.contains("new-token") || summary.contains("old-token"), "a token in the log")

@@ -19,6 +19,10 @@ final class OptionsTests: XCTestCase {
         XCTAssertEqual(options.dscp, .mirror)
         XCTAssertEqual(options.serviceClass, .bestEffort)
         XCTAssertEqual(options.ecn, .preserve)
+        XCTAssertTrue(options.ecnMarking)
+        XCTAssertEqual(options.ecnL4SThreshold, 25)
+        XCTAssertEqual(options.ecnClassicThreshold, 50)
+        XCTAssertEqual(options.egressRate, 0)
         XCTAssertEqual(options.logLevel, .info)
         XCTAssertEqual(options.drainSeconds, 0)
         XCTAssertEqual(options.idleTimeoutSeconds, 60)
@@ -47,6 +51,11 @@ final class OptionsTests: XCTestCase {
             ("--dscp", "class", { $0.dscp == .class }),
             ("--service-class", "interactiveVoice", { $0.serviceClass == .interactiveVoice }),
             ("--ecn", "clear", { $0.ecn == .clear }),
+            ("--ecn-marking", "off", { !$0.ecnMarking }),
+            ("--ecn-l4s-threshold", "1", { $0.ecnL4SThreshold == 1 }),
+            ("--ecn-classic-threshold", "99", { $0.ecnClassicThreshold == 99 }),
+            ("--egress-rate", "12500000000", { $0.egressRate == 12_500_000_000 }),
+            ("--egress-rate", "0", { $0.egressRate == 0 }),
             ("--log-level", "debug", { $0.logLevel == .debug }),
             ("--drain-seconds", "3600", { $0.drainSeconds == 3600 }),
             ("--idle-timeout", "86400", { $0.idleTimeoutSeconds == 86400 }),
@@ -110,6 +119,11 @@ final class OptionsTests: XCTestCase {
             ("--dscp", "keep", "expected one of mirror, class, zero"),
             ("--service-class", "voice", "interactiveVoice"),
             ("--ecn", "set", "expected one of preserve, clear"),
+            ("--ecn-marking", "yes", "expected one of on, off"),
+            ("--ecn-l4s-threshold", "0", "1...99"),
+            ("--ecn-classic-threshold", "100", "1...99"),
+            ("--egress-rate", "124999", "125000...12500000000"),
+            ("--egress-rate", "12500000001", "125000...12500000000"),
             ("--log-level", "trace", "debug, info, warning, error"),
             ("--drain-seconds", "3601", "0...3600"),
             ("--drain-seconds", "-1", "0...3600"),
@@ -127,6 +141,18 @@ final class OptionsTests: XCTestCase {
         }
         XCTAssertEqual(Set(bad.map(\.0)).union(["--control-token"]), Set(OptionKey.allCases.map(\.flag).filter { !$0.hasPrefix("--turn") }),
                        "a flag has no bad-value case")
+    }
+
+    /// ECT(1) is marked at the shallower threshold: thresholds the other way round (or equal)
+    /// would mark classic senders first, so start-up refuses them in one line naming both.
+    func testTheL4SThresholdMustBeBelowTheClassicOne() {
+        for (l4s, classic) in [("50", "50"), ("60", "40")] {
+            let error = refusal(["--ecn-l4s-threshold", l4s, "--ecn-classic-threshold", classic],
+                                mentions: ["--ecn-l4s-threshold \(l4s):", "must be below --ecn-classic-threshold (\(classic))"])
+            XCTAssertEqual(error?.description.contains("\n"), false)
+        }
+        _ = refusal(["--ecn-classic-threshold", "20"], mentions: ["--ecn-l4s-threshold 25:", "(20)"])
+        XCTAssertNotNil(runOptions(["--ecn-l4s-threshold", "49", "--ecn-classic-threshold", "50"]))
     }
 
     func testTheExampleErrorOfTheContract() {
