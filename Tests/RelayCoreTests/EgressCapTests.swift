@@ -37,10 +37,10 @@ final class EgressCapTests: XCTestCase {
 
     func testTheBurstAndTheChunk() {
         let bucket = EgressBucket(rate: 1_000_000, largestDatagram: 1500)
-        XCTAssertEqual(bucket.chunkBytes, 1500, "1 ms of the rate is less than a datagram")
+        XCTAssertEqual(bucket.chunkBytes, 1000, "1 ms of the rate")
         XCTAssertEqual(bucket.depthNanoseconds, 100_000_000)
         let slow = EgressBucket(rate: 125_000, largestDatagram: 9000)
-        XCTAssertEqual(slow.depthNanoseconds, 4 * 72_000_000, "four jumbo chunks at 1 Mbit/s")
+        XCTAssertEqual(slow.depthNanoseconds, 144_000_000, "two jumbo datagrams at 1 Mbit/s")
     }
 
     func testUnderTheCapNothingIsMarkedOrDropped() {
@@ -84,7 +84,7 @@ final class EgressCapTests: XCTestCase {
         let share = EgressShare(bucket)
         var random = MarkingRandom(seed: 5)
         XCTAssertEqual(share.police(100, .ect0, now: start, marks: true, thresholds: thresholds, random: &random), .pass)
-        XCTAssertEqual(bucket.inUse(now: start), 1_500_000, "a chunk taken: 1,500 bytes at 1 MB/s")
+        XCTAssertEqual(bucket.inUse(now: start), 1_000_000, "a chunk taken: 1,000 bytes at 1 MB/s")
         share.endTurn()
         XCTAssertEqual(bucket.inUse(now: start), 100_000, "only the 100 bytes sent stay used")
     }

@@ -11,9 +11,10 @@ import Synchronization
 /// about twice per turn, never per datagram, and the workers together may run ahead of the cap
 /// by at most one chunk each.
 ///
-/// - chunk: 1 ms of the rate, and at least one largest datagram.
-/// - burst (depth): 100 ms of the rate, and at least four chunks: the queue an uplink's router
-///   would hold, not the second of burst a session's own limit allows.
+/// - chunk: 1 ms of the rate; a datagram larger than that takes what it needs, so at low rates
+///   the chunk (whose own use the marks count) never grows to a sizeable part of the burst.
+/// - burst (depth): 100 ms of the rate, the queue an uplink's router would hold, not the second
+///   of burst a session's own limit allows; at least two largest datagrams.
 public final class EgressBucket: Sendable {
     /// Bytes (UDP payload, as in bytes_out) per second.
     public let rate: UInt64
@@ -21,16 +22,15 @@ public final class EgressBucket: Sendable {
     let depthNanoseconds: UInt64
     private let fullAt = Atomic<UInt64>(0)
 
-    static let maxDepthNanoseconds: UInt64 = 100_000_000
+    static let depth: UInt64 = 100_000_000
 
     /// A full bucket of `rate` bytes per second (> 0); `largestDatagram` is the relay's
     /// --max-datagram-size.
     public init(rate: UInt64, largestDatagram: Int) {
         precondition(rate > 0, "an egress bucket needs a rate")
         self.rate = rate
-        chunkBytes = max(rate / 1000, UInt64(largestDatagram))
-        let chunk = Self.nanoseconds(chunkBytes, rate: rate, roundingUp: true)
-        depthNanoseconds = max(Self.maxDepthNanoseconds, 4 &* chunk)
+        chunkBytes = max(rate / 1000, 1)
+        depthNanoseconds = max(Self.depth, Self.nanoseconds(2 &* UInt64(largestDatagram), rate: rate, roundingUp: true))
     }
 
     /// Takes up to `wanted` bytes at `now`: the bytes granted (0 when the bucket is empty) and
