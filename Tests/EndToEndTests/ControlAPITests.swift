@@ -19,6 +19,9 @@ final class ControlAPITests: XCTestCase {
             (#"{"service_class": "gold"}"#, "service_class"),
             (#"{"allowed_sources": ["nonsense"]}"#, "allowed_sources"),
             (#"{"max_packets_per_second": -1}"#, "max_packets_per_second"),
+            (#"{"max_bytes_per_second": 1000000001}"#, "max_bytes_per_second"),
+            (#"{"ecn_marking": "yes"}"#, "ecn_marking"),
+            (#"{"ecn_marking": true}"#, "ecn_marking"),
         ]
         for (body, mention) in cases {
             let reply = try relay.request("POST", "/v1/sessions", body: body)

@@ -26,6 +26,21 @@ final class TurnQuotaTests: XCTestCase {
         XCTAssertNotNil(harness.next(on: peer))
     }
 
+    /// --ecn-marking reloads for new allocations: each keeps the setting it was made with.
+    func testAnAllocationKeepsTheMarkingSettingItWasMadeWith() throws {
+        let harness = try TurnHarness { $0.bandwidthPerAllocation = 1000 }
+        var first = try TurnTestClient(harness)
+        XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
+        harness.table.shared.setECNMarking(false)
+        var second = try TurnTestClient(harness)
+        second.username = "bob"
+        second.password = "hunter2"
+        XCTAssertTrue(try XCTUnwrap(second.allocate()).isSuccess)
+        let live = harness.table.allocations.filter(\.live).sorted { $0.username < $1.username }
+        XCTAssertEqual(live.map(\.ecnMarking), [true, false])
+        XCTAssertEqual(live.map(\.bandwidth.rate), [1000, 1000])
+    }
+
     func testTotalAllocationsCap() throws {
         let harness = try TurnHarness { $0.maxAllocations = 1 }
         var first = try TurnTestClient(harness)
