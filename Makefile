@@ -70,7 +70,8 @@ test-deps:
 			{ echo "make: ERROR: could not install $(KUBERNETES_VALIDATE) (python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install $(KUBERNETES_VALIDATE))" >&2; exit 1; }; \
 	fi
 
-	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on.
+	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on;
+	@# KernelTCPMarkingTests (bench/ecn-tcp-vxlan.sh) runs iperf3 over VXLAN between namespaces.
 	@if ! command -v ip >/dev/null || ! command -v ethtool >/dev/null; then \
 		echo "make: installing iproute2 and ethtool for the GRO test through veth"; \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iproute2 ethtool) || \
