@@ -61,6 +61,14 @@ Options (default in brackets):
   --warmup S             datagrams sent in the first S seconds are left out of latency figures
                          (not of loss, order or ECN/DSCP), 0...60 [0.5]
   --relay-pid PID        also read the relay's CPU from /proc/PID/stat, to cross-check /v1/stats [none]
+  --congestion-control C none | classic | scalable [none]; constant profile only. Each stream's sender
+                         reacts to what its receiver saw in each 20 ms window (fed back in memory: sender and
+                         receiver are one process): classic (RFC 3168, Reno) halves its rate on a window with a
+                         CE mark or a loss; scalable (DCTCP, TCP Prague) multiplies it by 1 - alpha/2, alpha the
+                         moving average (gain 1/16) of the fraction marked, and halves on a loss; both add 1% of
+                         the offered rate per window otherwise, never exceeding the offered rate
+  --session JSON         session mode: more fields of each session created, a JSON object such as
+                         '{"max_packets_per_second": 2000, "ecn_marking": "off"}' (the generator sets "legs")
   --json                 print one JSON object as the last line of stdout instead of a table
   --no-progress          no per-second progress line on stderr
   --help                 this text

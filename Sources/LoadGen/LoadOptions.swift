@@ -1,3 +1,4 @@
+import Foundation
 /// The settings of one load run (`mediarelay-load --relay ...`, `--target ...` or `--turn ...`).
 public struct LoadOptions: Sendable, Equatable {
     /// Control API, `http://HOST:PORT`; required unless `target` is given (then optional, for stats).
@@ -41,8 +42,19 @@ public struct LoadOptions: Sendable, Equatable {
     public var senderGSO = false
     /// Print a progress line per second on stderr.
     public var progress = true
+    /// How each stream's sender reacts to CE marks and losses its receiver reports.
+    public var congestionControl = CongestionControl.none
+    /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
+    /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
+    public var sessionFields: String?
 
     public init() {}
+
+    /// `sessionFields` without its braces, as `RelayControl.createSession` takes them.
+    var sessionFieldMembers: String {
+        guard let text = sessionFields?.trimmingCharacters(in: .whitespaces), text.hasPrefix("{"), text.hasSuffix("}") else { return "" }
+        return String(text.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
+    }
 
     /// The traffic this run offers.
     public var shape: TrafficShape {

@@ -34,6 +34,12 @@ public struct LoadResult: Sendable {
     /// TURN mode: refresh rounds during the run, and those in which some client failed.
     public var turnRefreshes = 0
     public var turnFailedRefreshes = 0
+    /// The senders' reaction to CE and losses (`--congestion-control`).
+    public var congestionControl = CongestionControl.none
+    /// With a congestion control: the mean rate the senders chose, all streams together.
+    public var controlledRate: Double?
+    /// The share of received datagrams that arrived CE.
+    public var ceFraction = 0.0
 
     public init() {}
 
@@ -60,6 +66,7 @@ public struct LoadResult: Sendable {
         jitterUs = s.meanJitterNs / 1000
         ecnKept = s.received == 0 ? 0 : Double(s.ecnKept) / Double(s.received)
         dscpKept = s.received == 0 ? 0 : Double(s.dscpKept) / Double(s.received)
+        ceFraction = s.received == 0 ? 0 : Double(s.tosCounts.indices.filter { $0 & 3 == 3 }.reduce(0) { $0 + s.tosCounts[$1] }) / Double(s.received)
         tosSeen = s.tosCounts.indices.filter { s.tosCounts[$0] > 0 }
             .map { (UInt8($0), s.tosCounts[$0]) }.sorted { $0.count > $1.count }
     }
@@ -89,6 +96,9 @@ public struct LoadResult: Sendable {
             ("jitter_us", .number(jitterUs)),
             ("ecn_kept", .number(ecnKept)),
             ("dscp_kept", .number(dscpKept)),
+            ("ce_fraction", .number(ceFraction)),
+            ("congestion_control", .string(congestionControl.rawValue)),
+            ("controlled_rate", n(controlledRate)),
             ("tos_seen", .object(tosSeen.map { (String($0.tos), i($0.count)) })),
             ("generator_cpu_seconds", .number(generatorCPUSeconds)),
             ("relay_engine", relay.map { .string($0.engine) } ?? .null),

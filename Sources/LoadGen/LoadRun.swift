@@ -64,7 +64,7 @@ public struct LoadRun: Sendable {
                                              streams: options.streams, tos: shape.tos, bidirectional: options.bidirectional)
         } else if let control {
             let creating = MonotonicClock.now()
-            let outcome = control.createSessions(options.streams)
+            let outcome = control.createSessions(options.streams, fields: options.sessionFieldMembers)
             sessions = outcome.created
             if let error = outcome.error { throw error }
             let took = Double(MonotonicClock.now() - creating) / 1e9
@@ -96,13 +96,20 @@ public struct LoadRun: Sendable {
         let start = MonotonicClock.now() + 2_000_000
         let end = start + UInt64(options.seconds * 1e9)
         let sender = TrafficSender(flows: setup.flows, shape: shape, start: start, end: end, gso: options.senderGSO)
+        let congestion = options.congestionControl
+        let feedback = congestion == .none ? nil : StreamFeedback(streams: setup.streamCount)
+        let reactive = feedback.map { ReactiveSender(flows: setup.flows, shape: shape, control: congestion, feedback: $0, start: start, end: end) }
         let inbox = ControlInbox()
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
                                        latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize,
-                                       turnClients: Set(turn?.clients.map(\.socket.fd) ?? []), inbox: inbox)
-        let senderOutcome = ThreadOutcome<UInt64>()
+                                       turnClients: Set(turn?.clients.map(\.socket.fd) ?? []), inbox: inbox, feedback: feedback)
+        // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
+        let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
-        senderOutcome.start(name: "load-send") { sender.run(signals) }
+        senderOutcome.start(name: "load-send") {
+            if let reactive { return (0, reactive.run(signals).reduce(0, +)) }
+            return (sender.run(signals), nil)
+        }
         receiverOutcome.start(name: "load-receive") { receiver.run(signals) }
 
         var lastLine = start
@@ -126,7 +133,10 @@ public struct LoadRun: Sendable {
         }
         let sendEnded = MonotonicClock.now()
         signals.receiveUntil.store(sendEnded + UInt64(options.drain * 1e9), ordering: .relaxed)
-        result.pacerSkipped = senderOutcome.wait()
+        let sent = senderOutcome.wait()
+        result.pacerSkipped = sent.skipped
+        result.congestionControl = congestion
+        result.controlledRate = sent.controlledRate
         let statistics = receiverOutcome.wait()
         result.generatorCPUSeconds = ownCPUSeconds() - cpuBefore
         result.seconds = Double(min(sendEnded, end) - start) / 1e9

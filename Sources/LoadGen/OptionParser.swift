@@ -1,3 +1,5 @@
+import Foundation
+
 /// Parses mediarelay-load's command line. Every error is one line naming the option and the
 /// accepted values, in the same form as the relay's own: `--OPTION VALUE: what is accepted`.
 public enum OptionParser {
@@ -45,6 +47,19 @@ public enum OptionParser {
             case "--warmup": o.warmup = try number(name, try value(name), 0...60)
             case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
             case "--no-progress": o.progress = false
+            case "--congestion-control":
+                let v = try value(name)
+                guard let control = CongestionControl(rawValue: v) else {
+                    throw LoadError("--congestion-control \(v): accepted: \(CongestionControl.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                o.congestionControl = control
+            case "--session":
+                let v = try value(name)
+                guard let object = (try? JSONSerialization.jsonObject(with: Data(v.utf8))) as? [String: Any] else {
+                    throw LoadError("--session \(v): expected a JSON object of session fields, e.g. {\"max_packets_per_second\": 2000}")
+                }
+                guard object["legs"] == nil else { throw LoadError("--session: \"legs\" is the generator's (2 per session)") }
+                o.sessionFields = v
             case "--turn": o.turn = try address(name, try value(name))
             case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
             case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
@@ -87,6 +102,13 @@ public enum OptionParser {
         }
         if o.senderGSO && o.profile != .video {
             throw LoadError("--sender-gso: only with --profile video (a frame is what leaves as one GSO send)")
+        }
+        if o.congestionControl != .none && o.profile != .constant {
+            throw LoadError("--congestion-control: only with --profile constant (each stream is paced evenly at the rate it controls)")
+        }
+        if o.congestionControl != .none && o.senderGSO { throw LoadError("--congestion-control: not with --sender-gso") }
+        if o.sessionFields != nil && (o.relay == nil || o.target != nil || o.legs != nil || o.turn != nil) {
+            throw LoadError("--session: only in session mode (--relay without --target, --legs or --turn)")
         }
         if o.profile != .constant {
             if rateGiven { throw LoadError("--rate: only with --profile constant (\(o.profile.rawValue) fixes its own rate)") }

@@ -47,9 +47,11 @@ public struct RelayControl: Sendable {
         (try? client.request("GET", "/healthz"))?.status == 200
     }
 
-    /// Creates a session with `legs` legs.
-    public func createSession(legs: Int = 2) throws(LoadError) -> RelaySession {
-        let response = try call("POST", "/v1/sessions", body: Array("{\"legs\":\(legs)}".utf8))
+    /// Creates a session with `legs` legs and `fields`, the members of a JSON object (its text
+    /// between the braces, `--session`).
+    public func createSession(legs: Int = 2, fields: String = "") throws(LoadError) -> RelaySession {
+        let more = fields.isEmpty ? "" : "," + fields
+        let response = try call("POST", "/v1/sessions", body: Array("{\"legs\":\(legs)\(more)}".utf8))
         guard response.status == 201 else {
             throw LoadError("POST /v1/sessions: relay answered \(response.status) \(response.text.prefix(200))")
         }

@@ -14,6 +14,9 @@ public enum ResultTable {
             ("offered", "\(f(r.offeredRate, 0)) datagrams/s for \(f(r.seconds, 2)) s"),
             ("latched", "\(r.latchedStreams) of \(r.streams) streams"),
         ]
+        if let rate = r.controlledRate {
+            rows.append(("congestion control", "\(r.congestionControl.rawValue): mean sending rate \(f(rate, 0)) datagrams/s"))
+        }
         if let server = r.turnServer {
             rows.append(("TURN", "\(r.streams) allocations on \(server), ChannelData on channel 0x4000; "
                              + "\(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
@@ -28,6 +31,7 @@ public enum ResultTable {
             ("jitter us", f(r.jitterUs)),
             ("ECN kept", "\(f(r.ecnKept * 100, 2)) %"),
             ("DSCP kept", "\(f(r.dscpKept * 100, 2)) %"),
+            ("CE marked", "\(f(r.ceFraction * 100, 2)) % of received"),
             ("marks seen", r.tosSeen.prefix(4).map { seen in
                 "DSCP \(seen.tos >> 2) ECN \(seen.tos & 3): \(f(Double(seen.count) / Double(max(1, marksTotal)) * 100, 2)) %"
             }.joined(separator: ", ") + (r.tosSeen.count > 4 ? ", ..." : "")),

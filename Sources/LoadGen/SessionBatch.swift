@@ -7,9 +7,10 @@ extension RelayControl {
     /// roughly halves the time 2,000 sessions take.
     static let parallelRequests = 4
 
-    /// Creates `count` two-leg sessions, several requests at a time. Returns every session
-    /// created, even when one request failed (so the caller can delete them), and the first error.
-    public func createSessions(_ count: Int) -> (created: [RelaySession], error: LoadError?) {
+    /// Creates `count` two-leg sessions with `fields` (see `createSession`), several requests at
+    /// a time. Returns every session created, even when one request failed (so the caller can
+    /// delete them), and the first error.
+    public func createSessions(_ count: Int, fields: String = "") -> (created: [RelaySession], error: LoadError?) {
         let slots = Mutex<[RelaySession?]>([RelaySession?](repeating: nil, count: count))
         let firstError = Mutex<LoadError?>(nil)
         let lanes = Swift.min(Self.parallelRequests, Swift.max(1, count))
@@ -21,7 +22,7 @@ extension RelayControl {
                     return
                 }
                 do throws(LoadError) {
-                    let session = try createSession(legs: 2)
+                    let session = try createSession(legs: 2, fields: fields)
                     slots.withLock { $0[i] = session }
                 } catch {
                     firstError.withLock { if $0 == nil { $0 = error } }

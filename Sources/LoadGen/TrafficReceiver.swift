@@ -14,9 +14,12 @@ public struct TrafficReceiver: Sendable {
     public let bufferSize: Int
     public let turnClients: Set<Int32>
     public let inbox: ControlInbox?
+    /// Where the congestion-controlled senders read what arrived (`--congestion-control`).
+    public let feedback: StreamFeedback?
 
     public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
-                turnClients: Set<Int32> = [], inbox: ControlInbox? = nil) {
+                turnClients: Set<Int32> = [], inbox: ControlInbox? = nil, feedback: StreamFeedback? = nil) {
+        self.feedback = feedback
         self.sockets = sockets
         self.streams = streams
         self.latencyFrom = latencyFrom
@@ -69,6 +72,9 @@ public struct TrafficReceiver: Sendable {
                                 continue
                             }
                             statistics.record(header, length: length, tos: batch.tos(i), now: now)
+                            if let feedback, header.sequence != PayloadHeader.latchSequence {
+                                feedback.record(stream: Int(header.stream), sequence: header.sequence, marked: batch.tos(i) & 3 == 3)
+                            }
                             if header.sequence != PayloadHeader.latchSequence, now > header.sendTime {
                                 interval.record(now - header.sendTime)
                             }

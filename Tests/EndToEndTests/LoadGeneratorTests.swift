@@ -38,6 +38,28 @@ final class LoadGeneratorTests: XCTestCase {
         XCTAssertLessThanOrEqual(abs(proc - stats), max(0.10 * stats, 0.02), "stats \(stats) s against /proc \(proc) s")
     }
 
+    /// --congestion-control through the real relay at a leg's limit: ECT(1) scalable senders
+    /// offered 1.5x back off on the relay's CE marks and lose nothing; with the session's
+    /// marking off they learn of the limit only by losses. Two runs of 4 s, side by side.
+    func testECNReactiveSendersBackOffOnMarksWithoutLoss() throws {
+        let relay = try RelayProcess(ports: PortBlock(count: 20), ["--workers", "1"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        var results: [String: [String: Any]] = [:]
+        for marking in ["on", "off"] {
+            results[marking] = try Self.runLoad([
+                "--relay", "http://127.0.0.1:\(relay.httpPort)", "--streams", "2", "--rate", "3000", "--seconds", "4",
+                "--tos", "\((34 << 2) | 1)", "--congestion-control", "scalable",
+                "--session", #"{"max_packets_per_second": 1000, "ecn_marking": "\#(marking)"}"#])
+        }
+        let on = try XCTUnwrap(results["on"]), off = try XCTUnwrap(results["off"])
+        XCTAssertEqual(on["congestion_control"] as? String, "scalable")
+        XCTAssertEqual(on["lost"] as? Int, 0, "lost with marking on: \(on)")
+        XCTAssertGreaterThan(on["ce_fraction"] as? Double ?? 0, 0, "\(on)")
+        XCTAssertLessThan(on["controlled_rate"] as? Double ?? .infinity, 3000, "the senders did not slow down: \(on)")
+        XCTAssertGreaterThan(off["lost"] as? Int ?? 0, 0, "marking off must be lossy: \(off)")
+        XCTAssertEqual(off["ce_fraction"] as? Double, 0)
+    }
+
     func testBadArgumentsAndARefusedTokenEndWithOneLineAndExitTwo() throws {
         let relay = try RelayProcess(ports: PortBlock(count: 50), [], environment: ["MEDIARELAY_CONTROL_TOKEN": "sesame"])
         defer { XCTAssertEqual(relay.stop(), 0) }
