@@ -35,8 +35,7 @@ extension SessionTable {
                 socket: socket, address: address, session: sessionIndex,
                 firstLeg: first + (offset < count ? 0 : Int32(count)), legCount: Int32(count),
                 policy: request.policy, relatchAfter: UInt64(request.relatchAfterSeconds) * second, relatch: request.relatch,
-                packetLimit: Policer(rate: UInt64(request.maxPacketsPerSecond), now: now),
-                byteLimit: Policer(rate: UInt64(request.maxBytesPerSecond), now: now),
+                limits: LegLimits(packetsPerSecond: request.maxPacketsPerSecond, bytesPerSecond: request.maxBytesPerSecond, now: now),
                 ecnMarking: request.ecnMarking)
             let index = Int(first) + offset
             if index < legs.count { legs[index] = state } else { legs.append(state) }

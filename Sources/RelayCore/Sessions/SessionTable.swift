@@ -21,9 +21,7 @@ final class SessionTable {
         var policy: MarkingPolicy
         var relatchAfter: UInt64
         var relatch: RelatchPolicy
-        /// max_packets_per_second, then max_bytes_per_second: two policers in series.
-        var packetLimit: Policer
-        var byteLimit: Policer
+        var limits: LegLimits
         var ecnMarking: Bool
         var counters = LegCounters()
     }
@@ -91,9 +89,18 @@ final class SessionTable {
         legs[leg].lastHeard = now
         // The policy first: a datagram it sends Not-ECT (`"ecn": "clear"`) is never marked.
         var marking = legs[leg].policy.apply(datagram.trafficClass)
-        if legs[leg].packetLimit.isLimited || legs[leg].byteLimit.isLimited {
-            guard let policed = police(leg, marking, bytes: datagram.bytes.count) else { return }
-            marking = policed
+        if legs[leg].limits.isLimited {
+            switch legs[leg].limits.police(datagram.bytes.count, marking.ecn, now: now, marks: legs[leg].ecnMarking,
+                                           thresholds: thresholds, random: &random) {
+            case .pass: break
+            case .mark:
+                marking = marking.markedCE
+                count(leg, .rateLimit)
+            case .drop:
+                legs[leg].counters.drops.add(.rateLimit)
+                drops.add(.rateLimit)
+                return
+            }
         }
         legs[leg].counters.packetsIn &+= 1
         legs[leg].counters.bytesIn &+= UInt64(datagram.bytes.count)
@@ -123,27 +130,6 @@ final class SessionTable {
         if !latched {
             legs[leg].counters.drops.add(.noDestination)
             drops.add(.noDestination)
-        }
-    }
-
-    /// The leg's limits in series, datagrams then bytes: the marking to send with (CE when
-    /// either marks), or nil when either is empty (the drop counted).
-    @inline(__always)
-    private func police(_ leg: Int, _ marking: TrafficClass, bytes: Int) -> TrafficClass? {
-        let marks = legs[leg].ecnMarking
-        let byPackets = legs[leg].packetLimit.police(1, marking.ecn, now: now, marks: marks, thresholds: thresholds, random: &random)
-        let byBytes = byPackets == .drop ? .drop
-            : legs[leg].byteLimit.police(UInt64(bytes), marking.ecn, now: now, marks: marks, thresholds: thresholds, random: &random)
-        switch (byPackets, byBytes) {
-        case (.drop, _), (_, .drop):
-            legs[leg].counters.drops.add(.rateLimit)
-            drops.add(.rateLimit)
-            return nil
-        case (.mark, _), (_, .mark):
-            count(leg, .rateLimit)
-            return marking.markedCE
-        default:
-            return marking
         }
     }
 
