@@ -88,7 +88,9 @@ final class ControlAPITests: XCTestCase {
     }
 
     func testBadOptionsStopStartUpWithOneLine() throws {
-        for arguments in [["--engine", "warp"], ["--ports", "5-2"], ["--http", "0.0.0.0:9480"], ["--bogus"]] {
+        for arguments in [["--engine", "warp"], ["--ports", "5-2"], ["--http", "0.0.0.0:9480"], ["--bogus"],
+                          ["--egress-rate", "1000"], ["--ecn-marking", "yes"],
+                          ["--ecn-l4s-threshold", "60", "--ecn-classic-threshold", "40"]] {
             let process = Process()
             process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
             process.arguments = arguments

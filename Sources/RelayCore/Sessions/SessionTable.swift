@@ -42,14 +42,15 @@ final class SessionTable {
     let opener: PortOpener
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
+    /// Where in a limit's burst marking starts (the relay's setting, the same for every leg).
     let thresholds: ECNThresholds
     /// The addresses that reach this relay, built once from the settings (see `isRelayOwn`).
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `legs` and `drops` are read and written per datagram by this worker's thread only,
-    // and no access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess,
-    // about 80 instructions each) buy nothing on them.
+    // `now`, `legs`, `drops`, `marks` and `random` are read and written per datagram by this
+    // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
+    // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     @exclusivity(unchecked) var legs: [LegState] = []
