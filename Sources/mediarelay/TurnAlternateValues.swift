@@ -61,17 +61,23 @@ extension ServerOptions {
     /// Refuses an alternate that is one of this relay's own TURN listeners: a client sent there
     /// would come straight back. A listener on a wildcard is reached on every address of the
     /// host, so its port on a loopback address or one of `ownAddresses` (the relay and
-    /// advertised addresses here; the interfaces too, at start and on reload) is ours as well.
-    /// `tls:` entries are not compared: no TLS listener exists yet.
+    /// advertised addresses here; the interfaces too, at start and on reload) is ours as well;
+    /// and behind a 1:1 NAT the advertised address reaches every listener's port. `tls:`
+    /// entries are not compared: no TLS listener exists yet.
     func checkAlternates(ownAddresses: [Endpoint]) throws(OptionError) {
         let listeners = turnListeners.map(\.endpoint)
-        let own = Set(ownAddresses.map { Endpoint(high: $0.high, low: $0.low, port: 0) })
+        let own = Set(ownAddresses.map(Self.address))
+        let advertised = Endpoint(host: advertiseAddress, port: 0).map(Self.address)
         for alternate in turnAlternates where !alternate.tls {
             let target = alternate.endpoint
-            let local = target.isLoopback || own.contains(Endpoint(high: target.high, low: target.low, port: 0))
+            let host = Self.address(target)
+            let local = target.isLoopback || own.contains(host)
             let ours = listeners.contains { listener in
                 guard listener.port == target.port else { return false }
                 if listener == target { return true }
+                // A loopback address is never a NAT's public side (127.0.0.1 is only advertised
+                // by default), and another relay may listen on it in a lab.
+                if host == advertised && !target.isLoopback { return true }
                 // "::" takes IPv4 too; "0.0.0.0" only IPv4.
                 return listener.isWildcard && (!listener.isIPv4 || target.isIPv4) && local
             }
@@ -81,4 +87,7 @@ extension ServerOptions {
             }
         }
     }
+
+    /// The address alone, port and scope left out, for comparing hosts.
+    private static func address(_ endpoint: Endpoint) -> Endpoint { Endpoint(high: endpoint.high, low: endpoint.low, port: 0) }
 }

@@ -26,6 +26,10 @@ final class FleetOptionsTests: XCTestCase {
         refusal(wildcard + ["--turn-alternate", "127.0.0.5:3478"], mentions: ["--turn-alternate 127.0.0.5:3478:", "own TURN listeners"])
         refusal(wildcard + ["--turn-alternate", "198.51.100.4:3478"], mentions: ["own TURN listeners"])
         refusal(["--turn", "[::]:3478", "--turn-secret", "s", "--turn-alternate", "127.0.0.1:3478"], mentions: ["own TURN listeners"])
+        // Behind a 1:1 NAT the advertised address is this relay too (a fleet list shared by
+        // every node must leave each node's own address out).
+        refusal(["--turn", "10.0.0.5:3478", "--turn-secret", "s", "--advertise-address", "203.0.113.10",
+                 "--turn-alternate", "203.0.113.10:3478"], mentions: ["--turn-alternate 203.0.113.10:3478:", "own TURN listeners"])
         // Another port, another host, or an IPv6 address an IPv4 wildcard does not take: a sibling.
         XCTAssertNotNil(runOptions(wildcard + ["--turn-alternate", "127.0.0.5:3479", "--turn-alternate", "198.51.100.5:3478",
                                                "--turn-alternate", "[::1]:3478"]))
