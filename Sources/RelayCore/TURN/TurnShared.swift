@@ -47,8 +47,6 @@ public final class TurnShared: Sendable {
         self.alternates.withLock { $0.list = alternates }
     }
 
-    public var currentAlternates: TurnAlternates { alternates.withLock { $0.list } }
-
     /// The next alternate for a client of `transport` and family, in turn; nil when none fits.
     func alternate(for transport: TurnAlternates.Transport, ipv4: Bool) -> TurnRedirect? {
         alternates.withLock { state in
