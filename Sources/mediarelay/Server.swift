@@ -64,6 +64,12 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
+        do throws(OptionError) {
+            try options.checkAlternates(ownAddresses: hostAddresses())
+        } catch {
+            log.error(error.description)
+            return error.exitCode
+        }
         let relay = Relay(settings: settings())
         let engine: (backend: Backend, reason: String)
         do {
@@ -86,7 +92,7 @@ struct Server {
         let router = api.router
         let http: HTTPServer
         do {
-            http = try HTTPServer(host: options.http.host, port: options.http.port, priorityPaths: ["/healthz"]) {
+            http = try HTTPServer(host: options.http.host, port: options.http.port, priorityPaths: ["/healthz", "/readyz"]) {
                 router.respond(to: $0)
             }
         } catch {
@@ -123,7 +129,8 @@ struct Server {
     }
 
     /// SIGHUP: parses the command line and the config file again and applies what can change
-    /// while running (token, log level, limits and TURN quotas, defaults of new sessions); logs one line saying
+    /// while running (token, log level, limits, TURN quotas and alternates, the ready threshold,
+    /// defaults of new sessions); logs one line saying
     /// what changed and what waits for a restart. Sessions, sockets and workers are untouched,
     /// so no datagram is lost. A file that does not parse changes nothing.
     private func reload(_ running: inout ServerOptions, relay: Relay, settings: ReloadableSettings) {
@@ -132,8 +139,9 @@ struct Server {
             return
         }
         let reloaded: ServerOptions
-        do {
+        do throws(OptionError) {
             guard case .run(let parsed) = try ServerOptions.parse(arguments: arguments, environment: environment) else { return }
+            try parsed.checkAlternates(ownAddresses: hostAddresses())
             reloaded = parsed
         } catch {
             log.error(OptionError.oneLine("SIGHUP: keeping the running config; \(error.subject): \(error.problem)"))
@@ -151,6 +159,7 @@ struct Server {
         log.setLevel(options.logLevel)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits))
+        relay.updateAlternates(options.turnAlternatesInForce)
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not

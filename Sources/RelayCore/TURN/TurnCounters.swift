@@ -64,12 +64,15 @@ public struct TurnCounters: Sendable {
     public var bindingRequests: UInt64 = 0
     /// ChannelBind requests for a new channel refused with 508 at `TurnLimits.maxChannels`.
     public var channelsRefused: UInt64 = 0
+    /// Allocate requests answered 300 with an alternate, by `TurnRedirectReason`.
+    public var redirects = InlineArray<3, UInt64>(repeating: 0)
 
     public init() {}
 
     public subscript(drop reason: TurnDropReason) -> UInt64 { drops[reason.rawValue] }
     public subscript(auth reason: AuthFailure) -> UInt64 { authFailures[reason.rawValue] }
     public subscript(peer reason: PeerRefusal) -> UInt64 { peerRefusals[reason.index] }
+    public subscript(redirect reason: TurnRedirectReason) -> UInt64 { redirects[reason.rawValue] }
     public subscript(refused code: ErrorCode) -> UInt64 {
         (400..<510).contains(code.rawValue) ? refused[code.rawValue - 400] : 0
     }
@@ -117,5 +120,6 @@ extension TurnCounters: SummedCounters {
         authFailures.add(other.authFailures)
         drops.add(other.drops)
         peerRefusals.add(other.peerRefusals)
+        redirects.add(other.redirects)
     }
 }

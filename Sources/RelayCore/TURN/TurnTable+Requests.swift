@@ -2,10 +2,12 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// A request refused with an error code (and, for 420, the attributes not understood).
+/// A request refused with an error code (and, for 420, the attributes not understood; for
+/// 300, where to go instead).
 struct TurnRefusal: Error {
     var code: ErrorCode
     var unknown: [AttributeType] = []
+    var redirect: TurnRedirect?
 }
 
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
@@ -89,6 +91,10 @@ extension TurnTable {
         answer.append(error: refusal.code)
         if !refusal.unknown.isEmpty {
             answer.append(.unknownAttributes, refusal.unknown.flatMap { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] })
+        }
+        if let redirect = refusal.redirect {
+            answer.append(.alternateServer, plainAddress: redirect.server)
+            if let domain = redirect.domain { answer.append(.alternateDomain, text: domain) }
         }
         return answer
     }
