@@ -64,12 +64,7 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
-        do throws(OptionError) {
-            try options.checkAlternates(ownAddresses: hostAddresses())
-        } catch {
-            log.error(error.description)
-            return error.exitCode
-        }
+        noteAlternatesThatAreThisRelay(options)
         let relay = Relay(settings: settings())
         let engine: (backend: Backend, reason: String)
         do {
@@ -141,7 +136,6 @@ struct Server {
         let reloaded: ServerOptions
         do throws(OptionError) {
             guard case .run(let parsed) = try ServerOptions.parse(arguments: arguments, environment: environment) else { return }
-            try parsed.checkAlternates(ownAddresses: hostAddresses())
             reloaded = parsed
         } catch {
             log.error(OptionError.oneLine("SIGHUP: keeping the running config; \(error.subject): \(error.problem)"))
@@ -159,7 +153,22 @@ struct Server {
         log.setLevel(options.logLevel)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits))
-        relay.updateAlternates(options.turnAlternatesInForce)
+        noteAlternatesThatAreThisRelay(options)
+        relay.updateAlternates(options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options)))
+    }
+
+    /// The addresses an alternate would reach this relay on: the relay and advertised
+    /// addresses and the host's interfaces.
+    func alternateOwnAddresses(_ options: ServerOptions) -> [Endpoint] {
+        [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) } + hostAddresses()
+    }
+
+    /// Says which alternates are this relay itself and so are never named (one list of the
+    /// whole fleet may be given to every node).
+    private func noteAlternatesThatAreThisRelay(_ options: ServerOptions) {
+        for alternate in options.alternatesThatAreThisRelay(ownAddresses: alternateOwnAddresses(options)) {
+            log.info("--turn-alternate \(alternate) is this relay (one of its own TURN listeners): left out of the alternates it names")
+        }
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not

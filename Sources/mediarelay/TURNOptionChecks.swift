@@ -53,8 +53,6 @@ extension ServerOptions {
         for alternate in turnAlternates where !alternates.insert(alternate).inserted {
             throw OptionError(subject: "--turn-alternate \(alternate)", problem: "given twice; each alternate once")
         }
-        // The relay's own addresses known from the options; the interfaces are checked at start.
-        try checkAlternates(ownAddresses: [relayAddress, advertiseAddress].compactMap { Endpoint(host: $0, port: 0) })
         var names = Set<String>()
         for user in turnUsers where !names.insert(user.name).inserted {
             throw OptionError(

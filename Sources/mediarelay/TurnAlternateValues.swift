@@ -58,21 +58,23 @@ extension ServerOptions {
                        tls: turnAlternates.filter(\.tls).map(\.endpoint), domain: turnAlternateDomain)
     }
 
-    /// Refuses an alternate that is one of this relay's own TURN listeners: a client sent there
-    /// would come straight back. A listener on a wildcard is reached on every address of the
-    /// host, so its port on a loopback address or one of `ownAddresses` (the relay and
-    /// advertised addresses here; the interfaces too, at start and on reload) is ours as well;
-    /// and behind a 1:1 NAT the advertised address reaches every listener's port. `tls:`
-    /// entries are not compared: no TLS listener exists yet.
-    func checkAlternates(ownAddresses: [Endpoint]) throws(OptionError) {
+    /// The alternates that are this relay itself: one of its own TURN listeners, which a client
+    /// sent there would reach straight back. A listener on a wildcard is reached on every address
+    /// of the host, so its port on a loopback address or one of `ownAddresses` (the relay and
+    /// advertised addresses; the interfaces too, at start and on reload) is ours as well; and
+    /// behind a 1:1 NAT the advertised address reaches every listener's port. `tls:` entries are
+    /// not compared: no TLS listener exists yet. They are left out of what the TURN server
+    /// names, not refused, so one list of the whole fleet can be given to every node.
+    func alternatesThatAreThisRelay(ownAddresses: [Endpoint]) -> [TurnAlternateSpec] {
         let listeners = turnListeners.map(\.endpoint)
         let own = Set(ownAddresses.map(Self.address))
         let advertised = Endpoint(host: advertiseAddress, port: 0).map(Self.address)
-        for alternate in turnAlternates where !alternate.tls {
+        return turnAlternates.filter { alternate in
+            guard !alternate.tls else { return false }
             let target = alternate.endpoint
             let host = Self.address(target)
             let local = target.isLoopback || own.contains(host)
-            let ours = listeners.contains { listener in
+            return listeners.contains { listener in
                 guard listener.port == target.port else { return false }
                 if listener == target { return true }
                 // A loopback address is never a NAT's public side (127.0.0.1 is only advertised
@@ -81,11 +83,15 @@ extension ServerOptions {
                 // "::" takes IPv4 too; "0.0.0.0" only IPv4.
                 return listener.isWildcard && (!listener.isIPv4 || target.isIPv4) && local
             }
-            if ours {
-                throw OptionError(subject: "--turn-alternate \(alternate)",
-                                  problem: "is one of this relay's own TURN listeners; an alternate must be another relay")
-            }
         }
+    }
+
+    /// The alternates the TURN server names: all but this relay's own (`alternatesThatAreThisRelay`).
+    func turnAlternatesInForce(ownAddresses: [Endpoint]) -> TurnAlternates {
+        let ours = Set(alternatesThatAreThisRelay(ownAddresses: ownAddresses))
+        var kept = self
+        kept.turnAlternates.removeAll { ours.contains($0) }
+        return kept.turnAlternatesInForce
     }
 
     /// The address alone, port and scope left out, for comparing hosts.

@@ -41,7 +41,7 @@ extension Server {
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
         turn.limits = options.turnLimits
-        turn.alternates = options.turnAlternatesInForce
+        turn.alternates = options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options))
         return turn
     }
 

@@ -7,8 +7,9 @@ import XCTest
 
 /// 300 Try Alternate (RFC 8489 section 10) from a relay that will not take a new allocation:
 /// only after authentication (so it carries MESSAGE-INTEGRITY), only to an alternate of the
-/// client's family, in turn, counted by reason; without one, the refusal (or, draining, the
-/// service) there was before. A user over their own quota is refused, never redirected.
+/// client's family, in turn, counted by reason; without one, the refusal there was before (and
+/// 403 for a new allocation while draining). A user over their own quota is refused, never
+/// redirected.
 final class TurnRedirectTests: XCTestCase {
     let siblings = [Endpoint(host: "192.0.2.2", port: 3478)!, Endpoint(host: "192.0.2.3", port: 3478)!]
     let sibling6 = Endpoint(host: "2001:db8::2", port: 3478)!
@@ -115,11 +116,15 @@ final class TurnRedirectTests: XCTestCase {
                       "an existing allocation goes on")
     }
 
-    func testDrainingWithoutAlternatesStillServes() throws {
+    func testDrainingWithoutAlternatesRefusesNewAllocationsOnly() throws {
         let harness = try TurnHarness()
+        var first = try TurnTestClient(harness)
+        XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         harness.table.shared.beginDrain()
-        var client = try TurnTestClient(harness)
-        XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess, "as before alternates existed")
+        var client = try TurnTestClient.bob(harness)
+        XCTAssertEqual(client.allocate()?.errorCode, 403, "a new allocation would be cut off when the drain ends")
+        XCTAssertTrue(try XCTUnwrap(first.ask(.refresh) { $0.append(.lifetime, uint32: 600) }).isSuccess,
+                      "an existing allocation goes on")
     }
 
     func testTLSAlternatesAreNeverGivenToUDPClientsAndCarryTheDomain() throws {

@@ -5,8 +5,8 @@ import NetAddress
 ///
 /// Contract: a redirect names an alternate of the client's transport and address family, so
 /// the client can reach it the way it reached this relay; without one the Allocate is refused
-/// (or, while draining, served) as it would be without alternates. The lists never contain
-/// this relay's own listeners (the options refuse them at start).
+/// as it would be without alternates (403 while draining). The lists never contain this
+/// relay's own listeners (the options leave them out, so one list can serve a whole fleet).
 public struct TurnAlternates: Sendable, Equatable {
     /// How a client reached the relay, for choosing an alternate it can reach the same way.
     public enum Transport: Sendable {

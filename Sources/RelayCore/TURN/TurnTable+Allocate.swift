@@ -104,7 +104,12 @@ extension TurnTable {
     /// none, so the caller refuses or serves the client as it would without alternates.
     func redirect(_ client: TurnClient, _ reason: TurnRedirectReason) throws(TurnRefusal) {
         // Every client comes over UDP until the relay has stream listeners.
-        guard let redirect = shared.alternate(for: .plain, ipv4: client.address.isIPv4) else { return }
+        guard let redirect = shared.alternate(for: .plain, ipv4: client.address.isIPv4) else {
+            // A draining relay takes no new allocation it would cut off when the drain ends:
+            // 403 sends the client on to its next ICE server.
+            if reason == .draining { throw TurnRefusal(code: .forbidden) }
+            return
+        }
         counters.redirects[reason.rawValue] &+= 1
         throw TurnRefusal(code: .tryAlternate, redirect: redirect)
     }
