@@ -93,6 +93,7 @@ extension TurnTable {
         allocation.tokens = settings.bandwidthPerAllocation &* 1_000_000_000
         allocation.lastRefill = now
         if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
+        schedule(Int(index), allocation.expires)
         byClient[client] = index
         counters.allocationsCreated &+= 1
         describe(Int(index), client, reservation: reservation, additionalError: additionalError,
@@ -216,6 +217,8 @@ extension TurnTable {
     func removeAllocation(_ a: Int) {
         guard allocations[a].live else { return }
         let allocation = allocations[a]
+        permissionCount -= allocation.permissions.count
+        channelCount -= allocation.channels.count
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             engine.disown(relay.socket)
             closing.append(relay)

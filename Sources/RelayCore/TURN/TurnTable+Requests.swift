@@ -214,8 +214,9 @@ extension TurnTable {
         }
         let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
         // The permission's expiry is copied into the channel by `permit`.
-        allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0)
+        if allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0) { channelCount += 1 }
         permit(a, peer)
+        schedule(a, expires)
     }
 
     /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer
@@ -241,8 +242,9 @@ extension TurnTable {
     func permit(_ a: Int, _ peer: Endpoint) {
         let key = Allocation.permissionKey(peer)
         let expires = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
-        allocations[a].permissions[key] = expires
+        if allocations[a].permissions.updateValue(expires, forKey: key) == nil { permissionCount += 1 }
         allocations[a].channels.renewPermission(key, until: expires)
+        schedule(a, expires)
     }
 }
 
