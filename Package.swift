@@ -47,7 +47,7 @@ let package = Package(
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .target(name: "TestPorts", path: "Tests/TestPorts"),
-        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "MallocCounter"]),
+        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "SystemSupport", "MallocCounter"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "STUN", "MallocCounter", "TestPorts"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "DatagramEngine"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP"]),
