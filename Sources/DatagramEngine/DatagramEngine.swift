@@ -216,8 +216,8 @@ public final class DatagramEngine {
     /// valid and in place until the owner's next `consume` of this stream or the next
     /// `receive`; empty for a stream that is gone.
     public func input(_ stream: SocketID) -> UnsafeRawBufferPointer {
-        guard let index = state.streams?.index(of: stream) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        return state.streams!.input(index)
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return streams.input(index)
     }
 
     /// The owner is done with the first `count` bytes of `input(stream)` (at most its count).

@@ -330,9 +330,17 @@ final class StreamTable {
         if stream.reports & Report.accepted != 0 {
             guard let connection = state.table.connection(slot) else { return }
             let listenerOwner = state.table.entry(stream.listener)?.owner ?? .unowned
+            stream.reports &= ~Report.accepted
+            if listenerOwner == .unowned {
+                // Its listener was closed or disowned before this was said: nobody will take
+                // the connection, so it goes now rather than wait for its peer (unreported).
+                states[index].reports = stream.reports
+                beginClosing(index, .byOwner)
+                stream = states[index]
+                return
+            }
             events.append(StreamEvent(owner: listenerOwner, stream: stream.socket,
                                       kind: .accepted(listener: stream.listener, peer: connection.peer, local: connection.local)))
-            stream.reports &= ~Report.accepted
             accepts -= 1
             return
         }
