@@ -1,4 +1,5 @@
 import Glibc
+import CURing
 import SystemSupport
 
 /// Options for a listening TCP socket the engine will accept on.

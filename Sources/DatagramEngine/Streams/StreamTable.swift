@@ -1,4 +1,5 @@
 import Glibc
+import CURing
 import SystemSupport
 
 /// The engine's streams (accepted TCP connections), by index `0 ..< streamLimit`, and what
