@@ -29,7 +29,6 @@ final class RingStreams {
     }
 
     /// Handles a completion of a listener's or a stream's operation; false for any other kind.
-    @inline(__always)
     func handle(_ completion: RingCompletion) -> Bool {
         switch completion.tag.kind {
         case .accept: accepted(completion)
