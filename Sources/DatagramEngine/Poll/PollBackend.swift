@@ -4,7 +4,8 @@ import SystemSupport
 
 /// The perPacket and mmsg backends: epoll says which sockets are ready, then recvmsg per
 /// datagram or recvmmsg per socket; sendmsg per message or sendmmsg per run of one socket.
-/// Both use the same vectors and metadata handling: only the system calls differ.
+/// Both use the same vectors and metadata handling: only the system calls differ. Listeners
+/// and streams are `PollStreams`', dispatched to it by the socket's kind.
 final class PollBackend {
     private let state: EngineState
     private let batched: Bool

@@ -6,8 +6,9 @@ import SystemSupport
 /// engine on one thread. Every pointer the kernel is given lives in here, is allocated once and
 /// never moves: the ring, the buffer ring and its buffers, the receive template, the wake-up
 /// read's buffer. Sends point at the send vectors, which their owner keeps still until the
-/// sends complete. Submissions, the one reap loop and the buffers' lending are here; what the
-/// engine does with a completion is `RingBackend`'s.
+/// sends complete; streams' receives and sends point into their `StreamBuffers`, which this
+/// ring keeps alive until it is gone (`lend`). Submissions, the one reap loop and the buffers'
+/// lending are here; what the engine does with a completion is `RingBackend`'s.
 final class Ring {
     static let submissionEntries: UInt32 = 2048
     static let completionEntries: UInt32 = 16384

@@ -4,8 +4,9 @@ import SystemSupport
 
 /// The io_uring backend's state machine: receives arrive as completions of one multishot
 /// RECVMSG per socket, into provided buffers that are lent to the turn's sends and given back
-/// on the next receive; all the sends of a flush go out in one submit, across sockets. The
-/// ring itself (memory, tags, reaping) is `Ring`'s.
+/// on the next receive; all the sends of a flush go out in one submit, across sockets.
+/// Listeners and streams are `RingStreams`' (their completions are handed to it wherever they
+/// are reaped). The ring itself (memory, tags, reaping) is `Ring`'s.
 final class RingBackend {
     let state: EngineState
     let ring: Ring
