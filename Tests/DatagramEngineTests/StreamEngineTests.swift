@@ -487,4 +487,42 @@ final class StreamEngineTests: XCTestCase {
             XCTAssertEqual(engine.counters.streamsClosed, 1, "\(backend)")
         }
     }
+
+    /// Out of descriptors, a listener is paused rather than retried on every turn (which would
+    /// spin the worker), and accepts what waited in the backlog once descriptors are back.
+    func testAListenerOutOfDescriptorsPausesInsteadOfSpinning() throws {
+        for backend in ConformanceTests.backends {
+            let echo = try StreamEchoHarness(backend: backend)
+            let engine = echo.engine
+            // Connected before any turn: they wait in the backlog, and io_uring's accept, which
+            // takes the descriptor limit as it stands when the accept is armed, is armed below
+            // the lowered limit.
+            let clients = (0..<10).map { _ in TCPClientFixture.connect(to: echo.server) }
+            defer { for fd in clients { close(fd) } }
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            let saved = limit
+            // The limit bounds descriptor numbers: set it to the lowest free one, so that no
+            // new descriptor fits below it.
+            let lowestFree = dup(0)
+            close(lowestFree)
+            limit.rlim_cur = rlim_t(lowestFree)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            let syscallsBefore = engine.counters.syscalls
+            var turns = 0
+            let until = MonotonicClock.now() + 300_000_000
+            while MonotonicClock.now() < until {
+                echo.turn(timeoutMilliseconds: 50)
+                turns += 1
+            }
+            var restored = saved
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &restored)
+            XCTAssertEqual(echo.accepted.count, 0, "\(backend)")
+            XCTAssertGreaterThan(engine.counters.acceptErrors, 0, "\(backend): the accept met EMFILE")
+            XCTAssertLessThanOrEqual(engine.counters.acceptErrors, 8, "\(backend): about one try per 100 ms pause, not one per turn")
+            XCTAssertLessThan(turns, 40, "\(backend): the turns waited instead of spinning")
+            XCTAssertLessThan(engine.counters.syscalls - syscallsBefore, 200, "\(backend)")
+            XCTAssertTrue(echo.run(seconds: 2) { echo.accepted.count == 10 }, "\(backend): \(echo.accepted.count) accepted after the pause")
+        }
+    }
 }

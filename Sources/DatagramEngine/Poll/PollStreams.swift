@@ -35,9 +35,13 @@ final class PollStreams {
                 return
             case .failed(ECONNABORTED), .failed(EPROTO):
                 continue  // that connection ended before it was accepted; the next may be fine
-            case .failed:
-                // EMFILE, ENFILE, ENOBUFS: the connection stays in the backlog for a later turn.
+            case .failed(let code):
+                // The connection stays in the backlog for a later turn.
                 state.counters.acceptErrors &+= 1
+                if PausedListeners.isShortage(code)
+                    && poller.modify(descriptor, tag: EventPoller.tag(listener), events: 0) {
+                    streams.pausedListeners.pause(listener)
+                }
                 return
             }
         }
@@ -114,6 +118,10 @@ final class PollStreams {
     func service() {
         // A stream that starts closing here is let go in the same call, not a turn later.
         while !streams.serviceList.isEmpty { streams.takeService(serviceOne) }
+        streams.pausedListeners.takeDue { listener in
+            guard let entry = state.table.entry(listener), entry.kind == .listener else { return }
+            _ = poller.modify(entry.descriptor, tag: EventPoller.tag(listener), events: EventPoller.input)
+        }
     }
 
     private func serviceOne(_ index: Int) {

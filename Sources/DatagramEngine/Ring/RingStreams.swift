@@ -46,6 +46,10 @@ final class RingStreams {
 
     /// Arms the accepts waiting in `toArm`, then services the streams (`service`).
     func arm() {
+        streams.pausedListeners.takeDue { listener in
+            guard let entry = state.table.entry(listener), entry.kind == .listener else { return }
+            toArm.append((Int(listener.slot), listener.generation, entry.descriptor))
+        }
         for (slot, generation, descriptor) in toArm {
             ring.prepareAccept(descriptor: descriptor, tag: RingTag(.accept, generation: generation, slot: slot))
         }
@@ -75,11 +79,17 @@ final class RingStreams {
             SystemCall.bug("io_uring accept", errno: -completion.result)
         } else if completion.result != -ECANCELED {
             state.counters.acceptErrors &+= 1
+            // Paused only when the accept ended: one still armed must not get a twin.
+            if active && PausedListeners.isShortage(-completion.result) && completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
+                streams.pausedListeners.pause(SocketID(slot: Int32(slot), generation: generation))
+            }
         }
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
-            if active {
-                // The multishot accept ended (an error such as EMFILE, or the kernel chose to):
-                // arm it again; the backlog keeps the connections meanwhile.
+            if active && streams.pausedListeners.contains(SocketID(slot: Int32(slot), generation: generation)) {
+                // Out of descriptors or memory: armed again when the pause ends (`arm`).
+            } else if active {
+                // The multishot accept ended (the kernel chose to, or a passing error): arm it
+                // again; the backlog keeps the connections meanwhile.
                 toArm.append((slot, generation, state.table[slot].descriptor))
             } else if current {
                 state.table.release(slot)

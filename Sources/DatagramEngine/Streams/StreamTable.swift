@@ -68,6 +68,8 @@ final class StreamTable {
     /// Streams whose `closed` was reported this turn, released when the next begins.
     private var releaseList: [Int32] = []
     private var nearestDeadline = UInt64.max
+    /// Listeners out of descriptors or memory, resumed by the backend when their pause ends.
+    let pausedListeners = PausedListeners()
     private(set) var count = 0
 
     init(state: EngineState, buffers: StreamBuffers) {
@@ -267,13 +269,14 @@ final class StreamTable {
     }
 
     /// How long the turn may wait: not at all when events are left to say, and not past the
-    /// nearest deadline.
+    /// nearest deadline or the end of a listener's pause.
     func waitLimit(_ milliseconds: Int32) -> Int32 {
         if !readyList.isEmpty { return 0 }
-        guard nearestDeadline != .max else { return milliseconds }
+        let nearest = min(nearestDeadline, pausedListeners.earliest)
+        guard nearest != .max else { return milliseconds }
         let now = MonotonicClock.now()
-        guard nearestDeadline > now else { return 0 }
-        let until = (nearestDeadline - now + 999_999) / 1_000_000
+        guard nearest > now else { return 0 }
+        let until = (nearest - now + 999_999) / 1_000_000
         return milliseconds < 0 ? Int32(clamping: until) : min(milliseconds, Int32(clamping: until))
     }
 
