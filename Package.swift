@@ -53,7 +53,7 @@ let package = Package(
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
         // test) and the one verdict on coturn's uclient. Never linked into a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "MallocCounter", "TestSupport"]),
+        .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),

@@ -14,6 +14,13 @@
 # every 100 ms) do not quite, since the runs differ in length: a run of the driver alone shows
 # them to be a few hundred instructions per idle turn, under 1% here.
 # The callgrind files stay in $OUT (default /tmp/turn-instructions) for callgrind_annotate.
+#
+#   SETUP="50 250" bench/turn-instructions.sh     instructions per client set-up instead: two
+#                                                  runs of 64 datagrams each, with 50 and with
+#                                                  250 clients; the difference of the totals
+#                                                  over the 200 extra clients is what one
+#                                                  client's Allocate (401, then 200) and
+#                                                  ChannelBind cost the server.
 set -eu
 cd "$(dirname "$0")/.."
 count=${1:-20000}
@@ -37,7 +44,7 @@ run() {
     port=$(free_port)
     low=$(( 10000 + $(od -An -N2 -tu2 /dev/urandom) % 9000 ))
     valgrind --tool=callgrind --callgrind-out-file="$3" "$mediarelay" --http 127.0.0.1:0 --workers 1 \
-        --engine mmsg --gso off --gro off --ports "$low-$((low + 99))" --relay-address 127.0.0.1 \
+        --engine mmsg --gso off --gro off --ports "$low-$((low + ${span:-99}))" --relay-address 127.0.0.1 \
         --turn "127.0.0.1:$port" --turn-realm bench.example --turn-user bench:pw \
         --turn-allowed-peer 127.0.0.1/32 --turn-unauthenticated-rate 0 --log-level warning 2>"$3.log" &
     server=$!
@@ -50,6 +57,20 @@ run() {
     esac
 }
 instructions() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
+
+if [ -n "${SETUP:-}" ]; then
+    set -- $SETUP
+    few=$1 many=$2
+    span=$((2 * many + 100))  # a relayed port per client within the TURN share (50%), and room
+    run "$few" 64 "$out/setup-$few.cg" >/dev/null
+    run "$many" 64 "$out/setup-$many.cg" >/dev/null
+    per=$(awk -v a="$(instructions "$out/setup-$few.cg")" -v b="$(instructions "$out/setup-$many.cg")" -v n=$((many - few)) \
+        'BEGIN { printf "%.0f", (b - a) / n }')
+    echo "| binary | clients | instructions/client set-up |"
+    echo "|---|---:|---:|"
+    echo "| $mediarelay | $few, $many | $per |"
+    exit 0
+fi
 
 echo "| binary | clients | datagrams relayed (difference) | instructions/datagram |"
 echo "|---|---:|---:|---:|"

@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sched.h>
 #include <string.h>
@@ -73,6 +74,10 @@ static inline int mr_sendmmsg(int fd, struct mr_mmsghdr *vector, unsigned int le
     return (int)syscall(__NR_sendmmsg, fd, vector, length, flags);
 }
 static inline int mr_msg_waitforone(void) { return 0x10000; }
+// accept4 is declared only under _GNU_SOURCE as well.
+static inline int mr_accept4(int fd, int flags) {
+    return (int)syscall(__NR_accept4, fd, NULL, NULL, flags);
+}
 
 static inline int mr_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

@@ -36,13 +36,27 @@ public struct EngineCounters: Sendable, SummedCounters {
     public var receiveRestarts: UInt64 = 0
     /// io_uring receives that ended with a lasting error and were not re-armed.
     public var receiveFailures: UInt64 = 0
+    /// Connections accepted as streams, and those refused at accept (no free stream: reset at
+    /// once) or failed there (EMFILE, ENFILE, ENOBUFS: the backlog keeps them for later turns).
+    public var streamsAccepted: UInt64 = 0
+    public var streamsRefused: UInt64 = 0
+    public var acceptErrors: UInt64 = 0
+    /// Bytes read from and written to streams (not in bytesIn / bytesOut, which are datagrams').
+    public var streamBytesIn: UInt64 = 0
+    public var streamBytesOut: UInt64 = 0
+    /// `write`s refused past the high water mark or on a closing stream: the caller dropped them.
+    public var streamWritesRefused: UInt64 = 0
+    /// Streams closed, for any reason (each one `closed` event).
+    public var streamsClosed: UInt64 = 0
 
     public init() {}
 
     /// The plain counters `merge` sums (CountersMergeTests checks none is missing).
     public static var summedFields: [WritableKeyPath<EngineCounters, UInt64>] {
         [\.datagramsIn, \.bytesIn, \.datagramsOut, \.bytesOut, \.syscalls, \.receiveBatches, \.kernelDrops,
-         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures]
+         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures,
+         \.streamsAccepted, \.streamsRefused, \.acceptErrors, \.streamBytesIn, \.streamBytesOut, \.streamWritesRefused,
+         \.streamsClosed]
     }
 
     mutating func noteBatch(_ size: Int) {

@@ -3,13 +3,22 @@ import CURing
 import NetAddress
 import SystemSupport
 
-/// Moves UDP datagrams in batches for one thread. One API over three backends chosen at run
-/// time (see `Backend`); the relay's workers each own one engine and use it from their own
-/// thread only (io_uring's SINGLE_ISSUER needs it: create the engine on that thread).
+/// Moves UDP datagrams in batches, and the bytes of TCP streams, for one thread. One API over
+/// three backends chosen at run time (see `Backend`); the relay's workers each own one engine
+/// and use it from their own thread only (io_uring's SINGLE_ISSUER needs it: create the engine
+/// on that thread).
 ///
 /// A turn is: `receive` (what is ready now, up to `batchSize`, never waiting to fill a batch),
-/// read `received(i)`, `enqueue` replies or forwards that borrow the received bytes, `flush`.
-/// Every datagram carries its TOS byte both ways. Nothing here allocates per datagram.
+/// read `received(i)` and `streamEvent(i)`, `enqueue` replies or forwards that borrow the
+/// received bytes, `write` to streams (copied), `flush`. Every datagram carries its TOS byte
+/// both ways. Nothing here allocates per datagram.
+///
+/// Streams (with `EngineConfiguration.streamLimit` > 0): `listen` registers a listener; each
+/// connection it accepts becomes a stream, reported `accepted` with the listener's tag. The
+/// owner names itself (`setOwner`), reads the contiguous `input` and `consume`s what it used
+/// (a framer may leave a partial message), `write`s whole messages or has them refused past
+/// the high water mark, and `close`s. Every stream ends with one `closed` event. Each has an
+/// input buffer and an output ring of fixed size, set up at accept (`StreamBuffers`).
 public final class DatagramEngine {
     /// The backend doing the work, one type each; every call is one switch over this.
     private enum Driver {
@@ -37,7 +46,13 @@ public final class DatagramEngine {
         precondition(configuration.batchSize > 0 && configuration.sendCapacity > 0)
         let wakeDescriptor = Int32(try SystemCall.require("eventfd") { Int(mr_eventfd_nonblocking()) })
         let waker = EngineWaker(descriptor: wakeDescriptor)
-        let state = EngineState(configuration: configuration)
+        let state: EngineState
+        do throws(SystemCallError) {
+            state = try EngineState(configuration: configuration)
+        } catch {
+            SystemCall.close(wakeDescriptor)
+            throw error
+        }
         do throws(SystemCallError) {
             (backend, backendReason, driver) = try DatagramEngine.start(state, waker: waker)
         } catch {
@@ -106,16 +121,40 @@ public final class DatagramEngine {
         return id
     }
 
-    /// Names the owner of `id`'s datagrams from now on, for a table that knows its entry only
-    /// once the socket is open. Nothing happens for a socket that is gone.
+    /// Starts accepting on `listener`, whose `accepted` events carry `owner`; the engine keeps
+    /// it open until `unregister`. Refused when streams are off (`streamLimit` is 0).
+    public func listen(_ listener: TCPListener, owner: OwnerTag = .unowned) throws(SystemCallError) -> SocketID {
+        guard state.streams != nil else {
+            throw SystemCallError("cannot accept on TCP", errno: EINVAL, address: listener.localEndpoint,
+                                  advice: "streams are off in this engine: set EngineConfiguration.streamLimit")
+        }
+        let id = state.table.add(listener, owner: owner)
+        switch driver {
+        case .poll(let poll):
+            do throws(SystemCallError) {
+                try poll.register(id, descriptor: listener.descriptor)
+            } catch {
+                state.table.release(Int(id.slot))
+                throw error
+            }
+        case .ring(let ring):
+            ring.register(listener: id, descriptor: listener.descriptor)
+        }
+        return id
+    }
+
+    /// Names the owner of `id`'s datagrams or stream events from now on, for a table that
+    /// knows its entry only once the socket is open (a stream: when it takes the `accepted`
+    /// event). Nothing happens for a socket that is gone.
     public func setOwner(_ id: SocketID, _ owner: OwnerTag) {
         guard let slot = state.table.lookup(id) else { return }
         state.table[slot].owner = owner
     }
 
-    /// Takes `id` from its owner at once: its datagrams, this turn's included, carry `unowned`
-    /// from now on, while the socket stays open for sends already queued (close it with
-    /// `unregister` after the flush). A table calls it when it forgets the socket's entry.
+    /// Takes `id` from its owner at once: its datagrams and stream events (a listener's
+    /// `accepted` ones too), this turn's included, carry `unowned` from now on, while the
+    /// socket stays open for sends already queued (close it with `unregister` after the
+    /// flush). A table calls it when it forgets the socket's entry.
     public func disown(_ id: SocketID) {
         setOwner(id, .unowned)
         state.disown(id)
@@ -128,11 +167,23 @@ public final class DatagramEngine {
     /// io_uring all the cancellations go to the kernel together and are awaited together, so
     /// closing many sockets at once (a wave of expired sessions) costs a few system calls, not
     /// a few per socket.
+    /// A stream among them is closed as by `close(_:keepingOutput: false)`, and disowned, so
+    /// its `closed` event goes to nobody.
     public func unregister(_ ids: [SocketID]) {
         for id in ids { state.disown(id) }
+        var sockets = ids
+        if let streams = state.streams {
+            // A stream is released by its table after its last operation, never here.
+            sockets.removeAll { id in
+                guard let index = streams.index(of: id) else { return false }
+                setOwner(id, .unowned)
+                streams.close(index, keepingOutput: false)
+                return true
+            }
+        }
         switch driver {
-        case .poll(let poll): poll.unregister(ids)
-        case .ring(let ring): ring.unregister(ids)
+        case .poll(let poll): poll.unregister(sockets)
+        case .ring(let ring): ring.unregister(sockets)
         }
     }
 
@@ -148,8 +199,69 @@ public final class DatagramEngine {
         return state.table[slot].groEnabled
     }
 
-    /// The number of sockets registered and receiving.
+    /// The number of sockets registered and receiving, streams and listeners included (a
+    /// stream until its release, the turn after its `closed` event).
     public var socketCount: Int { state.table.activeCount }
+
+    /// Streams open now, or closed and not yet released.
+    public var streamCount: Int { state.streams?.count ?? 0 }
+
+    // MARK: streams
+
+    /// Stream events of the last `receive`, `0 ..< streamEventCount` (see `StreamEvent`).
+    public var streamEventCount: Int { state.streamEvents.count }
+
+    public func streamEvent(_ index: Int) -> StreamEvent { state.streamEvents[index] }
+
+    /// The bytes `stream` has received and the owner has not consumed, contiguous. They stay
+    /// valid and in place until the owner's next `consume` of this stream or the next
+    /// `receive`; empty for a stream that is gone.
+    public func input(_ stream: SocketID) -> UnsafeRawBufferPointer {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return streams.input(index)
+    }
+
+    /// The owner is done with the first `count` bytes of `input(stream)` (at most its count).
+    /// Input left there stays for the next call; an input that stays full stops the reading.
+    public func consume(_ stream: SocketID, _ count: Int) {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        streams.consume(index, count)
+    }
+
+    /// Copies `bytes` into `stream`'s output, whole, to be sent from the next `flush` on, in
+    /// order after what was written before. Returns false, taking nothing, when that would
+    /// leave more than the high water mark pending (or the stream is closing): the caller drops
+    /// the message and counts it, and may wait for a `writable` event. `bytes` are the
+    /// caller's again as soon as this returns.
+    public func write(_ stream: SocketID, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return false }
+        return streams.write(index, bytes)
+    }
+
+    /// Bytes written to `stream` and not yet taken by the kernel.
+    public func outputPending(_ stream: SocketID) -> Int {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return 0 }
+        return Int(streams[index].cursors.outputCount)
+    }
+
+    /// Closes `stream`. Keeping its output (the default), the engine stops reading and sends
+    /// what is pending first, then closes: within the stream's deadline, or the linger time
+    /// when it has none, else the close reports `timeout`. Not keeping it, the stream closes at
+    /// the next turn and its pending output is dropped. Either way `closed(.byOwner)` follows in
+    /// a later turn, and only then is the stream's entry free; writes are refused meanwhile.
+    public func close(_ stream: SocketID, keepingOutput: Bool = true) {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        streams.close(index, keepingOutput: keepingOutput)
+    }
+
+    /// Sets `stream`'s deadline, in nanoseconds of `MonotonicClock` (nil for none). When it
+    /// passes, the engine closes the stream and reports `closed(.timeout)`; an owner that wants
+    /// an idle timeout moves it forward on each `data` event. Checked once per turn, and a
+    /// turn's wait ends by the nearest deadline.
+    public func setDeadline(_ stream: SocketID, _ nanoseconds: UInt64?) {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        streams.setDeadline(index, nanoseconds ?? .max)
+    }
 
     /// The `index`th datagram of the last receive, `0 ..< receivedCount`.
     /// (@inlinable, like `enqueue`: called per datagram from the relay's module, where a call
@@ -179,8 +291,12 @@ public final class DatagramEngine {
     }
 
     /// Sends everything queued: one sendmsg each (perPacket), one sendmmsg per run of one
-    /// socket (mmsg), or one submit for all (uring). Returns when the kernel has taken them.
+    /// socket (mmsg), or one submit for all (uring). Returns when the kernel has taken the
+    /// datagrams. Streams' new output starts going out too (epoll: sent now as far as the
+    /// socket takes it; io_uring: one send per stream submitted with the datagrams), and the
+    /// rest follows as the peers make room, without this call waiting for it.
     public func flush() {
+        if state.streams != nil { flushStreams() }
         guard outgoingCount > 0 else { return }
         state.sendVectors.build(outgoing, count: outgoingCount, table: state.table, gso: state.gsoActive) { code, segments in
             state.counters.sendErrors.add(code, UInt64(segments))
@@ -189,6 +305,17 @@ public final class DatagramEngine {
         switch driver {
         case .poll(let poll): poll.send()
         case .ring(let ring): ring.send()
+        }
+    }
+
+    /// The streams' part of a flush, before the datagrams' (io_uring: so that one submit takes
+    /// both; `submitPending` when there are no datagrams).
+    private func flushStreams() {
+        switch driver {
+        case .poll(let poll): poll.flushStreams()
+        case .ring(let ring):
+            ring.flushStreams()
+            if outgoingCount == 0 { ring.submitPending() }
         }
     }
 }

@@ -21,6 +21,33 @@ public struct EngineConfiguration: Sendable {
     /// get fewer buffers rather than hundreds of MiB per worker.
     public var uringBufferBytes = 32 << 20
 
+    /// Streams (TCP connections accepted on registered listeners): at most this many open at
+    /// once per engine. 0, the default, keeps streams off: nothing is reserved for them and
+    /// `listen` is refused. Connections accepted past the limit are reset at once (counted).
+    public var streamLimit = 0
+    /// Each stream's input buffer: bytes received and not yet consumed by the owner. When it is
+    /// full the engine stops reading that connection (backpressure) until the owner consumes.
+    /// It must hold the largest message the owner's framer waits for whole.
+    public var streamInputBytes = 16 << 10
+    /// Each stream's output ring: bytes written and not yet taken by the kernel.
+    public var streamOutputBytes = 64 << 10
+    /// A `write` that would leave more than this many bytes pending is refused (the caller
+    /// drops the message and counts it); at most `streamOutputBytes`.
+    public var streamHighWater = 64 << 10
+    /// A stream whose writes were refused is reported `writable` once its pending output falls
+    /// below this many bytes.
+    public var streamLowWater = 16 << 10
+    /// Bytes read from one connection per turn, at most: a fast sender cannot fill the turn.
+    public var streamReadBudget = 16 << 10
+    /// `accepted` events per turn, at most (the rest wait for the next turns), so that a storm
+    /// of connections cannot crowd out the datagrams.
+    public var acceptsPerTurn = 64
+    /// Stream events one turn reports, at most; what does not fit waits for the next turn.
+    public var streamEventsPerTurn = 1024
+    /// How long an owner's `close` may spend sending pending output to a peer that does not
+    /// read, when the stream has no deadline of its own.
+    public var closeLingerMilliseconds = 5_000
+
     public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
         self.backend = backend
         self.batchSize = batchSize

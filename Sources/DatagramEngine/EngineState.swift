@@ -1,9 +1,10 @@
 import Glibc
 import NetAddress
+import SystemSupport
 
 /// What the facade and its backend share, for one engine on one thread: the sockets, the
-/// counters, this turn's received datagrams and the send vectors. The backend fills it, the
-/// facade reads it; neither calls back into the other.
+/// counters, this turn's received datagrams and stream events, the send vectors and the
+/// streams. The backend fills it, the facade reads it; neither calls back into the other.
 @usableFromInline final class EngineState {
     let configuration: EngineConfiguration
     let table = SocketTable()
@@ -22,17 +23,30 @@ import NetAddress
     @usableFromInline let received: UnsafeMutablePointer<ReceivedDatagram>
     /// Room for a full batch of GRO buffers, each split into its datagrams.
     private let receivedCapacity: Int
+    /// The streams (accepted TCP connections); nil when the configuration keeps them off.
+    private(set) var streams: StreamTable?
+    /// This turn's stream events: accepted, data, writable, closed. Rebuilt by every receive
+    /// (`StreamTable.makeEvents`), read by the owner until the next; at most
+    /// `streamEventsPerTurn` of them, the rest said in later turns. Allocated once.
+    let streamEvents: StreamEvents
 
     /// The kernel coalesces at most this many datagrams into one UDP GRO buffer.
     static let maxGROSegments = 64
     /// A UDP GRO buffer's largest size: a UDP payload can be no longer.
     static let groBufferSize = 65_536
 
-    init(configuration: EngineConfiguration) {
+    init(configuration: EngineConfiguration) throws(SystemCallError) {
+        // The one step that can fail comes first, before anything needs undoing.
+        let streamBuffers = configuration.streamLimit > 0
+            ? try StreamBuffers(streams: configuration.streamLimit, inputCapacity: configuration.streamInputBytes,
+                                outputCapacity: configuration.streamOutputBytes)
+            : nil
         self.configuration = configuration
         receivedCapacity = configuration.batchSize * (configuration.gro ? EngineState.maxGROSegments : 1)
         received = .allocate(capacity: receivedCapacity)
         sendVectors = SendVectors(capacity: configuration.sendCapacity)
+        streamEvents = StreamEvents(capacity: streamBuffers == nil ? 0 : configuration.streamEventsPerTurn)
+        if let streamBuffers { streams = StreamTable(state: self, buffers: streamBuffers) }
     }
 
     deinit { received.deallocate() }
@@ -52,6 +66,10 @@ import NetAddress
     func beginTurn() {
         receivedCount = 0
         wasWoken = false
+        if let streams {
+            streamEvents.removeAll()
+            streams.beginTurn()
+        }
     }
 
     /// Records one datagram the kernel delivered, whose payload, source and control messages
@@ -101,6 +119,7 @@ import NetAddress
         for index in 0..<receivedCount where received[index].socket == socket {
             received[index].owner = .unowned
         }
+        streamEvents.disown(socket)
     }
 
     @inline(__always)

@@ -20,7 +20,9 @@ TURN mode (--turn): --streams TURN clients, each with its own socket, allocate a
 on the server (the realm comes from its 401), create a permission and bind channel 0x4000 to the
 generator's peer socket, then send ChannelData at the profile's rate; the peer socket receives (and with
 --bidirectional sends back to every relayed address, arriving as ChannelData). Allocations are refreshed
-before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. Relay CPU per datagram
+before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. A client answered 300 Try
+Alternate (a full or draining relay of a fleet) allocates at its ALTERNATE-SERVER instead, once; the report
+says how many were redirected. Relay CPU per datagram
 comes from --relay's /v1/stats (mediarelay) or from --relay-pid's /proc/PID/stat per datagram sent
 (any server, e.g. coturn's turnserver). The peer socket binds the local address that routes to the server;
 the server's peer policy must allow it (mediarelay: --turn-allowed-peer; coturn: --allow-loopback-peers).

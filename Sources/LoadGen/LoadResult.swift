@@ -40,6 +40,8 @@ public struct LoadResult: Sendable {
     public var controlledRate: Double?
     /// The share of received datagrams that arrived CE.
     public var ceFraction = 0.0
+    /// TURN mode: clients a 300 Try Alternate sent to another server (each followed once).
+    public var turnRedirected = 0
 
     public init() {}
 
@@ -110,6 +112,7 @@ public struct LoadResult: Sendable {
             ("turn", turnServer.map { .string($0) } ?? .null),
             ("turn_refreshes", .integer(Int64(turnRefreshes))),
             ("turn_failed_refreshes", .integer(Int64(turnFailedRefreshes))),
+            ("turn_redirected", .integer(Int64(turnRedirected))),
             ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
             ("relay_syscalls_per_packet", n(relay?.syscallsPerPacket)),
         ])

@@ -151,6 +151,7 @@ public struct LoadRun: Sendable {
         if let turn {
             result.turnRefreshes = turn.refreshes
             result.turnFailedRefreshes = turn.failedRefreshes
+            result.turnRedirected = turn.redirected
         }
         if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
         return result

@@ -18,7 +18,8 @@ public enum ResultTable {
             rows.append(("congestion control", "\(r.congestionControl.rawValue): mean sending rate \(f(rate, 0)) datagrams/s"))
         }
         if let server = r.turnServer {
-            rows.append(("TURN", "\(r.streams) allocations on \(server), ChannelData on channel 0x4000; "
+            let redirected = r.turnRedirected > 0 ? " (\(r.turnRedirected) redirected to an alternate by 300)" : ""
+            rows.append(("TURN", "\(r.streams) allocations on \(server)\(redirected), ChannelData on channel 0x4000; "
                              + "\(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
         }
         rows += [

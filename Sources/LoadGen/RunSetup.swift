@@ -63,7 +63,8 @@ struct RunSetup: Sendable {
     static func turn(_ turn: TurnClients, bidirectional: Bool) -> RunSetup {
         let n = turn.clients.count
         let forward = turn.clients.enumerated().map {
-            Flow(socket: $0.element.socket, destination: turn.server, stream: UInt32($0.offset), channel: TurnClients.channel)
+            // The client's own server: a 300 may have sent it to an alternate.
+            Flow(socket: $0.element.socket, destination: $0.element.server, stream: UInt32($0.offset), channel: TurnClients.channel)
         }
         let reverse = turn.clients.enumerated().compactMap { i, client in
             client.relayed.map { Flow(socket: turn.peer, destination: $0, stream: UInt32(n + i)) }

@@ -21,6 +21,12 @@ extension MessageBuilder {
 }
 
 extension StunMessage {
+    /// ALTERNATE-SERVER (plain, not XORed) as a `SocketAddress`, nil when absent or malformed.
+    var alternateServer: SocketAddress? {
+        guard let endpoint = (try? plainAddress(.alternateServer)) ?? nil else { return nil }
+        return try? SocketAddress(endpoint)
+    }
+
     /// An XOR address attribute as a `SocketAddress`, nil when absent or malformed.
     func socketAddress(_ type: AttributeType) -> SocketAddress? {
         guard let endpoint = try? xorAddress(type) else { return nil }

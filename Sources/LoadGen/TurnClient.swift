@@ -7,7 +7,11 @@ import STUN
 /// release on the main thread); the sending and receiving threads share only its socket.
 final class TurnClient {
     let socket: UDPSocket
-    let server: SocketAddress
+    /// Where its requests and ChannelData go: the server it was given, or the alternate a 300
+    /// named (`redirect`).
+    private(set) var server: SocketAddress
+    /// Whether a 300 Try Alternate moved it; it follows one redirect, never a second.
+    private(set) var redirected = false
     let username: String
     let password: String
     private(set) var realm: String?
@@ -46,6 +50,22 @@ final class TurnClient {
         }
         builder.appendFingerprint()
         return builder
+    }
+
+    /// Follows a 300 Try Alternate (RFC 8489 section 10): from now on the client talks to
+    /// `alternate`, and starts its credential dance afresh there (the realm and nonce were the
+    /// first server's), as a browser does. False when it was redirected once already: two
+    /// relays naming each other must not bounce a client forever.
+    func redirect(to alternate: SocketAddress) -> Bool {
+        guard !redirected else { return false }
+        redirected = true
+        server = alternate
+        realm = nil
+        nonce = nil
+        key = nil
+        offeredAlgorithms = nil
+        algorithm = .md5
+        return true
     }
 
     /// Learns REALM, NONCE and PASSWORD-ALGORITHMS from a 401 or 438 answer, so the request can

@@ -2,9 +2,9 @@ import Glibc
 import STUN
 import SystemSupport
 
-/// The TURN side of a load run (`--turn`): N clients of one TURN server, each with its own
-/// socket and allocation, a permission for the generator's peer socket and channel 0x4000
-/// bound to it. Forward streams are ChannelData from each client, through its allocation, to
+/// The TURN side of a load run (`--turn`): N clients of one TURN server (or of the alternate a
+/// 300 sent a client to), each with its own socket and allocation, a permission for the
+/// generator's peer socket and channel 0x4000 bound to it. Forward streams are ChannelData from each client, through its allocation, to
 /// the peer socket; reverse streams (--bidirectional) go from the peer socket to each relayed
 /// address and come back to the client as ChannelData.
 ///
@@ -30,6 +30,8 @@ final class TurnClients {
     /// Refresh rounds done during the run, and those in which some client failed.
     private(set) var refreshes = 0
     private(set) var failedRefreshes = 0
+    /// Clients whose Allocate a 300 Try Alternate sent to another server.
+    var redirected: Int { clients.count { $0.redirected } }
 
     /// Opens `count` client sockets and the peer socket. The peer binds the local address that
     /// routes to the server, so the relay can reach it (127.0.0.1 for a server on loopback).

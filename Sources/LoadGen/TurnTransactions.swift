@@ -6,7 +6,8 @@ import SystemSupport
 /// Runs one STUN transaction for each of many TURN clients at once (RFC 8489 section 6.2.1
 /// over UDP): a bounded number in flight, retransmissions with a doubling timeout, and the
 /// long-term credential dance (a 401 or 438 teaches the client the realm and a fresh nonce,
-/// and the request goes again, signed). Control path: set-up, refreshes and release.
+/// and the request goes again, signed), and one 300 Try Alternate followed for an Allocate (the
+/// request starts over at the ALTERNATE-SERVER). Control path: set-up, refreshes and release.
 struct TurnTransactions {
     /// Where the answers come from.
     enum Answers {
@@ -87,6 +88,14 @@ struct TurnTransactions {
                     if code == 401 || code == 438, entry.challenges < Self.challengeRetries, client.learn(challenge: message) {
                         pending[message.transactionID] = nil
                         start(entry.client, challenges: entry.challenges + 1)
+                        continue
+                    }
+                    // A signed client trusts a redirect only when it is signed with its key too:
+                    // anyone could forge an unsigned one and steer the client anywhere.
+                    if code == 300, method == .allocate, let key = client.key, message.integrity(key: key) == .valid,
+                       let alternate = message.alternateServer, client.redirect(to: alternate) {
+                        pending[message.transactionID] = nil
+                        start(entry.client, challenges: 0)
                         continue
                     }
                 case .successResponse:

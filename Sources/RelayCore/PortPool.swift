@@ -106,8 +106,11 @@ public final class PortPool: Sendable {
 
     public var available: Int { state.withLock { $0.inUse.count - $0.used } }
 
-    /// Ports held now, by sessions and forward-rule clients together.
+    /// Ports held now, by sessions, forward-rule clients and TURN together.
     public var held: Int { state.withLock { $0.used } }
+
+    /// Ports TURN relayed addresses (and their reservations) hold now, of `turnLimit`.
+    public var heldForTURN: Int { state.withLock { $0.usedByTURN } }
 
     /// Whether this relay holds `port` now.
     public func isHeld(_ port: UInt16) -> Bool {

@@ -26,7 +26,10 @@ public final class Relay: Sendable {
         workers = (0..<max(1, settings.workers)).map { WorkerShared(index: $0) }
         ruleShares = settings.rules.map(RuleShared.init)
         sessionCap = Atomic(settings.maxSessions)
-        if let turn = settings.turn { settings.turnShared.update(turn.limits) }
+        if let turn = settings.turn {
+            settings.turnShared.update(turn.limits)
+            settings.turnShared.update(turn.alternates)
+        }
         settings.turnShared.setECNMarking(settings.ecnMarking)
     }
 
@@ -79,8 +82,12 @@ public final class Relay: Sendable {
 
     public var workerCount: Int { workers.count }
 
-    /// From now on new sessions are refused; forwarding goes on.
-    public func beginDrain() { draining.store(true, ordering: .releasing) }
+    /// From now on new sessions are refused and new TURN allocations sent to an alternate (or
+    /// served as before without one); forwarding goes on.
+    public func beginDrain() {
+        draining.store(true, ordering: .releasing)
+        settings.turnShared.beginDrain()
+    }
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     public var sessionCount: Int { directory.withLock { $0.count } }
@@ -101,6 +108,11 @@ public final class Relay: Sendable {
             share.maxClients.store(limits.maxClientsPerRule, ordering: .relaxed)
             share.idleTimeoutSeconds.store(limits.clientIdleTimeoutSeconds, ordering: .relaxed)
         }
+    }
+
+    /// New TURN alternates (a config reload); redirects from now on name them.
+    public func updateAlternates(_ alternates: TurnAlternates) {
+        if settings.turn != nil { settings.turnShared.update(alternates) }
     }
 
     public func createSession(_ request: SessionRequest) -> Result<SessionInfo, RelayError> {

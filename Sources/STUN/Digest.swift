@@ -9,12 +9,12 @@ public enum Digest {
 
     /// HMAC-SHA1 (20 bytes): MESSAGE-INTEGRITY and REST-API passwords.
     public static func hmacSHA1(key: [UInt8], _ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        hmac(EVP_sha1(), 20, key: key, bytes)
+        HMACContexts.current.mac(sha256: false, key: key, bytes)
     }
 
     /// HMAC-SHA256 (32 bytes): MESSAGE-INTEGRITY-SHA256 and nonces.
     public static func hmacSHA256(key: [UInt8], _ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        hmac(EVP_sha256(), 32, key: key, bytes)
+        HMACContexts.current.mac(sha256: true, key: key, bytes)
     }
 
     public static func hmacSHA1(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] {
@@ -58,17 +58,6 @@ public enum Digest {
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &output, &length, type, nil) }
         precondition(ok == 1 && Int(length) == size, "libcrypto EVP_Digest failed")
-        return output
-    }
-
-    private static func hmac(_ type: OpaquePointer?, _ size: Int, key: [UInt8], _ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: size)
-        var length: UInt32 = 0
-        let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        let result = key.withUnsafeBytes { keyBytes in
-            HMAC(type, keyBytes.baseAddress, Int32(keyBytes.count), data, bytes.count, &output, &length)
-        }
-        precondition(result != nil && Int(length) == size, "libcrypto HMAC failed")
         return output
     }
 }

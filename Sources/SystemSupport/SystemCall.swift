@@ -33,6 +33,25 @@ public enum SystemCall {
         }
     }
 
+    /// `outcome` for a caller's calls on descriptors and memory it owns itself (the datagram
+    /// engine's): EBADF or EFAULT there can only be a bug (a descriptor used after its close, a
+    /// pointer computed wrong), and going on would read or write another socket or memory, so
+    /// the process stops with the call's name, as swift-nio does. A caller whose descriptors
+    /// come from elsewhere (the load generator) uses `outcome` and keeps them as results.
+    @inlinable @inline(__always)
+    public static func ownOutcome(_ name: StaticString, _ call: () -> Int) -> CallOutcome {
+        let result = outcome(call)
+        if case .failed(let code) = result, code == EBADF || code == EFAULT { bug(name, errno: code) }
+        return result
+    }
+
+    /// Stops the process for a call that failed in a way only a bug in this program explains.
+    /// Out of line: it is never on a path that runs.
+    @inline(never)
+    public static func bug(_ name: StaticString, errno code: Int32) -> Never {
+        fatalError("\(name) failed: \(SystemCallError.explain(code)); a descriptor used after close or a bad pointer, a bug in mediarelay")
+    }
+
     /// Runs a non-blocking call: its result, `nil` for "would block", or an error that says
     /// what was being done (`operation`) and to which address.
     @inlinable

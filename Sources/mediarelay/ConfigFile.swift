@@ -2,8 +2,9 @@ import Foundation
 import RelayHTTP
 
 /// The JSON config file given with `--config FILE`: one object whose keys are the options'
-/// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers are JSON numbers,
-/// `forward` is an array of strings, everything else a string written as on the command line.
+/// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers and fractions are
+/// JSON numbers, lists (`forward`, `turn_alternates`, ...) arrays of strings, everything else a
+/// string written as on the command line.
 enum ConfigFile {
     /// A config is a few hundred bytes; anything near this is not a config file.
     static let maxBytes = 1 << 20
@@ -94,7 +95,9 @@ enum ConfigFile {
         switch (key.configType, value) {
         case (.string, .string(let text)):
             return [text]
-        case (.integer, .integer(let number)):
+        case (.integer, .integer(let number)), (.number, .integer(let number)):
+            return [String(number)]
+        case (.number, .number(let number)):
             return [String(number)]
         case (.stringArray, .array(let items)):
             var texts: [String] = []
@@ -109,6 +112,7 @@ enum ConfigFile {
             let wanted = switch key.configType {
             case .string: "a string"
             case .integer: "an integer"
+            case .number: "a number"
             case .stringArray: "an array of strings"
             }
             throw OptionError(subject: subject, problem: "expected \(wanted) (\(key.accepted)), got \(value.typeName)")

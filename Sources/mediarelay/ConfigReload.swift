@@ -47,6 +47,7 @@ struct ConfigReload {
         case .ecnMarking: " (new sessions and TURN allocations; forward rules keep theirs until a restart)"
         case .idleTimeout: " (new sessions and forward clients)"
         case .turnMaxChannels: " (new channels)"
+        case .turnAlternate, .turnAlternateDomain: " (new redirects)"
         default: ""
         }
     }
@@ -57,8 +58,8 @@ extension OptionKey {
     /// the next start. Exhaustive on purpose: a new key (TURN users, say) must choose.
     var isReloadable: Bool {
         switch self {
-        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .idleTimeout, .maxClients,
-            .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate:
+        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
+            .maxClients, .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate, .turnAlternate, .turnAlternateDomain:
             true
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
             .maxDatagramSize:
@@ -96,6 +97,7 @@ extension OptionKey {
         case .ecnClassicThreshold: String(options.ecnClassicThreshold)
         case .logLevel: options.logLevel.rawValue
         case .drainSeconds: String(options.drainSeconds)
+        case .readyThreshold: String(options.readyThreshold)
         case .idleTimeout: String(options.idleTimeoutSeconds)
         case .maxClients: String(options.maxClients)
         case .maxSessions: String(options.maxSessions)
@@ -116,6 +118,8 @@ extension OptionKey {
         case .turnPortShare: String(options.turnPortShare)
         case .turnMaxChannels: String(options.turnMaxChannels)
         case .turnUnauthenticatedRate: String(options.turnUnauthenticatedRate)
+        case .turnAlternate: options.turnAlternates.map(\.description).joined(separator: ",")
+        case .turnAlternateDomain: options.turnAlternateDomain ?? ""
         }
     }
 }
@@ -131,11 +135,14 @@ extension ServerOptions {
         next.ecn = new.ecn
         next.ecnMarking = new.ecnMarking
         next.drainSeconds = new.drainSeconds
+        next.readyThreshold = new.readyThreshold
         next.idleTimeoutSeconds = new.idleTimeoutSeconds
         next.maxClients = new.maxClients
         next.maxSessions = new.maxSessions
         next.turnMaxChannels = new.turnMaxChannels
         next.turnUnauthenticatedRate = new.turnUnauthenticatedRate
+        next.turnAlternates = new.turnAlternates
+        next.turnAlternateDomain = new.turnAlternateDomain
         return next
     }
 }

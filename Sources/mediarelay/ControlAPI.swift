@@ -2,19 +2,28 @@ import Foundation
 import RelayCore
 import RelayHTTP
 
-/// The HTTP routes: the session API (bearer token when configured), stats, metrics, health.
-/// The token and session defaults are read per request, so a reload reaches the next one.
+/// The HTTP routes: the session API (bearer token when configured), stats, metrics, health
+/// and readiness. The token, session defaults and ready threshold are read per request, so a
+/// reload reaches the next one.
 struct ControlAPI: Sendable {
     let relay: Relay
     let settings: ReloadableSettings
     let engine: String
     let engineReason: String
     let started: Date
+    /// Seconds a refused POST /v1/sessions asks the caller to wait before trying this relay
+    /// again (Retry-After): sessions end all the time, so room comes back soon; a matchmaker
+    /// goes to another relay meanwhile.
+    static let retryAfterSeconds = 5
 
     var router: HTTPRouter {
         var router = HTTPRouter()
         router.add("GET", "/healthz") { _, _ in
             relay.isDraining ? .text(503, "draining\n") : .text(200, "ok\n")
+        }
+        router.add("GET", "/readyz") { _, _ in
+            Readiness(draining: relay.isDraining, threshold: settings.values.readyThreshold,
+                      capacity: Capacity(relay: relay, workers: relay.stats())).response
         }
         router.add("GET", "/v1/stats") { _, _ in .json(200, report().json) }
         router.add("GET", "/metrics") { _, _ in report().prometheus.response }
@@ -76,9 +85,22 @@ struct ControlAPI: Sendable {
         }
         switch relay.createSession(sessionRequest) {
         case .success(let info): return .json(201, SessionJSON.object(info))
-        case .failure(.portsExhausted): return .error(503, RelayError.portsExhausted.description)
         case .failure(.socket(let text)): return .error(500, text)
-        case .failure(let error): return .error(503, error.description)
+        case .failure(let error): return Self.unavailable(error)
         }
+    }
+
+    /// 503 for a session the relay cannot take now, with Retry-After and a reason a matchmaker
+    /// can act on: `draining`, `sessions` (the cap), `ports` (the range), `unresponsive`.
+    static func unavailable(_ error: RelayError) -> HTTPResponse {
+        let reason = switch error {
+        case .draining: "draining"
+        case .sessionCapReached: "sessions"
+        case .portsExhausted: "ports"
+        default: "unresponsive"
+        }
+        var response = HTTPResponse.json(503, ["error": error.description, "reason": reason])
+        response.headers.set("Retry-After", String(retryAfterSeconds))
+        return response
     }
 }

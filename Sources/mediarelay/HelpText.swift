@@ -32,6 +32,7 @@ enum HelpText {
             let type = switch key.configType {
             case .string: "string"
             case .integer: "integer"
+            case .number: "number"
             case .stringArray: "array of strings"
             }
             lines.append("  \(key.configKey) (\(type)) = \(key.flag)\(key.isReloadable ? ", reload" : "")")
@@ -43,7 +44,8 @@ enum HelpText {
             "      control token when neither --control-token nor \"control_token\" is given",
             "",
             "Signals:",
-            "  SIGTERM, SIGINT  refuse new sessions, forward for --drain-seconds, exit 0",
+            "  SIGTERM, SIGINT  refuse new sessions (503, Retry-After), send new TURN clients to an alternate,",
+            "                   /readyz answers 503; forward for --drain-seconds, exit 0",
             "  SIGHUP           re-read --config (flags still win) and apply the reload keys",
             "",
             "TURN:",
@@ -55,6 +57,14 @@ enum HelpText {
             "  allows; loopback, 0.0.0.0/8, ::, private (RFC 1918, 100.64/10, fc00::/7), link-local,",
             "  multicast, broadcast, reserved and documentation blocks (with their ::ffff: and 64:ff9b::",
             "  forms) are refused; any other peer is allowed.",
+            "",
+            "Fleet:",
+            "  With --turn-alternate, a new Allocate this relay would refuse for capacity (--turn-max-allocations,",
+            "  no relayed port) or gets while draining is answered 300 Try Alternate, signed, naming the next",
+            "  alternate of the client's family (ALTERNATE-SERVER); without one, 508 as before (served while",
+            "  draining). A per-user quota stays 486. GET /readyz: 200 while taking new work, 503 while draining",
+            "  or once allocations, sessions or ports reach --ready-threshold; /healthz stays liveness (503 only",
+            "  while draining).",
             "",
             "An --http listener that is not loopback needs a control token.",
             "Bad options exit with code 2 and one line on stderr.",

@@ -47,6 +47,8 @@ struct ServerOptions: Equatable, Sendable {
     var egressRate = 0
     var logLevel: LogLevel = .info
     var drainSeconds = 0
+    /// /readyz says 503 once any capacity in use reaches this fraction of its total.
+    var readyThreshold = 0.9
     var idleTimeoutSeconds = 60
     var maxClients = 10000
     var maxSessions = 10000
@@ -72,6 +74,9 @@ struct ServerOptions: Equatable, Sendable {
     var turnMaxChannels = TurnLimits().maxChannels
     /// Answers a second per source address to requests that did not authenticate; 0: no limit.
     var turnUnauthenticatedRate = TurnLimits().unauthenticatedRate
+    /// Sibling relays new TURN clients are sent to when this one is full or draining.
+    var turnAlternates: [TurnAlternateSpec] = []
+    var turnAlternateDomain: String? = nil
 
     /// The TURN quotas a reload applies to the running relay.
     var turnLimits: TurnLimits {

@@ -5,13 +5,15 @@ import RelayCore
 /// the parser, the config loader and the help text, so the three cannot drift apart.
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
-        dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, logLevel, drainSeconds, idleTimeout,
-        maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile, turnSecret, turnAllowedPeer, turnDeniedPeer,
-        turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare, turnMaxChannels, turnUnauthenticatedRate
+        dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, logLevel, drainSeconds, readyThreshold,
+        idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
+        turnSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
+        turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
-        case string, integer, stringArray
+        /// `number`: a JSON number, integer or not (a fraction such as 0.9).
+        case string, integer, number, stringArray
     }
 
     var flag: String {
@@ -34,6 +36,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnClassicThreshold: "--ecn-classic-threshold"
         case .logLevel: "--log-level"
         case .drainSeconds: "--drain-seconds"
+        case .readyThreshold: "--ready-threshold"
         case .idleTimeout: "--idle-timeout"
         case .maxClients: "--max-clients"
         case .maxSessions: "--max-sessions"
@@ -53,12 +56,16 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnPortShare: "--turn-port-share"
         case .turnMaxChannels: "--turn-max-channels"
         case .turnUnauthenticatedRate: "--turn-unauthenticated-rate"
+        case .turnAlternate: "--turn-alternate"
+        case .turnAlternateDomain: "--turn-alternate-domain"
         }
     }
 
     var configKey: String {
         switch self {
         case .idleTimeout: "idle_timeout_seconds"
+        // A list of sibling relays reads better plural in a file (issue 19 names it so).
+        case .turnAlternate: "turn_alternates"
         default: String(flag.dropFirst(2).map { $0 == "-" ? "_" : $0 })
         }
     }
@@ -68,7 +75,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize,
             .ecnL4SThreshold, .ecnClassicThreshold, .egressRate, .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels,
             .turnUnauthenticatedRate: .integer
-        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: .stringArray
+        case .readyThreshold: .number
+        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate: .stringArray
         default: .string
         }
     }
@@ -81,7 +89,7 @@ enum OptionKey: String, CaseIterable, Sendable {
     var maxCount: Int {
         switch self {
         case .forward: ServerOptions.maxForwardRules
-        case .turn: 64
+        case .turn, .turnAlternate: 64
         case .turnSecret: 16
         case .turnUser: 10_000
         default: 1024
@@ -110,6 +118,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnL4SThreshold, .ecnClassicThreshold: "PERCENT"
         case .logLevel: "L"
         case .drainSeconds, .idleTimeout: "S"
+        case .readyThreshold: "FRACTION"
         case .maxDatagramSize, .egressRate: "BYTES"
         case .turn: "HOST:PORT"
         case .turnRealm: "REALM"
@@ -120,6 +129,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnMaxChannels, .turnUnauthenticatedRate: "N"
         case .turnBandwidth: "BYTES"
         case .turnPortShare: "PERCENT"
+        case .turnAlternate: "[tls:]HOST:PORT"
+        case .turnAlternateDomain: "NAME"
         }
     }
 
@@ -143,6 +154,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnClassicThreshold: "\(ECNThresholds.defaultClassicPercent)"
         case .logLevel: "info"
         case .drainSeconds: "0"
+        case .readyThreshold: "0.9"
         case .idleTimeout: "60"
         case .maxClients: "10000"
         case .maxSessions: "10000"
@@ -159,6 +171,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnPortShare: "50"
         case .turnMaxChannels: "\(TurnLimits().maxChannels)"
         case .turnUnauthenticatedRate: "\(TurnLimits().unauthenticatedRate) (a burst of \(TurnLimits().unauthenticatedRate * TurnLimits.burstSeconds))"
+        case .turnAlternate: "none (refuse as without alternates)"
+        case .turnAlternateDomain: "none"
         }
     }
 
@@ -201,6 +215,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnClassicThreshold: integers(Self.thresholdRange) + ", above --ecn-l4s-threshold"
         case .logLevel: oneOf(LogLevel.allCases)
         case .drainSeconds: integers(Self.drainRange)
+        case .readyThreshold: "a decimal fraction above 0 and at most 1, such as 0.9"
         case .idleTimeout: integers(Self.idleTimeoutRange)
         case .maxClients, .maxSessions: integers(Self.capRange)
         case .batchSize: integers(Self.batchRange)
@@ -218,6 +233,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnPortShare: integers(Self.portShareRange)
         case .turnMaxChannels: integers(Self.channelsRange)
         case .turnUnauthenticatedRate: integers(Self.unauthenticatedRateRange) + "; 0 means no limit"
+        case .turnAlternate: TurnAlternateSpec.accepted + "; repeatable, at most \(maxCount)"
+        case .turnAlternateDomain: TurnAlternateDomain.accepted
         }
     }
 
@@ -244,6 +261,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             "percent of a limit's burst in use from which ECT(0) (classic) datagrams may be marked CE, as the square of a ramp"
         case .logLevel: "lowest level of log lines on stderr"
         case .drainSeconds: "after SIGTERM/SIGINT, keep forwarding this long before exiting"
+        case .readyThreshold: "/readyz answers 503 once any capacity (allocations, sessions, ports) is this full"
         case .idleTimeout: "forget a forward client after this many idle seconds"
         case .maxClients: "clients per forward rule"
         case .maxSessions: "sessions at once"
@@ -267,6 +285,10 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUnauthenticatedRate:
             "answers per second (burst: \(TurnLimits.burstSeconds) s worth) per source address and worker to TURN requests "
                 + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
+        case .turnAlternate:
+            "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
+                + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients, once TLS listeners exist"
+        case .turnAlternateDomain: "ALTERNATE-DOMAIN sent with redirects of TLS clients (the alternates' certificate name)"
         }
     }
 
@@ -296,6 +318,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnClassicThreshold: options.ecnClassicThreshold = try integer(text, in: Self.thresholdRange)
         case .logLevel: options.logLevel = try choice(text)
         case .drainSeconds: options.drainSeconds = try integer(text, in: Self.drainRange)
+        case .readyThreshold: options.readyThreshold = try fraction(text)
         case .idleTimeout: options.idleTimeoutSeconds = try integer(text, in: Self.idleTimeoutRange)
         case .maxClients: options.maxClients = try integer(text, in: Self.capRange)
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
@@ -320,6 +343,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnPortShare: options.turnPortShare = try integer(text, in: Self.portShareRange)
         case .turnMaxChannels: options.turnMaxChannels = try integer(text, in: Self.channelsRange)
         case .turnUnauthenticatedRate: options.turnUnauthenticatedRate = try integer(text, in: Self.unauthenticatedRateRange)
+        case .turnAlternate: options.turnAlternates.append(try TurnAlternateSpec(parsing: text))
+        case .turnAlternateDomain: options.turnAlternateDomain = try TurnAlternateDomain.check(text)
         }
     }
 
@@ -332,6 +357,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnSecret: options.turnSecrets = []
         case .turnAllowedPeer: options.turnAllowedPeers = []
         case .turnDeniedPeer: options.turnDeniedPeers = []
+        case .turnAlternate: options.turnAlternates = []
         default: break
         }
     }
@@ -379,6 +405,14 @@ enum OptionKey: String, CaseIterable, Sendable {
     private func integer(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
         guard text.utf8.count <= 12, text.allSatisfy({ $0.isASCII && $0.isNumber }),
             let value = Int(text), range.contains(value)
+        else { throw ValueProblem(expected: "expected \(accepted)") }
+        return value
+    }
+
+    /// Plain decimal notation only: "1e-1" or "nan" in a config is a mistake, not a number.
+    private func fraction(_ text: String) throws(ValueProblem) -> Double {
+        guard text.utf8.count <= 12, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+            let value = Double(text), value > 0, value <= 1
         else { throw ValueProblem(expected: "expected \(accepted)") }
         return value
     }

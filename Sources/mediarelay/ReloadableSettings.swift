@@ -2,7 +2,7 @@ import RelayCore
 import Synchronization
 
 /// What the control API reads on every request that a config reload (SIGHUP) may change: the
-/// bearer token and the defaults of new sessions. TURN users and secrets belong here too when
+/// bearer token, the defaults of new sessions and the ready threshold. TURN users and secrets belong here too when
 /// they come, for the same reason: a reload must reach the next request without a restart.
 ///
 /// Contract: safe from any thread; a reader sees either the old values or the new ones, never a
@@ -16,12 +16,15 @@ final class ReloadableSettings: Sendable {
         /// Whether new sessions that do not say mark CE at their limits (--ecn-marking).
         var sessionECNMarking: Bool
         var sessionIdleTimeoutSeconds: Int
+        /// /readyz says 503 once any capacity reaches this fraction.
+        var readyThreshold: Double
 
         init(_ options: ServerOptions) {
             controlToken = options.controlToken
             sessionPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
             sessionECNMarking = options.ecnMarking
             sessionIdleTimeoutSeconds = options.idleTimeoutSeconds
+            readyThreshold = options.readyThreshold
         }
     }
 

@@ -69,6 +69,7 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
+        noteAlternatesThatAreThisRelay(options)
         let relay = Relay(settings: settings())
         let engine: (backend: Backend, reason: String)
         do {
@@ -92,7 +93,7 @@ struct Server {
         let router = api.router
         let http: HTTPServer
         do {
-            http = try HTTPServer(host: options.http.host, port: options.http.port, priorityPaths: ["/healthz"]) {
+            http = try HTTPServer(host: options.http.host, port: options.http.port, priorityPaths: ["/healthz", "/readyz"]) {
                 router.respond(to: $0)
             }
         } catch {
@@ -129,7 +130,8 @@ struct Server {
     }
 
     /// SIGHUP: parses the command line and the config file again and applies what can change
-    /// while running (token, log level, limits and TURN quotas, defaults of new sessions); logs one line saying
+    /// while running (token, log level, limits, TURN quotas and alternates, the ready threshold,
+    /// defaults of new sessions); logs one line saying
     /// what changed and what waits for a restart. Sessions, sockets and workers are untouched,
     /// so no datagram is lost. A file that does not parse changes nothing.
     private func reload(_ running: inout ServerOptions, relay: Relay, settings: ReloadableSettings) {
@@ -138,7 +140,7 @@ struct Server {
             return
         }
         let reloaded: ServerOptions
-        do {
+        do throws(OptionError) {
             guard case .run(let parsed) = try ServerOptions.parse(arguments: arguments, environment: environment) else { return }
             reloaded = parsed
         } catch {
@@ -158,6 +160,8 @@ struct Server {
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits,
                                        ecnMarking: options.ecnMarking))
+        noteAlternatesThatAreThisRelay(options)
+        relay.updateAlternates(options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options)))
     }
 
     /// What the limits do with ECT datagrams, in one log line at start.
@@ -166,6 +170,20 @@ struct Server {
         guard options.ecnMarking else { return "ECN marking off: rate limits and the \(cap) drop only" }
         return "ECN marking on at rate limits (\(cap)): ECT(1) from \(options.ecnL4SThreshold)% of a burst in use, "
             + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop"
+    }
+
+    /// The addresses an alternate would reach this relay on: the relay and advertised
+    /// addresses and the host's interfaces.
+    func alternateOwnAddresses(_ options: ServerOptions) -> [Endpoint] {
+        [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) } + hostAddresses()
+    }
+
+    /// Says which alternates are this relay itself and so are never named (one list of the
+    /// whole fleet may be given to every node).
+    private func noteAlternatesThatAreThisRelay(_ options: ServerOptions) {
+        for alternate in options.alternatesThatAreThisRelay(ownAddresses: alternateOwnAddresses(options)) {
+            log.info("--turn-alternate \(alternate) is this relay (one of its own TURN listeners): left out of the alternates it names")
+        }
     }
 
     /// Every port of the range is a socket; the soft limit on descriptors (often 1024) must not

@@ -22,6 +22,8 @@ struct StatsReport {
     /// Port-range occupancy: session legs (and RTCP companions) and forward-rule upstreams.
     let portsInUse: Int
     let portsTotal: Int
+    /// What can refuse new work, and how much of it is taken (also what /readyz judges).
+    let capacity: Capacity
 
     init(relay: Relay, engine: String, engineReason: String, started: Date) {
         workers = relay.stats()
@@ -49,6 +51,7 @@ struct StatsReport {
         draining = relay.isDraining
         portsInUse = relay.settings.ports.held
         portsTotal = relay.settings.ports.range.count
+        capacity = Capacity(relay: relay, workers: workers)
     }
 
     var cpuNanosecondsPerPacket: Double {
@@ -104,6 +107,7 @@ struct StatsReport {
         object["turn"] = TurnStatsReport.json(total.turn)
         object["ports_in_use"] = portsInUse
         object["ports_total"] = portsTotal
+        object["capacity"] = capacity.json
         object["per_worker"] = workers.map { worker -> [String: Any] in
             var counters = StatsReport.counters(worker)
             counters["worker"] = worker.worker
@@ -176,9 +180,10 @@ struct StatsReport {
         text.gauge("mediarelay_syscalls_per_packet", help: "I/O system calls per datagram received, since start.", value: syscallsPerPacket)
         text.gauge("mediarelay_sessions", help: "Sessions open.", value: sessions)
         text.gauge("mediarelay_sessions_max", help: "The session cap.", value: maxSessions)
-        text.gauge("mediarelay_ports_in_use", help: "Ports of the relay's range held by session legs and forward clients.", value: portsInUse)
+        text.gauge("mediarelay_ports_in_use", help: "Ports of the relay's range held by session legs, forward clients and TURN.", value: portsInUse)
         text.gauge("mediarelay_ports_total", help: "Ports in the relay's range.", value: portsTotal)
         text.gauge("mediarelay_forward_clients", help: "Forward-rule clients with an upstream socket.", value: total.forwardClients)
+        capacity.prometheus(into: &text)
         return text
     }
 }

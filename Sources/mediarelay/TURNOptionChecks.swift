@@ -28,6 +28,8 @@ extension ServerOptions {
                 else if !turnSecrets.isEmpty { .turnSecret }
                 else if !turnAllowedPeers.isEmpty { .turnAllowedPeer }
                 else if !turnDeniedPeers.isEmpty { .turnDeniedPeer }
+                else if !turnAlternates.isEmpty { .turnAlternate }
+                else if turnAlternateDomain != nil { .turnAlternateDomain }
                 else { nil }
             if let orphan {
                 throw OptionError(subject: orphan.flag, problem: "TURN settings without a --turn listener do nothing; add --turn HOST:PORT")
@@ -46,6 +48,10 @@ extension ServerOptions {
         }
         for rule in forwards where listeners.contains(rule.listen) {
             throw OptionError(subject: "--turn \(rule.listen)", problem: "is also the listen address of --forward \(rule); each UDP port serves one purpose")
+        }
+        var alternates = Set<TurnAlternateSpec>()
+        for alternate in turnAlternates where !alternates.insert(alternate).inserted {
+            throw OptionError(subject: "--turn-alternate \(alternate)", problem: "given twice; each alternate once")
         }
         var names = Set<String>()
         for user in turnUsers where !names.insert(user.name).inserted {

@@ -42,6 +42,7 @@ extension Server {
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
         turn.ecnThresholds = relay.ecnThresholds
         turn.limits = options.turnLimits
+        turn.alternates = options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options))
         return turn
     }
 

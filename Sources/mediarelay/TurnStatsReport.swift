@@ -3,7 +3,8 @@ import RelayHTTP
 import STUN
 
 /// The TURN server's figures in /v1/stats (a "turn" object) and /metrics (mediarelay_turn_*):
-/// what is active, allocations made and refused by error code, channels refused at their cap,
+/// what is active, allocations made, refused by error code and redirected to an alternate by
+/// reason, channels refused at their cap,
 /// authentication failures, drops and refused peers by reason, and datagrams and bytes relayed
 /// by framing and direction.
 enum TurnStatsReport {
@@ -23,7 +24,10 @@ enum TurnStatsReport {
         for reason in TurnDropReason.allCases { drops[reason.name] = counters[drop: reason] }
         var peers: [String: Any] = [:]
         for reason in PeerRefusal.allCases { peers[reason.rawValue] = counters[peer: reason] }
+        var redirects: [String: Any] = [:]
+        for reason in TurnRedirectReason.allCases { redirects[reason.name] = counters[redirect: reason] }
         return [
+            "redirects": redirects,
             "allocations": stats.allocations, "permissions": stats.permissions, "channels": stats.channels,
             "allocations_created": counters.allocationsCreated, "allocations_deleted": counters.allocationsDeleted,
             "allocations_expired": counters.allocationsExpired, "allocations_refused": refused,
@@ -50,6 +54,11 @@ enum TurnStatsReport {
         for code in refusalCodes {
             text.counter("mediarelay_turn_allocations_refused_total", help: "Allocate requests refused, by error code.",
                          labels: label + [("code", String(code.rawValue))], value: counters[refused: code])
+        }
+        for reason in TurnRedirectReason.allCases {
+            text.counter("mediarelay_turn_redirects_total",
+                         help: "Allocate requests answered 300 Try Alternate with a sibling relay, by reason.",
+                         labels: label + [("reason", reason.name)], value: counters[redirect: reason])
         }
         text.counter("mediarelay_turn_channels_refused_total",
                      help: "ChannelBind requests for a new channel refused at --turn-max-channels (508).",

@@ -7,9 +7,9 @@ import XCTest
 /// for the binary that records its arguments), then parsed by the relay's own option parser
 /// with the ConfigMap's config.json: every flag and key the fleet runs must exist today.
 final class DaemonSetCommandTests: XCTestCase {
-    /// Keys of config.next.json that the relay does not know yet (TURN over TCP/TLS, issue 19).
+    /// Keys of config.next.json that the relay does not know yet (TURN over TCP/TLS, issue 18).
     static let keysStillToCome: Set<String> = [
-        "turn_tcp", "turn_tls", "tls_cert", "tls_key", "turn_alternates", "turn_alternate_domain",
+        "turn_tcp", "turn_tls", "tls_cert", "tls_key",
     ]
 
     func testTheCommandParsesWithTheNodesOwnAddressAndOneSecret() throws {

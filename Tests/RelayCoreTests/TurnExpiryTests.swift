@@ -1,4 +1,5 @@
 import DatagramEngine
+import NetAddress
 @testable import RelayCore
 import STUN
 import XCTest
@@ -70,5 +71,65 @@ final class TurnExpiryTests: XCTestCase {
         harness.advance(seconds: 101)
         harness.table.expire()
         XCTAssertEqual(harness.table.activeAllocations, 0)
+    }
+
+    /// The counts the stats publish are kept as permissions and channels come and go; here
+    /// they are checked against a walk over every allocation through refreshes and expiries
+    /// at staggered times, with the expiry queue holding about one entry per allocation.
+    func testCountsKeptAsTheyChangeEqualAWalkAndTheQueueStaysSmall() throws {
+        let harness = try TurnHarness()
+        var clients: [TurnTestClient] = []
+        for index in 0..<6 {
+            var client = index % 2 == 0 ? try TurnTestClient(harness) : try TurnTestClient.bob(harness)
+            XCTAssertTrue(try XCTUnwrap(client.allocate { $0.append(.lifetime, uint32: UInt32(400 + 200 * index)) }).isSuccess)
+            for peer in 0..<(index + 1) {
+                let address = Endpoint(host: "127.0.\(index).\(peer + 1)", port: UInt16(5000 + peer))!
+                XCTAssertTrue(try XCTUnwrap(client.permit(address)).isSuccess)
+                if peer % 2 == 0 { XCTAssertTrue(try XCTUnwrap(client.bind(UInt16(0x4000 + peer), address)).isSuccess) }
+            }
+            clients.append(client)
+        }
+        func walked() -> (Int, Int) {
+            var permissions = 0, channels = 0
+            for allocation in harness.table.allocations where allocation.live {
+                permissions += allocation.permissions.count
+                channels += allocation.channels.count
+            }
+            return (permissions, channels)
+        }
+        XCTAssertEqual(harness.table.activePermissions, 21)
+        XCTAssertEqual(harness.table.activeChannels, 12)
+        for step in 0..<30 {
+            harness.advance(seconds: 50)
+            // Some clients keep a permission alive, one refreshes its allocation.
+            if step % 3 == 0 { _ = clients[step % 6].permit(Endpoint(host: "127.0.\(step % 6).1", port: 5000)!) }
+            if step == 4 { _ = clients[5].ask(.refresh) { $0.append(.lifetime, uint32: 1000) } }
+            harness.table.expire()
+            let (permissions, channels) = walked()
+            XCTAssertEqual(harness.table.activePermissions, permissions, "step \(step)")
+            XCTAssertEqual(harness.table.activeChannels, channels, "step \(step)")
+            XCTAssertLessThanOrEqual(harness.table.expiries.count, 2 * max(1, harness.table.activeAllocations), "step \(step)")
+        }
+        XCTAssertEqual(harness.table.activeAllocations, 0, "every allocation ended")
+        XCTAssertEqual(harness.table.activePermissions, 0)
+        XCTAssertEqual(harness.table.activeChannels, 0)
+    }
+
+    func testTheExpiryQueueGivesDeadlinesInOrder() {
+        var queue = ExpiryQueue()
+        var deadlines: [UInt64] = []
+        var random = SystemRandomNumberGenerator()
+        for index in 0..<500 {
+            let deadline = UInt64.random(in: 1...10_000, using: &random)
+            deadlines.append(deadline)
+            queue.push(deadline, allocation: Int32(index))
+        }
+        XCTAssertNil(queue.popDue(now: 0))
+        var popped: [UInt64] = []
+        while let due = queue.popDue(now: 5_000) { popped.append(due.deadline) }
+        XCTAssertEqual(popped, deadlines.filter { $0 <= 5_000 }.sorted())
+        while let due = queue.popDue(now: .max) { popped.append(due.deadline) }
+        XCTAssertEqual(popped, deadlines.sorted())
+        XCTAssertEqual(queue.count, 0)
     }
 }

@@ -29,8 +29,10 @@ final class TurnHarness {
     }
     let wall = Clock()
 
-    init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, egress: EgressBucket? = nil,
-         configure: (inout TurnSettings) -> Void = { _ in }) throws {
+    /// `turnPorts`: the most ports TURN may hold (the pool's default, half the range, when nil);
+    /// `listenOn`: the listener's address (its clients must be of its family); `egress`: a cap.
+    init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, turnPorts: Int? = nil,
+         listenOn: String = "127.0.0.1", egress: EgressBucket? = nil, configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
                                       secrets: ["rest-secret"])
         var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
@@ -43,9 +45,10 @@ final class TurnHarness {
         configure(&settings)
         self.ports = try ports ?? PortBlock()
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits), ports: PortPool(range: self.ports.range),
-                          now: now, egress: EgressShare(egress))
-        let listening = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits),
+                          ports: PortPool(range: self.ports.range, turnLimit: turnPorts), now: now, egress: EgressShare(egress))
+        table.shared.update(settings.alternates)
+        let listening = try UDPSocket(binding: Endpoint(host: listenOn, port: 0)!)
         listener = listening.localEndpoint
         table.addListener(try relay.register(listening))
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))

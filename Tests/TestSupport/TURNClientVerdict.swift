@@ -19,6 +19,11 @@ public struct TURNClientVerdict: Equatable, Sendable {
     /// Lines that say "error" in any case: uclient writes `ERROR:` for a refused Allocate or
     /// permission, and a lower-case one is no better news.
     public var errors: [String]
+    /// Lines of a 300 Try Alternate (`error 300 (Try Alternate)`), not counted as errors: uclient
+    /// logs so the redirect of its probe Allocate, then allocates at the ALTERNATE-SERVER. A 300
+    /// it does not follow (to a later Allocate) ends it before its summary, so no run with an
+    /// unfollowed redirect gets a verdict.
+    public var redirects: [String]
 
     /// nil when the output lacks the byte totals or the loss line after them.
     public init?(parsing output: String) {
@@ -26,8 +31,13 @@ public struct TURNClientVerdict: Equatable, Sendable {
         var messages: (sent: Int, received: Int)?
         var lost: (count: Int, line: Int)?
         var errors: [String] = []
+        var redirects: [String] = []
         for (index, line) in output.split(whereSeparator: \.isNewline).enumerated() {
-            if line.lowercased().contains("error") { errors.append(String(line)) }
+            if line.contains("error 300 (Try Alternate)") {
+                redirects.append(String(line))
+            } else if line.lowercased().contains("error") {
+                errors.append(String(line))
+            }
             if let sent = Self.number(after: "tot_send_bytes ~ ", in: line),
                let received = Self.number(after: "tot_recv_bytes ~ ", in: line) {
                 bytes = (sent, received, index)
@@ -45,6 +55,7 @@ public struct TURNClientVerdict: Equatable, Sendable {
         receivedMessages = messages?.received
         lostPackets = lost.count
         self.errors = errors
+        self.redirects = redirects
     }
 
     /// Why this run did not relay `workload` whole; empty when it did: every byte asked for

@@ -40,6 +40,20 @@ final class TURNClientVerdictTests: XCTestCase {
         """
     static let lossyArguments = ["-u", "alice", "-w", "secret", "-n", "10", "-m", "2", "-z", "5", "-l", "160", "127.0.0.1"]
 
+    /// `-n 10 -m 2 -z 5 -l 160` at a full mediarelay of a fleet (FleetTests, 2026-11-25): the
+    /// probe Allocate answered 300, everything relayed by the alternate.
+    static let redirected = """
+        0: : error 300 (Try Alternate)
+        0: : error 300 (Try Alternate)
+        0: : Total connect time is 0
+        1: : start_mclient: msz=2, tot_send_msgs=0, tot_recv_msgs=0, tot_send_bytes ~ 0, tot_recv_bytes ~ 0
+        3: : start_mclient: msz=2, tot_send_msgs=10, tot_recv_msgs=10, tot_send_bytes ~ 1600, tot_recv_bytes ~ 1600
+        4: : start_mclient: tot_send_msgs=20, tot_recv_msgs=20
+        4: : start_mclient: tot_send_bytes ~ 3200, tot_recv_bytes ~ 3200
+        4: : Total transmit time is 4
+        4: : Total lost packets 0 (0.000000%), total send dropped 0 (0.000000%)
+        """
+
     /// A wrong password: uclient gives up at the Allocate, with exit status 255.
     static let refused = """
         0: : ERROR: Cannot complete Allocation
@@ -55,6 +69,15 @@ final class TURNClientVerdictTests: XCTestCase {
         XCTAssertEqual(verdict.lostPackets, 0)
         XCTAssertEqual(verdict.errors, [])
         XCTAssertEqual(TURNClientVerdict.problems(in: Self.echoed, arguments: Self.echoedArguments), [])
+    }
+
+    func testAFollowedRedirectIsNotAnError() throws {
+        let verdict = try XCTUnwrap(TURNClientVerdict(parsing: Self.redirected))
+        XCTAssertEqual(verdict.redirects.count, 2)
+        XCTAssertEqual(verdict.errors, [])
+        XCTAssertEqual(TURNClientVerdict.problems(in: Self.redirected, arguments: Self.lossyArguments), [])
+        // A 300 that ended the run leaves no summary: still a failure.
+        XCTAssertFalse(TURNClientVerdict.problems(in: "0: : error 300 (Try Alternate)\n", arguments: Self.lossyArguments).isEmpty)
     }
 
     func testLossFails() throws {

@@ -14,13 +14,14 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "ecn_marking": "off", "ecn_l4s_threshold": 10,
           "ecn_classic_threshold": 90, "egress_rate": 1250000, "log_level": "warning",
-          "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
+          "drain_seconds": 30, "ready_threshold": 0.8, "idle_timeout_seconds": 120, "max_clients": 50,
           "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
           "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
           "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
-          "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0
+          "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0,
+          "turn_alternates": ["127.0.0.2:3478", "tls:[::1]:5349"], "turn_alternate_domain": "turn.example.org"
         }
         """
     let usersFile = "# static users\nbob:pw:2\n"
@@ -47,6 +48,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.ecn, .clear)
         XCTAssertEqual(options.logLevel, .warning)
         XCTAssertEqual(options.drainSeconds, 30)
+        XCTAssertEqual(options.readyThreshold, 0.8)
         XCTAssertEqual(options.idleTimeoutSeconds, 120)
         XCTAssertEqual(options.maxClients, 50)
         XCTAssertEqual(options.maxSessions, 60)
@@ -65,17 +67,19 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.turnPortShare, 25)
         XCTAssertEqual(options.turnMaxChannels, 32)
         XCTAssertEqual(options.turnUnauthenticatedRate, 0)
+        XCTAssertEqual(options.turnAlternates.map(\.description), ["127.0.0.2:3478", "tls:[::1]:5349"])
+        XCTAssertEqual(options.turnAlternateDomain, "turn.example.org")
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
         let contractKeys = [
             "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "ecn_marking", "ecn_l4s_threshold", "ecn_classic_threshold",
-            "log_level", "drain_seconds", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "log_level", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
             "max_datagram_size", "egress_rate", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
-            "turn_max_channels", "turn_unauthenticated_rate",
+            "turn_max_channels", "turn_unauthenticated_rate", "turn_alternates", "turn_alternate_domain",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {

@@ -14,7 +14,8 @@ final class ConfigReloadTests: XCTestCase {
          "turn": ["127.0.0.1:3478"], "turn_realm": "old.example", "turn_user": ["alice:old-password"],
          "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_allowed_peer": ["127.0.0.0/8"],
          "turn_denied_peer": ["127.0.0.9"], "turn_max_allocations": 10, "turn_max_allocations_per_user": 1,
-         "turn_bandwidth": 1000, "turn_port_share": 10, "turn_max_channels": 100, "turn_unauthenticated_rate": 10}
+         "turn_bandwidth": 1000, "turn_port_share": 10, "turn_max_channels": 100, "turn_unauthenticated_rate": 10,
+         "ready_threshold": 0.9, "turn_alternates": ["127.0.0.2:3478"], "turn_alternate_domain": "old.example.org"}
         """
     private let after = """
         {"engine": "uring", "gso": "on", "gro": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
@@ -26,7 +27,8 @@ final class ConfigReloadTests: XCTestCase {
          "turn": ["127.0.0.1:3479"], "turn_realm": "new.example", "turn_user": ["alice:new-password"],
          "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_allowed_peer": ["::1"],
          "turn_denied_peer": ["127.0.0.8"], "turn_max_allocations": 20, "turn_max_allocations_per_user": 2,
-         "turn_bandwidth": 2000, "turn_port_share": 20, "turn_max_channels": 200, "turn_unauthenticated_rate": 0}
+         "turn_bandwidth": 2000, "turn_port_share": 20, "turn_max_channels": 200, "turn_unauthenticated_rate": 0,
+         "ready_threshold": 1, "turn_alternates": ["127.0.0.3:3478", "tls:127.0.0.3:5349"], "turn_alternate_domain": "new.example.org"}
         """
     private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n"]
 
@@ -50,6 +52,8 @@ final class ConfigReloadTests: XCTestCase {
         XCTAssertTrue(summary.contains("max_sessions 60 -> 6"), summary)
         XCTAssertTrue(summary.contains("ecn_marking on -> off (new sessions and TURN allocations;"), summary)
         XCTAssertTrue(summary.contains("egress_rate (running 0)"), summary)
+        XCTAssertTrue(summary.contains("ready_threshold 0.9 -> 1.0"), summary)
+        XCTAssertTrue(summary.contains("turn_alternates 127.0.0.2:3478 -> 127.0.0.3:3478,tls:127.0.0.3:5349 (new redirects)"), summary)
         XCTAssertTrue(summary.contains("turn_max_channels 100 -> 200 (new channels), turn_unauthenticated_rate 10 -> 0"), summary)
         XCTAssertTrue(summary.contains("; needs a restart to take effect: engine (running mmsg), gso (running off)"), summary)
         XCTAssertFalse(summary.contains("new-token") || summary.contains("old-token"), "a token in the log")

@@ -9,10 +9,11 @@ final class HelpTextTests: XCTestCase {
         "--config", "--engine", "--gso", "--gro", "--workers", "--forward", "--ports", "--relay-address",
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--ecn-marking", "--ecn-l4s-threshold", "--ecn-classic-threshold",
-        "--log-level", "--drain-seconds", "--idle-timeout", "--max-clients", "--max-sessions",
+        "--log-level", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
-        "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--help", "--version",
+        "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
+        "--turn-alternate-domain", "--help", "--version",
     ]
 
     func testHelpMentionsEveryFlagOfTheContract() {

@@ -25,6 +25,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertEqual(options.egressRate, 0)
         XCTAssertEqual(options.logLevel, .info)
         XCTAssertEqual(options.drainSeconds, 0)
+        XCTAssertEqual(options.readyThreshold, 0.9)
         XCTAssertEqual(options.idleTimeoutSeconds, 60)
         XCTAssertEqual(options.maxClients, 10000)
         XCTAssertEqual(options.maxSessions, 10000)
@@ -58,6 +59,8 @@ final class OptionsTests: XCTestCase {
             ("--egress-rate", "0", { $0.egressRate == 0 }),
             ("--log-level", "debug", { $0.logLevel == .debug }),
             ("--drain-seconds", "3600", { $0.drainSeconds == 3600 }),
+            ("--ready-threshold", "0.75", { $0.readyThreshold == 0.75 }),
+            ("--ready-threshold", "1", { $0.readyThreshold == 1 }),
             ("--idle-timeout", "86400", { $0.idleTimeoutSeconds == 86400 }),
             ("--max-clients", "5", { $0.maxClients == 5 }),
             ("--max-sessions", "7", { $0.maxSessions == 7 }),
@@ -127,6 +130,10 @@ final class OptionsTests: XCTestCase {
             ("--log-level", "trace", "debug, info, warning, error"),
             ("--drain-seconds", "3601", "0...3600"),
             ("--drain-seconds", "-1", "0...3600"),
+            ("--ready-threshold", "0", "above 0 and at most 1"),
+            ("--ready-threshold", "1.01", "above 0 and at most 1"),
+            ("--ready-threshold", "90%", "above 0 and at most 1"),
+            ("--ready-threshold", "1e-1", "above 0 and at most 1"),
             ("--idle-timeout", "0", "1...86400"),
             ("--max-clients", "0", "1...1000000"),
             ("--max-sessions", "1e6", "1...1000000"),

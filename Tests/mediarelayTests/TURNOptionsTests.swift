@@ -47,6 +47,9 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-max-channels", "16384", { $0.turnLimits.maxChannels == 16_384 }),
             ("--turn-unauthenticated-rate", "0", { $0.turnLimits.unauthenticatedRate == 0 }),
             ("--turn-unauthenticated-rate", "100000", { $0.turnLimits.unauthenticatedRate == 100_000 }),
+            ("--turn-alternate", "127.0.0.2:3478", { $0.turnAlternatesInForce == TurnAlternates(plain: [Endpoint(host: "127.0.0.2", port: 3478)!]) }),
+            ("--turn-alternate", "tls:[2001:db8::2]:5349", { $0.turnAlternatesInForce.tls == [Endpoint(host: "2001:db8::2", port: 5349)!] }),
+            ("--turn-alternate-domain", "turn.example.org", { $0.turnAlternateDomain == "turn.example.org" }),
         ]
         for (flag, value, check) in good {
             for arguments in [base + [flag, value], base + ["\(flag)=\(value)"]] {
@@ -84,6 +87,13 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-unauthenticated-rate", "-1", "0...100000"),
             ("--turn-unauthenticated-rate", "100001", "0...100000"),
             ("--turn-unauthenticated-rate", "10/s", "0...100000"),
+            ("--turn-alternate", "relay2.example.org:3478", "IP literal"),
+            ("--turn-alternate", "0.0.0.0:3478", "a wildcard names no server"),
+            ("--turn-alternate", "udp:127.0.0.2:3478", "tls:HOST:PORT"),
+            ("--turn-alternate", "tls:127.0.0.2", "tls:HOST:PORT"),
+            ("--turn-alternate-domain", "-turn.example.org", "a DNS name"),
+            ("--turn-alternate-domain", "turn..example.org", "a DNS name"),
+            ("--turn-alternate-domain", "turn example.org", "a DNS name"),
         ]
         for (flag, value, expected) in bad {
             let shown = OptionError.oneLine("\(flag) \(OptionError.quoted(value)):")

@@ -17,6 +17,7 @@ final class TurnStatsReportTests: XCTestCase {
         stats.counters.bytesToClients = 800
         stats.counters.channelsRefused = 9
         stats.counters.drops[TurnDropReason.unauthenticatedRate.rawValue] = 11
+        stats.counters.redirects[TurnRedirectReason.draining.rawValue] = 12
 
         let json = TurnStatsReport.json(stats)
         XCTAssertEqual(json["allocations"] as? Int, 3)
@@ -26,6 +27,8 @@ final class TurnStatsReportTests: XCTestCase {
         XCTAssertEqual(json["channel_data_to_peers"] as? UInt64, 7)
         XCTAssertEqual(json["channels_refused"] as? UInt64, 9)
         XCTAssertEqual((json["drops"] as? [String: Any])?["unauthenticated_rate"] as? UInt64, 11)
+        XCTAssertEqual((json["redirects"] as? [String: Any])?["draining"] as? UInt64, 12)
+        XCTAssertEqual((json["redirects"] as? [String: Any])?["capacity"] as? UInt64, 0)
 
         var text = PrometheusText()
         TurnStatsReport.prometheus(stats, worker: 1, into: &text)
@@ -38,5 +41,7 @@ final class TurnStatsReportTests: XCTestCase {
         XCTAssertTrue(rendered.contains("mediarelay_turn_bytes_total{worker=\"1\",direction=\"to_client\"} 800"))
         XCTAssertTrue(rendered.contains("mediarelay_turn_channels_refused_total{worker=\"1\"} 9"), rendered)
         XCTAssertTrue(rendered.contains("mediarelay_turn_drops_total{worker=\"1\",reason=\"unauthenticated_rate\"} 11"))
+        XCTAssertTrue(rendered.contains("mediarelay_turn_redirects_total{worker=\"1\",reason=\"draining\"} 12"), rendered)
+        XCTAssertTrue(rendered.contains("mediarelay_turn_redirects_total{worker=\"1\",reason=\"ports\"} 0"), rendered)
     }
 }

@@ -4,13 +4,16 @@ import SystemSupport
 
 /// The perPacket and mmsg backends: epoll says which sockets are ready, then recvmsg per
 /// datagram or recvmmsg per socket; sendmsg per message or sendmmsg per run of one socket.
-/// Both use the same vectors and metadata handling: only the system calls differ.
+/// Both use the same vectors and metadata handling: only the system calls differ. Listeners
+/// and streams are `PollStreams`', dispatched to it by the socket's kind.
 final class PollBackend {
     private let state: EngineState
     private let batched: Bool
     private let poller: EventPoller
     private let vectors: ReceiveVectors
     private let waker: EngineWaker
+    /// Listeners and streams; nil when the configuration keeps streams off.
+    private let streams: PollStreams?
     /// Receive slots the last turn used: only those need `prepare` again.
     @exclusivity(unchecked) private var slotsUsed = 0  // per turn, this thread only (see EngineState)
 
@@ -23,8 +26,10 @@ final class PollBackend {
         // A UDP GRO buffer may hold up to 64 KiB; without GRO one datagram is the most.
         vectors = ReceiveVectors(capacity: configuration.batchSize,
                                  payloadSize: state.groActive ? EngineState.groBufferSize : configuration.maxDatagramSize)
-        poller = try EventPoller(capacity: max(64, configuration.batchSize))
+        let poller = try EventPoller(capacity: max(64, configuration.batchSize))
         try poller.add(waker.descriptor, tag: EventPoller.wakeTag)
+        self.poller = poller
+        streams = state.streams.map { PollStreams(state: state, streams: $0, poller: poller) }
     }
 
     func register(_ id: SocketID, descriptor: Int32) throws(SystemCallError) {
@@ -43,7 +48,12 @@ final class PollBackend {
 
     func receive(timeoutMilliseconds: Int32) {
         vectors.prepare(0..<slotsUsed)
-        let ready = poller.wait(timeout: timeoutMilliseconds)
+        var timeout = timeoutMilliseconds
+        if let streams, let table = state.streams {
+            streams.service()
+            timeout = table.waitLimit(timeout)
+        }
+        let ready = poller.wait(timeout: timeout)
         state.counters.syscalls &+= 1
         var used = 0
         for event in 0..<ready {
@@ -56,13 +66,29 @@ final class PollBackend {
             }
             let id = EventPoller.socket(tag)
             // The socket's one lookup this turn: its descriptor and owner serve all its datagrams.
-            guard used < vectors.capacity, let slot = state.table.lookup(id) else { continue }
+            guard let slot = state.table.lookup(id) else { continue }
             let entry = state.table[slot]
+            guard entry.kind == .datagram else {
+                if entry.kind == .listener {
+                    streams?.accept(on: id, descriptor: entry.descriptor)
+                } else {
+                    streams?.handle(Int(entry.stream), events: poller.flags(event))
+                }
+                continue
+            }
+            guard used < vectors.capacity else { continue }
             let from = Source(id: id, slot: slot, owner: entry.owner)
             used = batched ? receiveMany(entry.descriptor, from, used: used) : receiveEach(entry.descriptor, from, used: used)
         }
         slotsUsed = used
+        if let streams, let table = state.streams {
+            streams.service()
+            table.makeEvents(state.streamEvents)
+        }
     }
+
+    /// Sends the streams' new output (the datagrams are `send`'s).
+    func flushStreams() { streams?.flush() }
 
     /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     /// The socket a receive reads, as its datagrams are recorded.
@@ -76,7 +102,7 @@ final class PollBackend {
         let room = vectors.capacity - used
         // MSG_TRUNC: a datagram longer than its buffer reports its real length.
         let flags = mr_msg_waitforone() | Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)
-        let outcome = SystemCall.outcome { Int(mr_recvmmsg(descriptor, vectors.headers(from: used), UInt32(room), flags)) }
+        let outcome = SystemCall.ownOutcome("recvmmsg") { Int(mr_recvmmsg(descriptor, vectors.headers(from: used), UInt32(room), flags)) }
         state.counters.syscalls &+= 1
         guard case .done(let count) = outcome, count > 0 else { return used }
         state.counters.noteBatch(count)
@@ -88,7 +114,7 @@ final class PollBackend {
     private func receiveEach(_ descriptor: Int32, _ from: Source, used start: Int) -> Int {
         var used = start
         while used < vectors.capacity {
-            let outcome = SystemCall.outcome { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) }
+            let outcome = SystemCall.ownOutcome("recvmsg") { recvmsg(descriptor, vectors.header(at: used), Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)) }
             state.counters.syscalls &+= 1
             guard case .done(let length) = outcome else { break }
             vectors.setLength(length, at: used)
@@ -117,7 +143,7 @@ final class PollBackend {
         for index in 0..<vectors.count {
             let descriptor = vectors.message(index).descriptor
             state.counters.syscalls &+= 1
-            switch SystemCall.outcome({ sendmsg(descriptor, vectors.header(at: index), 0) }) {
+            switch SystemCall.ownOutcome("sendmsg", { sendmsg(descriptor, vectors.header(at: index), 0) }) {
             case .done: state.sent(index)
             case .wouldBlock: state.refused(index, errno: EAGAIN)
             case .failed(let code): state.refused(index, errno: code)
@@ -138,7 +164,7 @@ final class PollBackend {
             var next = start
             while next < end {
                 state.counters.syscalls &+= 1
-                let outcome = SystemCall.outcome { Int(mr_sendmmsg(descriptor, vectors.headers(from: next), UInt32(end - next), 0)) }
+                let outcome = SystemCall.ownOutcome("sendmmsg") { Int(mr_sendmmsg(descriptor, vectors.headers(from: next), UInt32(end - next), 0)) }
                 switch outcome {
                 case .done(let sent) where sent > 0:
                     for index in next..<(next + sent) { state.sent(index) }

@@ -7,8 +7,9 @@ import SystemSupport
 /// engine on one thread. Every pointer the kernel is given lives in here, is allocated once and
 /// never moves: the ring, the buffer ring and its buffers, the receive template, the wake-up
 /// read's buffer. Sends point at the send vectors, which their owner keeps still until the
-/// sends complete. Submissions, the one reap loop and the buffers' lending are here; what the
-/// engine does with a completion is `RingBackend`'s.
+/// sends complete; streams' receives and sends point into their `StreamBuffers`, which this
+/// ring keeps alive until it is gone (`lend`). Submissions, the one reap loop and the buffers'
+/// lending are here; what the engine does with a completion is `RingBackend`'s.
 final class Ring {
     static let submissionEntries: UInt32 = 2048
     static let completionEntries: UInt32 = 16384
@@ -31,6 +32,7 @@ final class Ring {
     @exclusivity(unchecked) private var recycledSinceAdvance: Int32 = 0
     private let wakeDescriptor: Int32
     private let wakeBuffer: UnsafeMutablePointer<UInt64>
+    private var streamBuffers: StreamBuffers?
     /// Completions kept for a later turn (met while `RingBackend` waited for sends or
     /// cancellations): a ring of `stashCapacity`, oldest at `stashHead`. Never grown on the
     /// packet path, only by `reserveStash` when a socket is registered. Why it cannot overflow:
@@ -215,6 +217,39 @@ final class Ring {
         let entry = nextSubmission(tag: tag)
         io_uring_prep_sendmsg(entry, descriptor, header, UInt32(MSG_DONTWAIT))
     }
+
+    /// A multishot accept on a listener: one completion per connection, its result the new
+    /// descriptor (blocking: io_uring polls for it, and the engine makes no blocking call on it).
+    func prepareAccept(descriptor: Int32, tag: RingTag) {
+        let entry = nextSubmission(tag: tag)
+        io_uring_prep_multishot_accept(entry, descriptor, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+    }
+
+    /// A receive into `space`, a stream's free input, which the stream keeps still (no
+    /// compaction) until the completion.
+    func prepareStreamReceive(descriptor: Int32, into space: UnsafeMutableRawBufferPointer, tag: RingTag) {
+        let entry = nextSubmission(tag: tag)
+        io_uring_prep_recv(entry, descriptor, space.baseAddress, space.count, 0)
+    }
+
+    /// A send of `bytes`, a stream's oldest output, which stays in its ring until the
+    /// completion says how much the kernel took. Not MSG_DONTWAIT: a full socket buffer makes
+    /// the kernel wait for room, which is the point (one send in flight per stream, awaited by
+    /// nobody); MSG_NOSIGNAL: a closed peer is an EPIPE result, not a signal.
+    func prepareStreamSend(descriptor: Int32, bytes: UnsafeRawBufferPointer, tag: RingTag) {
+        let entry = nextSubmission(tag: tag)
+        io_uring_prep_send(entry, descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+    }
+
+    /// Cancels every operation in flight on `descriptor` (a closing stream's receive and send).
+    func prepareCancelAll(descriptor: Int32, tag: RingTag) {
+        let entry = nextSubmission(tag: tag)
+        io_uring_prep_cancel_fd(entry, descriptor, UInt32(IORING_ASYNC_CANCEL_ALL))
+    }
+
+    /// Keeps the streams' buffers alive as long as this ring: receives and sends in flight
+    /// point into them, and `deinit` ends those (io_uring_queue_exit) before it lets go.
+    func lend(_ buffers: StreamBuffers) { streamBuffers = buffers }
 
     /// A read of the wake-up eventfd: its completion is the wake-up.
     func prepareWakeRead() {

@@ -1,18 +1,20 @@
 import Glibc
 
-/// Closing sockets under io_uring: a socket's receive must deliver its last completion before
-/// the slot (and the buffers it may still fill) can be reused, so closing is cancel, then wait.
+/// Closing sockets under io_uring: a socket's receive (a listener's accept) must deliver its
+/// last completion before the slot (and the buffers it may still fill) can be reused, so
+/// closing is cancel, then wait. Streams close otherwise, without waiting (`RingStreams`).
 extension RingBackend {
     /// Cancels these sockets' receives together and waits for all of them together, so closing
     /// many sockets at once (a wave of expired sessions) costs a few system calls, not a few
     /// per socket. The sockets are closed (their ports free) when this returns.
     func unregister(_ ids: [SocketID]) {
-        var waiting: [(slot: Int, generation: UInt32)] = []
+        var waiting: [(slot: Int, generation: UInt32, operation: RingTag.Kind)] = []
         for id in ids {
             guard let slot = state.table.lookup(id) else { continue }
+            let operation: RingTag.Kind = state.table[slot].kind == .listener ? .accept : .receive
             state.table.deactivate(slot)
-            if cancel(slot: slot, generation: id.generation) {
-                waiting.append((slot, id.generation))
+            if cancel(slot: slot, generation: id.generation, operation: operation) {
+                waiting.append((slot, id.generation, operation))
             } else {
                 state.table.release(slot)
             }
@@ -20,13 +22,19 @@ extension RingBackend {
         if !waiting.isEmpty { finishCancellations(waiting) }
     }
 
-    /// Queues the cancellation of a socket's receive. Returns false when no receive was in
+    /// Queues the cancellation of a socket's receive or accept. Returns false when none was in
     /// flight (it was still waiting to be armed), so there is nothing to wait for.
-    private func cancel(slot: Int, generation: UInt32) -> Bool {
-        let waiting = toArm.count
-        toArm.removeAll { $0.slot == slot && $0.generation == generation }
-        if toArm.count < waiting { return false }
-        ring.prepareCancel(of: RingTag(.receive, generation: generation, slot: slot),
+    private func cancel(slot: Int, generation: UInt32, operation: RingTag.Kind) -> Bool {
+        if operation == .accept, let streams {
+            let waiting = streams.toArm.count
+            streams.toArm.removeAll { $0.slot == slot && $0.generation == generation }
+            if streams.toArm.count < waiting { return false }
+        } else {
+            let waiting = toArm.count
+            toArm.removeAll { $0.slot == slot && $0.generation == generation }
+            if toArm.count < waiting { return false }
+        }
+        ring.prepareCancel(of: RingTag(operation, generation: generation, slot: slot),
                            tag: RingTag(.cancel, generation: generation, slot: slot))
         return true
     }
@@ -34,11 +42,11 @@ extension RingBackend {
     /// Waits until each cancelled receive has delivered its last completion. A last completion
     /// may already sit among the kept completions or in the completion queue; when the kernel
     /// says there was nothing left to cancel and neither holds it, that receive had already ended.
-    private func finishCancellations(_ waiting: [(slot: Int, generation: UInt32)]) {
+    private func finishCancellations(_ waiting: [(slot: Int, generation: UInt32, operation: RingTag.Kind)]) {
         var receives = Set<RingTag>()
         var cancels: [RingTag: Int] = [:]
-        for (slot, generation) in waiting {
-            receives.insert(RingTag(.receive, generation: generation, slot: slot))
+        for (slot, generation, operation) in waiting {
+            receives.insert(RingTag(operation, generation: generation, slot: slot))
             cancels[RingTag(.cancel, generation: generation, slot: slot)] = slot
         }
         for _ in 0..<ring.stashCount {
@@ -52,12 +60,12 @@ extension RingBackend {
         while !open.isEmpty {
             let reaped = ring.reap { completion in
                 if receives.contains(completion.tag) {
-                    handleReceive(completion)
+                    if completion.tag.kind == .accept { _ = streams?.handle(completion) } else { handleReceive(completion) }
                 } else if let slot = cancels[completion.tag] {
                     // -ENOENT: nothing was in flight. (-EALREADY means the receive is still
                     // finishing: keep waiting for its last completion.)
                     if completion.result == -ENOENT { nothingToCancel.insert(slot) }
-                } else {
+                } else if streams?.handle(completion) != true {
                     ring.keep(completion)
                 }
                 return true

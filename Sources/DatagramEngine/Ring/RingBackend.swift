@@ -4,8 +4,9 @@ import SystemSupport
 
 /// The io_uring backend's state machine: receives arrive as completions of one multishot
 /// RECVMSG per socket, into provided buffers that are lent to the turn's sends and given back
-/// on the next receive; all the sends of a flush go out in one submit, across sockets. The
-/// ring itself (memory, tags, reaping) is `Ring`'s.
+/// on the next receive; all the sends of a flush go out in one submit, across sockets.
+/// Listeners and streams are `RingStreams`' (their completions are handed to it wherever they
+/// are reaped). The ring itself (memory, tags, reaping) is `Ring`'s.
 final class RingBackend {
     let state: EngineState
     let ring: Ring
@@ -14,13 +15,21 @@ final class RingBackend {
     /// in EngineState.)
     @exclusivity(unchecked) var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
     @exclusivity(unchecked) private var outstandingSends = 0
+    /// Listeners and streams; nil when the configuration keeps streams off.
+    let streams: RingStreams?
 
     init(state: EngineState, waker: EngineWaker) throws(SystemCallError) {
         let configuration = state.configuration
-        ring = try Ring(buffers: configuration.uringBufferCount, bufferSize: configuration.uringBufferSize,
-                        wakeDescriptor: waker.descriptor)
+        let ring = try Ring(buffers: configuration.uringBufferCount, bufferSize: configuration.uringBufferSize,
+                            wakeDescriptor: waker.descriptor)
+        self.ring = ring
         self.state = state
+        streams = state.streams.map { RingStreams(state: state, streams: $0, ring: ring) }
         toArm.reserveCapacity(1024)
+    }
+
+    func register(listener id: SocketID, descriptor: Int32) {
+        streams?.register(listener: id, descriptor: descriptor)
     }
 
     func register(_ id: SocketID, descriptor: Int32) {
@@ -39,8 +48,10 @@ final class RingBackend {
         // again before this turn waits, or its socket's datagrams wait for the timeout.
         armPending()
         if state.receivedCount == 0 && !state.wasWoken {
-            if reapForTurn() == 0 {
-                ring.submitAndWait(milliseconds: timeoutMilliseconds)
+            // Stream events left from earlier (a full event list, completions reaped while a
+            // flush waited) are said now: reap what is ready, but do not wait.
+            if reapForTurn() == 0 && !(state.streams?.hasReports ?? false) {
+                ring.submitAndWait(milliseconds: state.streams?.waitLimit(timeoutMilliseconds) ?? timeoutMilliseconds)
                 _ = reapForTurn()
             }
         }
@@ -51,6 +62,7 @@ final class RingBackend {
         ring.commitRecycled()
         state.counters.noteBatch(state.receivedCount)
         state.counters.syscalls &+= ring.takeSyscalls()
+        state.streams?.makeEvents(state.streamEvents)
     }
 
     private func reapForTurn() -> Int {
@@ -70,6 +82,7 @@ final class RingBackend {
         case .wake:
             state.wasWoken = true
             ring.prepareWakeRead()
+        case .accept, .streamReceive, .streamSend, .streamCancel: _ = streams?.handle(completion)
         case .cancel, nil: break
         }
     }
@@ -103,6 +116,7 @@ final class RingBackend {
             } else if active {
                 // A lasting error (the socket is unusable): re-arming would spin. The socket
                 // stays registered but deaf; the failure is counted.
+                if completion.result == -EBADF || completion.result == -EFAULT { SystemCall.bug("io_uring recvmsg", errno: -completion.result) }
                 state.counters.receiveFailures &+= 1
             } else if current {
                 state.table.release(slot)
@@ -122,8 +136,10 @@ final class RingBackend {
                              truncated: datagram.truncated, size: datagram.size, payload: datagram.payload)
     }
 
-    /// Queues a multishot receive for every socket waiting for one.
+    /// Queues a multishot receive for every socket waiting for one, and the listeners' and
+    /// streams' operations (`RingStreams.arm`).
     private func armPending() {
+        streams?.arm()
         guard !toArm.isEmpty else { return }
         for (slot, generation, descriptor) in toArm {
             ring.prepareReceive(descriptor: descriptor, tag: RingTag(.receive, generation: generation, slot: slot))
@@ -135,7 +151,10 @@ final class RingBackend {
 
     /// Queues one SENDMSG per message, submits them all with one io_uring_enter, and waits
     /// until every one has completed: the received buffers they point into go back to the
-    /// kernel on the next receive. Receive completions met meanwhile are kept for it.
+    /// kernel on the next receive. Receive completions met meanwhile are kept for it; those of
+    /// listeners and streams are handled at once (they never wait in the stash). MSG_DONTWAIT
+    /// makes every datagram send complete at once, so this wait is short; a stream's sends are
+    /// not among those waited for.
     func send() {
         let vectors = state.sendVectors
         for index in 0..<vectors.count {
@@ -146,7 +165,11 @@ final class RingBackend {
         ring.submitAndGetEvents()
         while outstandingSends > 0 {
             let reaped = ring.reap { completion in
-                if completion.tag.kind == .send { handleSend(completion) } else { ring.keep(completion) }
+                if completion.tag.kind == .send {
+                    handleSend(completion)
+                } else if streams?.handle(completion) != true {
+                    ring.keep(completion)
+                }
                 return true
             }
             if outstandingSends > 0 && reaped == 0 { ring.submitAndWaitOne() }
@@ -159,7 +182,18 @@ final class RingBackend {
         if completion.result >= 0 {
             state.sent(completion.tag.slot)
         } else {
+            if completion.result == -EBADF || completion.result == -EFAULT { SystemCall.bug("io_uring sendmsg", errno: -completion.result) }
             state.refused(completion.tag.slot, errno: -completion.result)
         }
+    }
+
+    /// Starts the streams' sends (submitted with the flush's datagrams, or by `submitPending`).
+    func flushStreams() { streams?.flush() }
+
+    /// Submits what a flush queued and nothing submitted yet (stream sends with no datagrams).
+    func submitPending() {
+        guard ring.pendingSubmissions > 0 else { return }
+        ring.submitAndGetEvents()
+        state.counters.syscalls &+= ring.takeSyscalls()
     }
 }

@@ -48,7 +48,7 @@ extension EngineState {
         for segment in 0..<Int(message.segments) {
             sendVectors.pointAt(segment: segment, of: index)
             counters.syscalls &+= 1
-            switch SystemCall.outcome({ sendmsg(descriptor, header, 0) }) {
+            switch SystemCall.ownOutcome("sendmsg", { sendmsg(descriptor, header, 0) }) {
             case .done: recordSingle(message, bytes: message.length(ofSegment: segment))
             case .wouldBlock: counters.sendErrors.add(EAGAIN)
             case .failed(let code): counters.sendErrors.add(code)

@@ -119,8 +119,10 @@ final class SendVectors {
         while index < total {
             let datagram = datagrams + index
             if datagram.pointee.socket != socket {
-                // The send path's one lookup of a socket, for a run of its datagrams.
-                guard let entry = table.entry(datagram.pointee.socket) else {
+                // The send path's one lookup of a socket, for a run of its datagrams. A stream
+                // or a listener is not a destination: a datagram sent on a connected TCP socket
+                // would join its byte stream and break the framing.
+                guard let entry = table.entry(datagram.pointee.socket), entry.kind == .datagram else {
                     unsendable(EBADF, 1)
                     index &+= 1
                     continue

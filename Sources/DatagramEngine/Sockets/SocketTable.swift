@@ -1,51 +1,88 @@
 import Glibc
 
-/// The sockets one engine drives, by slot. A slot is reused only after its socket is fully
-/// released (for io_uring: after the last completion of its receive), and every reuse bumps
-/// the generation so stale identifiers and completions miss.
+/// The sockets one engine drives, by slot, of three kinds: datagram (UDP), listener (a TCP
+/// socket that accepts) and stream (an accepted TCP connection). A slot is reused only after
+/// its socket is fully released (for io_uring: after the last completion of its operations),
+/// and every reuse bumps the generation so stale identifiers and completions miss.
 final class SocketTable {
+    enum Kind: UInt8 {
+        case datagram, listener, stream
+    }
+
+    /// What keeps a slot's descriptor open: the one object that owns it, by kind. Dropping it
+    /// (`release`) closes the descriptor.
+    enum Owner {
+        case datagram(UDPSocket)
+        case listener(TCPListener)
+        case stream(TCPConnection)
+    }
+
     /// Plain values only, so that reading an entry on the packet path costs no reference
-    /// counting; the socket objects that own the descriptors live in `owners`.
+    /// counting; the objects that own the descriptors live in `owners`.
     struct Entry {
         var generation: UInt32 = 0
         /// Registered and receiving; false while an io_uring receive is being cancelled.
         var active = false
+        var kind = Kind.datagram
         var gsoEnabled = false
         /// The kernel took UDP_GRO: receives may hold several datagrams.
         var groEnabled = false
         var ipv4 = false
         var descriptor: Int32 = -1
         var lastOverflow: UInt32 = 0
+        /// A stream's index in the engine's `StreamTable`; -1 for the other kinds.
+        var stream: Int32 = -1
         var owner = OwnerTag.unowned
     }
 
     // Touched per datagram by this engine's thread only, never while another access to it is
     // open: the dynamic exclusivity check (swift_beginAccess, about 80 instructions) buys nothing.
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
-    private var owners: [UDPSocket?] = []
+    private var owners: [Owner?] = []
     private var free: [Int32] = []
     private(set) var activeCount = 0
 
     func add(_ socket: UDPSocket, owner: OwnerTag = .unowned, gso: Bool, gro: Bool = false) -> SocketID {
-        let slot: Int32
+        let slot = take(.datagram(socket), descriptor: socket.descriptor, owner: owner)
+        entries[slot].gsoEnabled = gso && socket.supportsGSO
+        entries[slot].groEnabled = gro && UDPSocket.enableGRO(socket.descriptor)
+        entries[slot].ipv4 = socket.family == Int32(AF_INET)
+        return SocketID(slot: Int32(slot), generation: entries[slot].generation)
+    }
+
+    func add(_ listener: TCPListener, owner: OwnerTag) -> SocketID {
+        let slot = take(.listener(listener), descriptor: listener.descriptor, owner: owner)
+        entries[slot].kind = .listener
+        return SocketID(slot: Int32(slot), generation: entries[slot].generation)
+    }
+
+    /// An accepted connection, as stream `stream` of the engine's `StreamTable`; unowned until
+    /// its owner takes the `accepted` event and calls `setOwner`.
+    func add(_ connection: TCPConnection, stream: Int32) -> SocketID {
+        let slot = take(.stream(connection), descriptor: connection.owned.rawValue, owner: .unowned)
+        entries[slot].kind = .stream
+        entries[slot].stream = stream
+        return SocketID(slot: Int32(slot), generation: entries[slot].generation)
+    }
+
+    private func take(_ socket: Owner, descriptor: Int32, owner: OwnerTag) -> Int {
+        let slot: Int
         if let reused = free.popLast() {
-            slot = reused
+            slot = Int(reused)
         } else {
-            slot = Int32(entries.count)
+            slot = entries.count
             entries.append(Entry())
             owners.append(nil)
         }
-        owners[Int(slot)] = socket
-        entries[Int(slot)].generation &+= 1
-        entries[Int(slot)].active = true
-        entries[Int(slot)].gsoEnabled = gso && socket.supportsGSO
-        entries[Int(slot)].groEnabled = gro && UDPSocket.enableGRO(socket.descriptor)
-        entries[Int(slot)].ipv4 = socket.family == Int32(AF_INET)
-        entries[Int(slot)].descriptor = socket.descriptor
-        entries[Int(slot)].lastOverflow = 0
-        entries[Int(slot)].owner = owner
+        owners[slot] = socket
+        var entry = Entry()
+        entry.generation = entries[slot].generation &+ 1
+        entry.active = true
+        entry.descriptor = descriptor
+        entry.owner = owner
+        entries[slot] = entry
         activeCount += 1
-        return SocketID(slot: slot, generation: entries[Int(slot)].generation)
+        return slot
     }
 
     /// The slot of `id` when it still names an active socket.
@@ -67,6 +104,12 @@ final class SocketTable {
         slot < entries.count && entries[slot].generation == generation
     }
 
+    /// The connection of stream slot `slot`, for its addresses and a reset on close.
+    func connection(_ slot: Int) -> TCPConnection? {
+        if case .stream(let connection)? = owners[slot] { return connection }
+        return nil
+    }
+
     /// Stops using the socket; the slot stays reserved until `release`.
     func deactivate(_ slot: Int) {
         if entries[slot].active { activeCount -= 1 }
@@ -76,12 +119,13 @@ final class SocketTable {
 
     func isReleased(_ slot: Int) -> Bool { owners[slot] == nil }
 
-    /// Closes the socket (by dropping it) and frees the slot for reuse.
+    /// Closes the socket (by dropping its owner object) and frees the slot for reuse.
     func release(_ slot: Int) {
         deactivate(slot)
         guard owners[slot] != nil else { return }
         owners[slot] = nil
         entries[slot].descriptor = -1
+        entries[slot].stream = -1
         free.append(Int32(slot))
     }
 

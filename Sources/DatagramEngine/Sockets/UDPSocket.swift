@@ -21,12 +21,14 @@ public struct SocketOptions: Sendable {
 
 /// A non-blocking UDP socket bound to a local endpoint, set up to report every datagram's TOS
 /// byte (IP_RECVTOS, and IPV6_RECVTCLASS on IPv6 / dual-stack sockets) and the kernel's drop
-/// counter (SO_RXQ_OVFL). Closes its descriptor when released.
+/// counter (SO_RXQ_OVFL). Owns its descriptor (`Descriptor`), closed when the object goes.
 ///
 /// An IPv4 address gives an AF_INET socket; an IPv6 address an AF_INET6 one; the IPv6
 /// wildcard `::` gives a dual-stack socket that also takes IPv4 peers.
 public final class UDPSocket {
-    public let descriptor: Int32
+    private let owned: Descriptor
+    /// The descriptor, for calls while this object is alive; this object closes it.
+    public var descriptor: Int32 { owned.rawValue }
     public let family: Int32
     public let localEndpoint: Endpoint
     /// Whether the kernel accepted UDP_SEGMENT on this socket when probed.
@@ -38,54 +40,28 @@ public final class UDPSocket {
     public init(binding endpoint: Endpoint, options: SocketOptions = SocketOptions()) throws(SystemCallError) {
         let family = endpoint.isIPv4 ? AF_INET : AF_INET6
         let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let fd = Int32(try SystemCall.require("cannot create a UDP socket for", address: endpoint.description,
-                                              advice: { _ in family == AF_INET6 ? "is IPv6 enabled on this host?" : nil }) {
+        let owned = Descriptor(taking: Int32(try SystemCall.require("cannot create a UDP socket for", address: endpoint.description,
+                                                                    advice: { _ in family == AF_INET6 ? "is IPv6 enabled on this host?" : nil }) {
             Int(socket(family, type, 0))
-        })
-        do throws(SystemCallError) {
-            if family == Int32(AF_INET6) {
-                // Only the wildcard is dual-stack; a specific IPv6 address takes IPv6 peers only.
-                try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, endpoint.isWildcard ? 0 : 1, endpoint)
-                try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1, endpoint)
-            }
-            if family == AF_INET || endpoint.isWildcard {
-                try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1, endpoint)
-            }
-            try UDPSocket.set(fd, SOL_SOCKET, mr_so_rxq_ovfl(), 1, endpoint)
-            if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
-            receiveBufferBytes = UDPSocket.sizeBuffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, options.receiveBufferBytes)
-            sendBufferBytes = UDPSocket.sizeBuffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, options.sendBufferBytes)
-            localEndpoint = try UDPSocket.bind(fd, to: endpoint, family: family)
-        } catch {
-            SystemCall.close(fd)
-            throw error
+        }))
+        let fd = owned.rawValue
+        // On a throw below, `owned` goes out of scope and closes the descriptor.
+        if family == Int32(AF_INET6) {
+            // Only the wildcard is dual-stack; a specific IPv6 address takes IPv6 peers only.
+            try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, endpoint.isWildcard ? 0 : 1, endpoint)
+            try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1, endpoint)
         }
-        descriptor = fd
+        if family == AF_INET || endpoint.isWildcard {
+            try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1, endpoint)
+        }
+        try UDPSocket.set(fd, SOL_SOCKET, mr_so_rxq_ovfl(), 1, endpoint)
+        if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
+        receiveBufferBytes = UDPSocket.sizeBuffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, options.receiveBufferBytes)
+        sendBufferBytes = UDPSocket.sizeBuffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, options.sendBufferBytes)
+        localEndpoint = try SocketNames.bind(fd, to: endpoint, family: family, what: "UDP")
+        self.owned = owned
         self.family = family
         supportsGSO = UDPSocket.probeGSO(fd)
-    }
-
-    deinit { SystemCall.close(descriptor) }
-
-    /// Binds and reads back the address the kernel chose (the port, for port 0).
-    private static func bind(_ fd: Int32, to endpoint: Endpoint, family: Int32) throws(SystemCallError) -> Endpoint {
-        var storage = sockaddr_storage()
-        var length = endpoint.write(to: &storage, family: family)
-        _ = try SystemCall.require("cannot bind UDP", address: endpoint.description, advice: { BindAdvice.advice($0) }) {
-            withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(Glibc.bind(fd, $0, length)) }
-            }
-        }
-        length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = try SystemCall.require("getsockname", address: endpoint.description) {
-            withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Int(getsockname(fd, $0, &length)) }
-            }
-        }
-        guard let local = Endpoint(reading: &storage, length: length) else {
-            throw SystemCallError("getsockname", errno: EAFNOSUPPORT, address: endpoint)
-        }
-        return local
     }
 
     static func set(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ endpoint: Endpoint) throws(SystemCallError) {

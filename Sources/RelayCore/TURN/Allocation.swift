@@ -72,6 +72,8 @@ struct Allocation {
     var ecnMarking = true
     /// False for `vacant`, the filler of an index whose allocation is gone.
     var live = true
+    /// The deadline this allocation is queued for in the table's `ExpiryQueue` (0: none).
+    var scheduled: UInt64 = 0
 
     /// What an index of `TurnTable.allocations` holds between allocations.
     static var vacant: Allocation {

@@ -49,17 +49,27 @@ struct ChannelTable {
         return nil
     }
 
-    /// Binds `number` to `peer` until `expires`, or refreshes that binding. The caller has
-    /// checked that neither is bound to another (RFC 8656 section 12.2).
-    mutating func bind(_ number: UInt16, peer: Endpoint, expires: UInt64, permissionExpires: UInt64) {
+    /// Binds `number` to `peer` until `expires`, or refreshes that binding; true when the
+    /// channel is new. The caller has checked that neither is bound to another (RFC 8656
+    /// section 12.2).
+    @discardableResult
+    mutating func bind(_ number: UInt16, peer: Endpoint, expires: UInt64, permissionExpires: UInt64) -> Bool {
         if let index = byNumber[number] {
             entries[index].expires = expires
             entries[index].permissionExpires = permissionExpires
-            return
+            return false
         }
         byNumber[number] = entries.count
         byPeer[peer] = entries.count
         entries.append(ChannelBinding(number: number, peer: peer, expires: expires, permissionExpires: permissionExpires))
+        return true
+    }
+
+    /// When the first channel ends (`UInt64.max` without channels).
+    var earliestExpiry: UInt64 {
+        var earliest = UInt64.max
+        for entry in entries where entry.expires < earliest { earliest = entry.expires }
+        return earliest
     }
 
     /// The permission for `address` (a permission key: port 0) now ends at `expires`.
@@ -69,8 +79,10 @@ struct ChannelTable {
         }
     }
 
-    /// Forgets the channels whose time has passed.
-    mutating func removeExpired(now: UInt64) {
+    /// Forgets the channels whose time has passed; returns how many.
+    @discardableResult
+    mutating func removeExpired(now: UInt64) -> Int {
+        let before = entries.count
         var index = 0
         while index < entries.count {
             guard entries[index].expires <= now else {
@@ -87,5 +99,6 @@ struct ChannelTable {
                 byPeer[last.peer] = index
             }
         }
+        return before - entries.count
     }
 }

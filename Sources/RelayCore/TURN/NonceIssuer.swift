@@ -26,8 +26,12 @@ public struct NonceIssuer: Sendable {
 
     /// A nonce for `client` issued at `second` (of any clock that only moves forward).
     public func issue(for client: Endpoint, at second: UInt64) -> String {
-        let time = hex(second & 0xFFFF_FFFF, digits: 8)
-        return NonceIssuer.prefix + time + mac(time, client)
+        var text = Array(NonceIssuer.prefix.utf8)
+        text.reserveCapacity(text.count + 24)
+        let issued = UInt32(truncatingIfNeeded: second)
+        NonceIssuer.appendHex(of: withUnsafeBytes(of: issued.bigEndian) { Array($0) }, to: &text)
+        NonceIssuer.appendHex(of: mac(issued, client), to: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Whether `nonce` is one of ours for `client`, and still fresh at `second`.
@@ -35,22 +39,46 @@ public struct NonceIssuer: Sendable {
         let bytes = Array(nonce.utf8)
         let prefixLength = NonceIssuer.prefix.utf8.count
         guard bytes.count == prefixLength + 8 + 16, nonce.hasPrefix(NonceIssuer.prefix) else { return .invalid }
-        let time = String(decoding: bytes[prefixLength..<(prefixLength + 8)], as: UTF8.self)
-        guard let issued = UInt64(time, radix: 16) else { return .invalid }
-        let expected = Array(mac(time, client).utf8)
+        var issued: UInt32 = 0
+        for byte in bytes[prefixLength..<(prefixLength + 8)] {
+            guard let digit = NonceIssuer.hexValue(byte) else { return .invalid }
+            issued = issued << 4 | UInt32(digit)
+        }
+        var expected: [UInt8] = []
+        expected.reserveCapacity(16)
+        NonceIssuer.appendHex(of: mac(issued, client), to: &expected)
         let valid = bytes[(prefixLength + 8)...].withUnsafeBytes { Digest.constantTimeEqual(expected, $0) }
         guard valid else { return .invalid }
-        let now = second & 0xFFFF_FFFF
-        return issued <= now && now - issued < lifetime ? .valid : .stale
+        let now = UInt64(UInt32(truncatingIfNeeded: second))
+        return UInt64(issued) <= now && now - UInt64(issued) < lifetime ? .valid : .stale
     }
 
-    private func mac(_ time: String, _ client: Endpoint) -> String {
-        let input = Array("\(time)|\(client)".utf8)
-        return Digest.hmacSHA256(key: key, input)[0..<8].map { hex(UInt64($0), digits: 2) }.joined()
+    /// The first 64 bits of HMAC-SHA256 over the second and the client's address and port, as
+    /// bytes (not text: formatting an address per nonce cost more than the MAC).
+    private func mac(_ second: UInt32, _ client: Endpoint) -> [UInt8] {
+        var input = [UInt8](repeating: 0, count: 4 + 16 + 2)
+        withUnsafeBytes(of: second.bigEndian) { input.replaceSubrange(0..<4, with: $0) }
+        withUnsafeBytes(of: client.high.bigEndian) { input.replaceSubrange(4..<12, with: $0) }
+        withUnsafeBytes(of: client.low.bigEndian) { input.replaceSubrange(12..<20, with: $0) }
+        withUnsafeBytes(of: client.port.bigEndian) { input.replaceSubrange(20..<22, with: $0) }
+        return Array(Digest.hmacSHA256(key: key, input)[0..<8])
     }
 
-    private func hex(_ value: UInt64, digits: Int) -> String {
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    private static func appendHex(of bytes: [UInt8], to text: inout [UInt8]) {
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xF)])
+        }
+    }
+
+    /// A lower-case hex digit's value (the issuer writes lower case only).
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
     }
 }

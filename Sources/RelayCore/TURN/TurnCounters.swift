@@ -69,12 +69,15 @@ public struct TurnCounters: Sendable {
     public var channelsRefused: UInt64 = 0
     /// CE marks set on relayed datagrams, by cause.
     public var ceMarks = CEMarkCounts()
+    /// Allocate requests answered 300 with an alternate, by `TurnRedirectReason`.
+    public var redirects = InlineArray<3, UInt64>(repeating: 0)
 
     public init() {}
 
     public subscript(drop reason: TurnDropReason) -> UInt64 { drops[reason.rawValue] }
     public subscript(auth reason: AuthFailure) -> UInt64 { authFailures[reason.rawValue] }
     public subscript(peer reason: PeerRefusal) -> UInt64 { peerRefusals[reason.index] }
+    public subscript(redirect reason: TurnRedirectReason) -> UInt64 { redirects[reason.rawValue] }
     public subscript(refused code: ErrorCode) -> UInt64 {
         (400..<510).contains(code.rawValue) ? refused[code.rawValue - 400] : 0
     }
@@ -123,5 +126,6 @@ extension TurnCounters: SummedCounters {
         drops.add(other.drops)
         peerRefusals.add(other.peerRefusals)
         ceMarks.merge(other.ceMarks)
+        redirects.add(other.redirects)
     }
 }

@@ -32,6 +32,9 @@ public struct TurnSettings: Sendable {
     public var maxPermissions = 64
     /// The reloadable quotas at start; the workers read the ones in force from `TurnShared`.
     public var limits = TurnLimits()
+    /// Sibling relays for new clients this one will not take, at start; the workers read the
+    /// ones in force from `TurnShared` (a reload may change them).
+    public var alternates = TurnAlternates()
     /// Unix seconds, the clock REST usernames expire by (injected by tests).
     public var wallClock: @Sendable () -> UInt64 = { UInt64(time(nil)) }
 

@@ -5,7 +5,8 @@ import Synchronization
 /// What TURN state every worker shares, locked only on the control path (Allocate, expiry):
 /// allocations per user and in total (quotas), and the ports reserved by EVEN-PORT's R bit,
 /// whose RESERVATION-TOKEN may come back on another worker (another client 5-tuple). The
-/// reloadable quotas are atomics, read without a lock by requests.
+/// reloadable quotas are atomics, read without a lock by requests. The alternates (reloadable
+/// too) and their rotation are read only when an Allocate is redirected.
 public final class TurnShared: Sendable {
     private struct State {
         var total = 0
@@ -18,10 +19,15 @@ public final class TurnShared: Sendable {
     private let maxChannelsNow: Atomic<Int>
     private let unauthenticatedRateNow: Atomic<Int>
     private let ecnMarkingNow = Atomic<Bool>(true)
+    /// The alternates in force, and the next one of each list (transport and family) to name:
+    /// one rotation for the whole relay, so the workers together spread clients evenly.
+    private let alternates: Mutex<(list: TurnAlternates, next: [Int])>
+    private let drainingNow = Atomic<Bool>(false)
 
     public init(limits: TurnLimits = TurnLimits()) {
         maxChannelsNow = Atomic(limits.maxChannels)
         unauthenticatedRateNow = Atomic(limits.unauthenticatedRate)
+        alternates = Mutex((TurnAlternates(), [0, 0, 0, 0]))
     }
 
     /// The quotas in force: those the relay started with until `update` changes them.
@@ -42,6 +48,26 @@ public final class TurnShared: Sendable {
     public var ecnMarking: Bool { ecnMarkingNow.load(ordering: .relaxed) }
 
     public func setECNMarking(_ on: Bool) { ecnMarkingNow.store(on, ordering: .relaxed) }
+    /// New alternates (at start and on a config reload); the rotation goes on where it was.
+    public func update(_ alternates: TurnAlternates) {
+        self.alternates.withLock { $0.list = alternates }
+    }
+
+    /// The next alternate for a client of `transport` and family, in turn; nil when none fits.
+    func alternate(for transport: TurnAlternates.Transport, ipv4: Bool) -> TurnRedirect? {
+        alternates.withLock { state in
+            let candidates = state.list.candidates(transport, ipv4: ipv4)
+            guard !candidates.isEmpty else { return nil }
+            let slot = (transport == .plain ? 0 : 2) + (ipv4 ? 0 : 1)
+            let chosen = candidates[state.next[slot] % candidates.count]
+            state.next[slot] = (state.next[slot] + 1) % candidates.count
+            return TurnRedirect(server: chosen, domain: transport == .tls ? state.list.domain : nil)
+        }
+    }
+
+    /// From now on new allocations go to an alternate when there is one (`Relay.beginDrain`).
+    public func beginDrain() { drainingNow.store(true, ordering: .releasing) }
+    var isDraining: Bool { drainingNow.load(ordering: .acquiring) }
 
     /// Counts a new allocation for `user` unless a quota says no: 486 per user, 508 in total.
     func admit(_ user: String, perUser: Int, total: Int) -> ErrorCode? {

@@ -46,8 +46,13 @@ extension TurnTable {
             if let redeemed { ports.release(redeemed.port, from: .turn) }
             throw TurnRefusal(code: .addressFamilyNotSupported)
         }
+        // A port reserved here is redeemed here: only a client without a token may be sent on.
+        let movable = redeemed == nil
+        if movable && shared.isDraining { try redirect(client, .draining) }
         if let quota = shared.admit(identity.username, perUser: settings.maxAllocationsPerUser, total: settings.maxAllocations) {
             if let redeemed { ports.release(redeemed.port, from: .turn) }
+            // A user over their own quota would be over it on a sibling too: 486 stays.
+            if movable && quota == .insufficientCapacity { try redirect(client, .capacity) }
             throw TurnRefusal(code: quota)
         }
 
@@ -63,6 +68,7 @@ extension TurnTable {
             }
         } catch {
             shared.release(identity.username)
+            if movable && error.code == .insufficientCapacity { try redirect(client, .ports) }
             throw error
         }
         var secondary: RelayedSocket?
@@ -87,10 +93,26 @@ extension TurnTable {
         allocation.bandwidth = Policer(rate: settings.bandwidthPerAllocation, now: now)
         allocation.ecnMarking = shared.ecnMarking
         if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
+        schedule(Int(index), allocation.expires)
         byClient[client] = index
         counters.allocationsCreated &+= 1
         describe(Int(index), client, reservation: reservation, additionalError: additionalError,
                  draftNumbers: draftNumbers, &answer)
+    }
+
+    /// Sends a new client to an alternate of its transport and family (300 Try Alternate,
+    /// RFC 8489 section 10) when there is one, counted by `reason`; returns when there is
+    /// none, so the caller refuses or serves the client as it would without alternates.
+    func redirect(_ client: TurnClient, _ reason: TurnRedirectReason) throws(TurnRefusal) {
+        // Every client comes over UDP until the relay has stream listeners.
+        guard let redirect = shared.alternate(for: .plain, ipv4: client.address.isIPv4) else {
+            // A draining relay takes no new allocation it would cut off when the drain ends:
+            // 403 sends the client on to its next ICE server.
+            if reason == .draining { throw TurnRefusal(code: .forbidden) }
+            return
+        }
+        counters.redirects[reason.rawValue] &+= 1
+        throw TurnRefusal(code: .tryAlternate, redirect: redirect)
     }
 
     /// The success answer's attributes: relayed addresses, lifetime, reservation, mapped address.
@@ -195,6 +217,8 @@ extension TurnTable {
     func removeAllocation(_ a: Int) {
         guard allocations[a].live else { return }
         let allocation = allocations[a]
+        permissionCount -= allocation.permissions.count
+        channelCount -= allocation.channels.count
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) {
             engine.disown(relay.socket)
             closing.append(relay)

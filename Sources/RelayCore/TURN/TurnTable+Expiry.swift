@@ -4,22 +4,45 @@ import DatagramEngine
 /// close, permissions and channels past theirs are forgotten, unclaimed port reservations
 /// return to the pool.
 extension TurnTable {
+    /// Visits the allocations with something due (`expiries`), not all of them: with 2,000
+    /// clients a housekeeping turn costs what has ended, not a walk over every allocation.
     func expire() {
-        for a in allocations.indices {
-            guard allocations[a].live else { continue }
-            let allocation = allocations[a]
-            if allocation.expires <= now {
+        while let due = expiries.popDue(now: now) {
+            let a = Int(due.allocation)
+            // An entry left behind by a later deadline, or by an allocation that is gone.
+            guard allocations[a].live, allocations[a].scheduled == due.deadline else { continue }
+            allocations[a].scheduled = 0
+            if allocations[a].expires <= now {
                 removeAllocation(a)
                 counters.allocationsExpired &+= 1
                 continue
             }
-            if allocation.permissions.values.contains(where: { $0 <= now }) {
-                allocations[a].permissions = allocation.permissions.filter { $0.value > now }
+            let permissions = allocations[a].permissions
+            if permissions.values.contains(where: { $0 <= now }) {
+                allocations[a].permissions = permissions.filter { $0.value > now }
+                permissionCount -= permissions.count - allocations[a].permissions.count
             }
-            allocations[a].channels.removeExpired(now: now)
+            channelCount -= allocations[a].channels.removeExpired(now: now)
+            schedule(a, nextDeadline(a))
         }
         closePending()
         for port in shared.expireReservations(now: now) { ports.release(port, from: .turn) }
+    }
+
+    /// Queues allocation `a` for `deadline` unless it is queued for an earlier one already
+    /// (a later deadline is found when the earlier one comes: see `ExpiryQueue`).
+    func schedule(_ a: Int, _ deadline: UInt64) {
+        let queued = allocations[a].scheduled
+        guard queued == 0 || deadline < queued else { return }
+        allocations[a].scheduled = deadline
+        expiries.push(deadline, allocation: Int32(a))
+    }
+
+    /// The allocation's next end: its own, a permission's or a channel's.
+    func nextDeadline(_ a: Int) -> UInt64 {
+        var next = min(allocations[a].expires, allocations[a].channels.earliestExpiry)
+        for expires in allocations[a].permissions.values where expires < next { next = expires }
+        return next
     }
 
     /// Closes every allocation (the worker is stopping).
@@ -32,27 +55,12 @@ extension TurnTable {
         var stats = TurnStats()
         stats.counters = counters
         stats.allocations = activeAllocations
-        (stats.permissions, stats.channels) = activePermissionsAndChannels
+        stats.permissions = permissionCount
+        stats.channels = channelCount
         return stats
     }
 
     var activeAllocations: Int { byClient.count }
-    var activePermissions: Int { activePermissionsAndChannels.permissions }
-    var activeChannels: Int { activePermissionsAndChannels.channels }
-
-    /// One index loop: reduce's closure allocates in debug builds, and stats are taken ten
-    /// times a second inside the worker's loop.
-    var activePermissionsAndChannels: (permissions: Int, channels: Int) {
-        var permissions = 0
-        var channels = 0
-        var index = 0
-        while index < allocations.count {
-            if allocations[index].live {
-                permissions += allocations[index].permissions.count
-                channels += allocations[index].channels.count
-            }
-            index += 1
-        }
-        return (permissions, channels)
-    }
+    var activePermissions: Int { permissionCount }
+    var activeChannels: Int { channelCount }
 }

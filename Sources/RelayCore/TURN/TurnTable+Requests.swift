@@ -2,10 +2,12 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// A request refused with an error code (and, for 420, the attributes not understood).
+/// A request refused with an error code (and, for 420, the attributes not understood; for
+/// 300, where to go instead).
 struct TurnRefusal: Error {
     var code: ErrorCode
     var unknown: [AttributeType] = []
+    var redirect: TurnRedirect?
 }
 
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
@@ -89,6 +91,10 @@ extension TurnTable {
         answer.append(error: refusal.code)
         if !refusal.unknown.isEmpty {
             answer.append(.unknownAttributes, refusal.unknown.flatMap { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] })
+        }
+        if let redirect = refusal.redirect {
+            answer.append(.alternateServer, plainAddress: redirect.server)
+            if let domain = redirect.domain { answer.append(.alternateDomain, text: domain) }
         }
         return answer
     }
@@ -208,8 +214,9 @@ extension TurnTable {
         }
         let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
         // The permission's expiry is copied into the channel by `permit`.
-        allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0)
+        if allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0) { channelCount += 1 }
         permit(a, peer)
+        schedule(a, expires)
     }
 
     /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer
@@ -235,8 +242,9 @@ extension TurnTable {
     func permit(_ a: Int, _ peer: Endpoint) {
         let key = Allocation.permissionKey(peer)
         let expires = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
-        allocations[a].permissions[key] = expires
+        if allocations[a].permissions.updateValue(expires, forKey: key) == nil { permissionCount += 1 }
         allocations[a].channels.renewPermission(key, until: expires)
+        schedule(a, expires)
     }
 }
 

@@ -39,6 +39,12 @@ final class TurnTable {
     var answerBudget = AnswerBudget()
     /// Relayed sockets of removed allocations, closed after the engine's next flush.
     var closing: [RelayedSocket] = []
+    /// When allocations next need housekeeping, so it visits only those (`expire`).
+    var expiries = ExpiryQueue()
+    /// Permissions and channels in force, kept as they change: the stats published ten times
+    /// a second read these instead of walking every allocation.
+    var permissionCount = 0
+    var channelCount = 0
     @exclusivity(unchecked) var counters = TurnCounters()
     @exclusivity(unchecked) var random = MarkingRandom()
     let arena: OutgoingArena

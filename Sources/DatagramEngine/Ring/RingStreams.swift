@@ -1,0 +1,203 @@
+import Glibc
+import CURing
+import SystemSupport
+
+/// Streams and listeners on io_uring. A listener has one multishot accept; a stream has at
+/// most one receive in flight (into its input's free space, at most the read budget, armed
+/// again once per turn, and not at all while its input is full: backpressure) and at most one
+/// send (of its oldest output, started at flush or as the previous send completes). Their
+/// completions are handled whenever they are reaped, in a turn or while a flush waits for its
+/// datagram sends, and never kept for later or waited for: a client that does not read holds
+/// only its own send. A closing stream's operations are cancelled, and it is reported closed
+/// when the last of them has completed, so its buffers and descriptor are never released under
+/// the kernel's feet.
+final class RingStreams {
+    private let state: EngineState
+    private let streams: StreamTable
+    private let ring: Ring
+    private let readBudget: Int
+    /// Listeners whose multishot accept must be armed (new, or ended), by the next arming pass.
+    /// (Internal for closing: a listener still waiting here has nothing in flight to cancel.)
+    var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
+
+    init(state: EngineState, streams: StreamTable, ring: Ring) {
+        self.state = state
+        self.streams = streams
+        self.ring = ring
+        readBudget = state.configuration.streamReadBudget
+        ring.lend(streams.buffers)
+    }
+
+    /// Handles a completion of a listener's or a stream's operation; false for any other kind.
+    func handle(_ completion: RingCompletion) -> Bool {
+        switch completion.tag.kind {
+        case .accept: accepted(completion)
+        case .streamReceive: received(completion)
+        case .streamSend: sent(completion)
+        case .streamCancel: break
+        default: return false
+        }
+        return true
+    }
+
+    func register(listener id: SocketID, descriptor: Int32) {
+        toArm.append((Int(id.slot), id.generation, descriptor))
+    }
+
+    /// Arms the accepts waiting in `toArm`, then services the streams (`service`).
+    func arm() {
+        streams.pausedListeners.takeDue { listener in
+            guard let entry = state.table.entry(listener), entry.kind == .listener else { return }
+            toArm.append((Int(listener.slot), listener.generation, entry.descriptor))
+        }
+        for (slot, generation, descriptor) in toArm {
+            ring.prepareAccept(descriptor: descriptor, tag: RingTag(.accept, generation: generation, slot: slot))
+        }
+        toArm.removeAll(keepingCapacity: true)
+        service()
+    }
+
+    /// The stream a completion is for: its tag's socket must still be that stream.
+    private func stream(_ tag: RingTag) -> Int? {
+        guard state.table.holds(slot: tag.slot, generation: tag.generation) else { return nil }
+        let index = Int(state.table[tag.slot].stream)
+        return index >= 0 && streams[index].socket.generation == tag.generation ? index : nil
+    }
+
+    private func accepted(_ completion: RingCompletion) {
+        let slot = completion.tag.slot
+        let generation = completion.tag.generation
+        let current = state.table.holds(slot: slot, generation: generation)
+        let active = current && state.table[slot].active
+        if completion.result >= 0 {
+            let descriptor = Descriptor(taking: completion.result)
+            if active {
+                streams.adopt(descriptor, listener: SocketID(slot: Int32(slot), generation: generation))
+            }
+            // Otherwise the listener is closing: `descriptor` ends here and closes.
+        } else if completion.result == -EBADF || completion.result == -EFAULT {
+            SystemCall.bug("io_uring accept", errno: -completion.result)
+        } else if completion.result != -ECANCELED {
+            state.counters.acceptErrors &+= 1
+            // Paused only when the accept ended: one still armed must not get a twin.
+            if active && PausedListeners.isShortage(-completion.result) && completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
+                streams.pausedListeners.pause(SocketID(slot: Int32(slot), generation: generation))
+            }
+        }
+        if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
+            if active && streams.pausedListeners.contains(SocketID(slot: Int32(slot), generation: generation)) {
+                // Out of descriptors or memory: armed again when the pause ends (`arm`).
+            } else if active {
+                // The multishot accept ended (the kernel chose to, or a passing error): arm it
+                // again; the backlog keeps the connections meanwhile.
+                toArm.append((slot, generation, state.table[slot].descriptor))
+            } else if current {
+                state.table.release(slot)
+            }
+        }
+    }
+
+    private func received(_ completion: RingCompletion) {
+        guard let index = stream(completion.tag) else { return }
+        streams[index].receiveInFlight = false
+        let result = completion.result
+        if result > 0 {
+            if streams[index].phase == .open {
+                streams.received(index, Int(result))
+                streams.service(index)  // the next receive, armed with the turn's others
+            }
+        } else if result == 0 {
+            streams.beginClosing(index, .peerClosed)
+        } else {
+            failed(index, -result, "io_uring recv")
+        }
+        settle(index)
+    }
+
+    private func sent(_ completion: RingCompletion) {
+        guard let index = stream(completion.tag) else { return }
+        streams[index].sendInFlight = false
+        let result = completion.result
+        if result >= 0 {
+            streams.sent(index, Int(result))
+            startSend(index)
+        } else {
+            failed(index, -result, "io_uring send")
+        }
+        settle(index)
+    }
+
+    private func failed(_ index: Int, _ code: Int32, _ operation: StaticString) {
+        switch code {
+        case ECANCELED:
+            break
+        case EAGAIN, EINTR:
+            // Not expected without MSG_DONTWAIT, but harmless: try again next turn or flush.
+            streams.service(index)
+            streams.sendAgain(index)
+        case EBADF, EFAULT:
+            SystemCall.bug(operation, errno: code)
+        default:
+            streams.beginClosing(index, StreamTable.reason(code))
+        }
+    }
+
+    /// Sends the oldest output when no send is in flight.
+    private func startSend(_ index: Int) {
+        let stream = streams[index]
+        guard !stream.sendInFlight, stream.phase == .open || stream.phase == .draining else { return }
+        let chunk = streams.pendingChunk(index)
+        guard chunk.count > 0 else { return }
+        ring.prepareStreamSend(descriptor: stream.descriptor, bytes: chunk,
+                               tag: RingTag(.streamSend, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
+        streams[index].sendInFlight = true
+    }
+
+    /// A closing stream with nothing in flight any more is reported closed.
+    private func settle(_ index: Int) {
+        let stream = streams[index]
+        if stream.phase == .closing && !stream.receiveInFlight && !stream.sendInFlight { streams.finish(index) }
+    }
+
+    /// The flush: starts a send for every stream with new output and none in flight. The
+    /// backend submits them with the flush's datagram sends, or alone.
+    func flush() {
+        streams.takeSends(startSend)
+    }
+
+    /// Before the turn waits and after it reaped: arms receives, cancels what closing streams
+    /// have in flight, and lets go of those with nothing in flight.
+    private func service() {
+        streams.takeService { index in
+            let stream = streams[index]
+            let tag = RingTag(.streamReceive, generation: stream.socket.generation, slot: Int(stream.socket.slot))
+            switch stream.phase {
+            case .open:
+                guard !stream.receiveInFlight else { return }
+                let space = streams.receiveSpace(index)
+                // No room: the owner has not consumed; `consume` brings the stream back here.
+                guard space.count > 0 else { return }
+                let length = min(space.count, readBudget)
+                ring.prepareStreamReceive(descriptor: stream.descriptor, into: UnsafeMutableRawBufferPointer(rebasing: space[0..<length]), tag: tag)
+                streams[index].receiveInFlight = true
+            case .draining:
+                // The owner closed it: no more input wanted, only the output sent.
+                if stream.receiveInFlight && !stream.receiveCancelled {
+                    ring.prepareCancel(of: tag, tag: RingTag(.streamCancel, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
+                    streams[index].receiveCancelled = true
+                }
+            case .closing:
+                if stream.receiveInFlight || stream.sendInFlight {
+                    guard !stream.allCancelled else { return }
+                    ring.prepareCancelAll(descriptor: stream.descriptor,
+                                          tag: RingTag(.streamCancel, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
+                    streams[index].allCancelled = true
+                } else {
+                    streams.finish(index)
+                }
+            case .free, .closed:
+                break
+            }
+        }
+    }
+}

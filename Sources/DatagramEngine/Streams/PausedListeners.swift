@@ -1,0 +1,39 @@
+import Glibc
+import SystemSupport
+
+/// Listeners whose accept failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
+/// ENOMEM). Accepting again at once would fail the same way on every turn, and a ready
+/// listener (level-triggered epoll, or a multishot accept armed again) would keep the worker
+/// spinning; so the backend stops accepting on it for `pause` and resumes it after, as
+/// swift-nio's accept backoff does. Its connections wait in the kernel's backlog meanwhile.
+final class PausedListeners {
+    static let pause: UInt64 = 100_000_000
+
+    private var paused: [(listener: SocketID, until: UInt64)] = []
+
+    /// Whether `code`, from an accept, means "out of descriptors or memory" (pause), rather
+    /// than a problem of that one connection (go on).
+    static func isShortage(_ code: Int32) -> Bool {
+        code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM
+    }
+
+    /// When the first paused listener is due, `.max` for none.
+    var earliest: UInt64 { paused.map(\.until).min() ?? .max }
+
+    func contains(_ listener: SocketID) -> Bool { paused.contains { $0.listener == listener } }
+
+    func pause(_ listener: SocketID) {
+        guard !contains(listener) else { return }
+        paused.append((listener, MonotonicClock.now() &+ PausedListeners.pause))
+    }
+
+    /// Hands the listeners whose pause is over to `body` (which resumes them) and forgets them.
+    func takeDue(_ body: (SocketID) -> Void) {
+        guard !paused.isEmpty else { return }
+        let now = MonotonicClock.now()
+        let due = paused.filter { $0.until <= now }
+        guard !due.isEmpty else { return }
+        paused.removeAll { $0.until <= now }
+        for entry in due { body(entry.listener) }
+    }
+}

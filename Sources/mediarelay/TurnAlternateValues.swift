@@ -1,0 +1,99 @@
+import NetAddress
+import RelayCore
+
+/// One `--turn-alternate [tls:]HOST:PORT`: a sibling relay a new TURN client is sent to (300
+/// Try Alternate) when this one is full or draining. Plain entries serve UDP clients (and TCP
+/// ones once the relay has them: a TURN port takes both); `tls:` entries wait for TLS listeners.
+struct TurnAlternateSpec: Equatable, Hashable, Sendable, CustomStringConvertible {
+    static let tlsPrefix = "tls:"
+    static let accepted = "HOST:PORT or tls:HOST:PORT with an IP literal, [addr]:port for IPv6, not a wildcard, PORT in 1...65535"
+
+    var tls: Bool
+    var address: HostPort
+
+    var description: String { (tls ? Self.tlsPrefix : "") + address.description }
+    var endpoint: Endpoint { address.endpoint }
+
+    init(parsing text: String) throws(ValueProblem) {
+        tls = text.hasPrefix(Self.tlsPrefix)
+        do throws(ValueProblem) {
+            address = try HostPort(option: tls ? String(text.dropFirst(Self.tlsPrefix.count)) : text)
+        } catch {
+            throw ValueProblem(expected: "expected \(Self.accepted)")
+        }
+        // A client told "0.0.0.0" would send to itself: an alternate names one reachable server.
+        guard !IPLiteral.isWildcard(address.host) else {
+            throw ValueProblem(expected: "a wildcard names no server; expected \(Self.accepted)")
+        }
+    }
+
+    init(tls: Bool = false, address: HostPort) {
+        self.tls = tls
+        self.address = address
+    }
+}
+
+/// `--turn-alternate-domain`: the host name TLS clients check the alternates' certificates
+/// against (ALTERNATE-DOMAIN, RFC 8489 section 14.16). A DNS name, as certificates carry it.
+enum TurnAlternateDomain {
+    static let accepted = "a DNS name such as turn.example.org: labels of letters, digits and '-' "
+        + "(not first or last), 1 to 63 bytes each, 253 bytes in all"
+
+    static func check(_ text: String) throws(ValueProblem) -> String {
+        let name = text.hasSuffix(".") ? String(text.dropLast()) : text
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = !name.isEmpty && name.utf8.count <= 253 && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+                && label.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0 & ~0x20) }
+        }
+        guard valid else { throw ValueProblem(expected: "expected \(accepted)") }
+        return name
+    }
+}
+
+extension ServerOptions {
+    /// The alternates as the TURN server takes them.
+    var turnAlternatesInForce: TurnAlternates {
+        TurnAlternates(plain: turnAlternates.filter { !$0.tls }.map(\.endpoint),
+                       tls: turnAlternates.filter(\.tls).map(\.endpoint), domain: turnAlternateDomain)
+    }
+
+    /// The alternates that are this relay itself: one of its own TURN listeners, which a client
+    /// sent there would reach straight back. A listener on a wildcard is reached on every address
+    /// of the host, so its port on a loopback address or one of `ownAddresses` (the relay and
+    /// advertised addresses; the interfaces too, at start and on reload) is ours as well; and
+    /// behind a 1:1 NAT the advertised address reaches every listener's port. `tls:` entries are
+    /// not compared: no TLS listener exists yet. They are left out of what the TURN server
+    /// names, not refused, so one list of the whole fleet can be given to every node.
+    func alternatesThatAreThisRelay(ownAddresses: [Endpoint]) -> [TurnAlternateSpec] {
+        let listeners = turnListeners.map(\.endpoint)
+        let own = Set(ownAddresses.map(Self.address))
+        let advertised = Endpoint(host: advertiseAddress, port: 0).map(Self.address)
+        return turnAlternates.filter { alternate in
+            guard !alternate.tls else { return false }
+            let target = alternate.endpoint
+            let host = Self.address(target)
+            let local = target.isLoopback || own.contains(host)
+            return listeners.contains { listener in
+                guard listener.port == target.port else { return false }
+                if listener == target { return true }
+                // A loopback address is never a NAT's public side (127.0.0.1 is only advertised
+                // by default), and another relay may listen on it in a lab.
+                if host == advertised && !target.isLoopback { return true }
+                // "::" takes IPv4 too; "0.0.0.0" only IPv4.
+                return listener.isWildcard && (!listener.isIPv4 || target.isIPv4) && local
+            }
+        }
+    }
+
+    /// The alternates the TURN server names: all but this relay's own (`alternatesThatAreThisRelay`).
+    func turnAlternatesInForce(ownAddresses: [Endpoint]) -> TurnAlternates {
+        let ours = Set(alternatesThatAreThisRelay(ownAddresses: ownAddresses))
+        var kept = self
+        kept.turnAlternates.removeAll { ours.contains($0) }
+        return kept.turnAlternatesInForce
+    }
+
+    /// The address alone, port and scope left out, for comparing hosts.
+    private static func address(_ endpoint: Endpoint) -> Endpoint { Endpoint(high: endpoint.high, low: endpoint.low, port: 0) }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import NetAddress
+import RelayCore
+import XCTest
+
+@testable import mediarelay
+
+/// The fleet options: `--turn-alternate` (this relay's own listeners left out), its domain, and
+/// `--ready-threshold`, on the command line and in the config file.
+final class FleetOptionsTests: XCTestCase {
+    let base = ["--turn", "127.0.0.1:3478", "--turn-secret", "s"]
+
+    func testAlternatesSplitByTransportInOrder() {
+        let options = runOptions(base + ["--turn-alternate", "127.0.0.2:3478", "--turn-alternate=tls:127.0.0.2:5349",
+                                         "--turn-alternate", "[::1]:3478", "--turn-alternate-domain", "turn.example.org."])
+        XCTAssertEqual(options?.turnAlternatesInForce, TurnAlternates(
+            plain: [Endpoint(host: "127.0.0.2", port: 3478)!, Endpoint(host: "::1", port: 3478)!],
+            tls: [Endpoint(host: "127.0.0.2", port: 5349)!], domain: "turn.example.org"))
+    }
+
+    /// The entries of `arguments`' alternates that are this relay itself, with `own` as its
+    /// addresses beside the options' relay and advertised ones.
+    private func ours(_ arguments: [String], own: [String] = []) -> [String] {
+        guard let options = runOptions(arguments) else { return ["(refused)"] }
+        let addresses = [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) }
+            + own.compactMap { Endpoint(host: $0, port: 0) }
+        return options.alternatesThatAreThisRelay(ownAddresses: addresses).map(\.description)
+    }
+
+    func testAnAlternateThatIsThisRelayIsLeftOutNotRefused() throws {
+        XCTAssertEqual(ours(base + ["--turn-alternate", "127.0.0.1:3478", "--turn-alternate", "127.0.0.2:3478"]), ["127.0.0.1:3478"])
+        // A wildcard listener is reached on loopback and on the relay's own addresses.
+        let wildcard = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--relay-address", "198.51.100.4"]
+        XCTAssertEqual(ours(wildcard + ["--turn-alternate", "127.0.0.5:3478"]), ["127.0.0.5:3478"])
+        XCTAssertEqual(ours(wildcard + ["--turn-alternate", "198.51.100.4:3478"]), ["198.51.100.4:3478"])
+        XCTAssertEqual(ours(["--turn", "[::]:3478", "--turn-secret", "s", "--turn-alternate", "127.0.0.1:3478"]), ["127.0.0.1:3478"])
+        // Behind a 1:1 NAT the advertised address is this relay too: a fleet list given to
+        // every node names each node, and each leaves itself out.
+        let natted = ["--turn", "10.0.0.5:3478", "--turn-secret", "s", "--advertise-address", "203.0.113.10",
+                      "--turn-alternate", "203.0.113.10:3478", "--turn-alternate", "203.0.113.11:3478"]
+        XCTAssertEqual(ours(natted), ["203.0.113.10:3478"])
+        let options = try XCTUnwrap(runOptions(natted))
+        let own = [Endpoint(host: "10.0.0.5", port: 0)!, Endpoint(host: "203.0.113.10", port: 0)!]
+        XCTAssertEqual(options.turnAlternatesInForce(ownAddresses: own).plain, [Endpoint(host: "203.0.113.11", port: 3478)!])
+        // Another port, another host, or an IPv6 address an IPv4 wildcard does not take: a sibling.
+        XCTAssertEqual(ours(wildcard + ["--turn-alternate", "127.0.0.5:3479", "--turn-alternate", "198.51.100.5:3478",
+                                        "--turn-alternate", "[::1]:3478"]), [])
+        // TLS listeners do not exist yet, so no tls: entry can be one of them.
+        XCTAssertEqual(ours(base + ["--turn-alternate", "tls:127.0.0.1:3478"]), [])
+        // The interfaces count as own (at start and on reload).
+        let anyAddress = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--turn-alternate", "10.1.2.3:3478"]
+        XCTAssertEqual(ours(anyAddress, own: ["10.1.2.3"]), ["10.1.2.3:3478"])
+        XCTAssertEqual(ours(anyAddress, own: ["10.1.2.4"]), [])
+    }
+
+    func testAlternatesNeedAListenerAndComeOnce() {
+        refusal(["--turn-alternate", "127.0.0.2:3478"], mentions: ["--turn-alternate:", "without a --turn listener"])
+        refusal(["--turn-alternate-domain", "turn.example.org"], mentions: ["--turn-alternate-domain:", "without a --turn listener"])
+        refusal(base + ["--turn-alternate", "127.0.0.2:3478", "--turn-alternate", "127.0.0.2:3478"],
+                mentions: ["--turn-alternate 127.0.0.2:3478:", "given twice"])
+        refusal(base + ["--turn-alternate-domain", String(repeating: "a", count: 64) + ".org"], mentions: ["a DNS name"])
+        let many = (0..<65).flatMap { ["--turn-alternate", "127.0.1.\($0 + 1):3478"] }
+        refusal(base + many, mentions: ["--turn-alternate", "at most 64"])
+    }
+
+    func testTheConfigFileTakesAListAndAFraction() {
+        let listener = #""turn": ["127.0.0.1:3478"], "turn_secret": ["s"]"#
+        let file = "{\(listener), \"turn_alternates\": [\"127.0.0.2:3478\", \"127.0.0.3:3478\"], \"ready_threshold\": 0.75}"
+        let options = runOptions(["--config", "c.json"], files: ["c.json": file])
+        XCTAssertEqual(options?.turnAlternates.map(\.description), ["127.0.0.2:3478", "127.0.0.3:3478"])
+        XCTAssertEqual(options?.readyThreshold, 0.75)
+        let replaced = runOptions(["--config", "c.json", "--turn-alternate", "127.0.0.4:3478", "--ready-threshold", "1"], files: ["c.json": file])
+        XCTAssertEqual(replaced?.turnAlternates.map(\.description), ["127.0.0.4:3478"], "flags replace the file's list")
+        XCTAssertEqual(replaced?.readyThreshold, 1)
+        XCTAssertEqual(runOptions(["--config", "c.json"], files: ["c.json": #"{"ready_threshold": 1}"#])?.readyThreshold, 1)
+
+        refusal(["--config", "c.json"], files: ["c.json": #"{"ready_threshold": 0}"#],
+                mentions: [#"config c.json: key "ready_threshold": 0:"#, "above 0 and at most 1"])
+        refusal(["--config", "c.json"], files: ["c.json": #"{"ready_threshold": "0.9"}"#],
+                mentions: [#"key "ready_threshold""#, "expected a number"])
+        refusal(["--config", "c.json"], files: ["c.json": "{\(listener), \"turn_alternates\": \"127.0.0.2:3478\"}"],
+                mentions: [#"key "turn_alternates""#, "expected an array of strings"])
+        XCTAssertNotNil(runOptions(["--config", "c.json"], files: ["c.json": "{\(listener), \"turn_alternates\": [\"127.0.0.1:3478\"]}"]),
+                        "this relay in the list is left out, not refused")
+    }
+}
