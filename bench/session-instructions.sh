@@ -13,7 +13,7 @@
 # by 10-20% from run to run with how the bursts fell into receive batches and how long the runs
 # took (idle turns, stats); the instructions attributed to SessionTable.swift and to the
 # policer's files (Sources/RelayCore/Policing, inlined code included) do not. BATCH=N sets the
-# relay's --batch-size. Variants:
+# relay's --batch-size, ENGINE=uring (or perpacket) another backend than mmsg. Variants:
 #   none         no limit, no cap
 #   packets      max_packets_per_second far above the load (the one limit the relay had before):
 #                every datagram refills and charges the bucket and checks the shallow threshold
@@ -38,7 +38,7 @@ run() {
     low=$(( 10000 + $(od -An -N2 -tu2 /dev/urandom) % 9000 ))
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$6" "$mediarelay" --http 127.0.0.1:0 --workers 1 \
-        --engine mmsg --gso off --gro off --batch-size "${BATCH:-64}" --ports "$low-$((low + 9))" --relay-address 127.0.0.1 \
+        --engine "${ENGINE:-mmsg}" --gso off --gro off --batch-size "${BATCH:-64}" --ports "$low-$((low + 9))" --relay-address 127.0.0.1 \
         --log-level info $2 2>"$6.log" &
     server=$!
     port=""
