@@ -108,13 +108,7 @@ public final class DatagramEngine {
     public func register(_ socket: UDPSocket, owner: OwnerTag = .unowned) throws(SystemCallError) -> SocketID {
         let id = state.table.add(socket, owner: owner, gso: state.gsoActive, gro: state.groActive)
         switch driver {
-        case .poll(let poll):
-            do throws(SystemCallError) {
-                try poll.register(id, descriptor: socket.descriptor)
-            } catch {
-                state.table.release(Int(id.slot))
-                throw error
-            }
+        case .poll(let poll): try addToPoller(poll, id, descriptor: socket.descriptor)
         case .ring(let ring):
             ring.register(id, descriptor: socket.descriptor)
         }
@@ -130,17 +124,22 @@ public final class DatagramEngine {
         }
         let id = state.table.add(listener, owner: owner)
         switch driver {
-        case .poll(let poll):
-            do throws(SystemCallError) {
-                try poll.register(id, descriptor: listener.descriptor)
-            } catch {
-                state.table.release(Int(id.slot))
-                throw error
-            }
+        case .poll(let poll): try addToPoller(poll, id, descriptor: listener.descriptor)
         case .ring(let ring):
             ring.register(listener: id, descriptor: listener.descriptor)
         }
         return id
+    }
+
+    /// Adds a registered socket to the epoll set; when epoll refuses, its slot is given back,
+    /// so no socket stays half registered.
+    private func addToPoller(_ poll: PollBackend, _ id: SocketID, descriptor: Int32) throws(SystemCallError) {
+        do throws(SystemCallError) {
+            try poll.register(id, descriptor: descriptor)
+        } catch {
+            state.table.release(Int(id.slot))
+            throw error
+        }
     }
 
     /// Names the owner of `id`'s datagrams or stream events from now on, for a table that
