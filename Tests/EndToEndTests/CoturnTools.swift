@@ -126,7 +126,9 @@ final class CoturnServer {
     init(credentials: Credentials, relayPorts: PortBlock, extraArguments: [String] = []) throws {
         self.relayPorts = relayPorts
         try Coturn.requireTools([Coturn.serverTool])
-        let port = try freeUDPPort()
+        // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
+        // retrying that bind forever without answering on UDP (ServerPort).
+        guard let port = ServerPort.udpAndTCP() else { throw HarnessError.notReady("a port free for UDP and TCP", "") }
         endpoint = Endpoint(host: "127.0.0.1", port: port)!
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-coturn-\(getpid())-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -2,13 +2,14 @@ import Foundation
 import Glibc
 import STUN
 import SystemSupport
+import TestSupport
 @testable import LoadGen
 
 /// coturn's real `turnserver` (Debian's coturn, installed by `make test-deps`) on loopback,
 /// for the load generator's TURN mode to drive. Started with the flags of
 /// ../shared/notes/turn-interop.md; stopped (SIGTERM to its own pid) in `stop` or deinit.
 final class Coturn {
-    let process: Process
+    let process = Process()
     /// coturn's database and pid file: its defaults under /var are not writable by every user.
     private let directory: URL
     let host: String
@@ -20,55 +21,18 @@ final class Coturn {
 
     /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
     /// On `host` (127.0.0.1 or ::1), relaying from the same address.
-    ///
-    /// Started up to three times, each on fresh ports: now and then (five times in about ten
-    /// full runs of the suite here, mostly on a loaded machine) a turnserver that started
-    /// answers nothing for its first 10 s, though one started by hand answers in 0.1 s. A
-    /// fresh one has always answered; a turnserver that never answers still fails the test.
     init(auth: [String], relayPorts: Int, host: String = "127.0.0.1") throws {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let started = try Self.start(auth: auth, relayPorts: relayPorts, host: host)
-            do {
-                try started.waitUntilAnswering()
-                (process, directory, self.host, port, self.relayPorts) = (started.process, started.directory, host, started.port, started.relayPorts)
-                return
-            } catch {
-                started.stop()
-                if attempt == 3 { throw error }
-            }
-        }
-    }
-
-    /// One turnserver process, not yet known to answer.
-    private struct Started {
-        let process: Process
-        let directory: URL
-        let host: String
-        let port: UInt16
-        let relayPorts: ClosedRange<UInt16>
-
-        func waitUntilAnswering() throws { try Coturn.waitUntilAnswering(process, host: host, port: port) }
-
-        func stop() {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
-    private static func start(auth: [String], relayPorts count: Int, host: String) throws -> Started {
-        let port = try Self.freeUDPPort(host)
+        self.host = host
+        // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
+        // retrying that bind forever without answering on UDP (ServerPort).
+        guard let free = ServerPort.udpAndTCP(host: host) else { throw LoadError("no port free for UDP and TCP on \(host)") }
+        port = free
         // Relayed ports from a random base below the kernel's ephemeral range (32768 and up),
         // where the generator's own sockets would compete with coturn for them.
         let base = UInt16.random(in: 10_000...19_000)
-        let relayPorts = base...(base + UInt16(count) - 1)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("turnload-coturn-\(getpid())-\(port)")
+        self.relayPorts = base...(base + UInt16(relayPorts) - 1)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("turnload-coturn-\(getpid())-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
         process.arguments = [
             "-n",  // no /etc/turnserver.conf: only what is written here
@@ -76,13 +40,13 @@ final class Coturn {
             "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
             "--listening-ip", host, "--relay-ip", host, "--listening-port", String(port),
             "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp-relay",
-            "--min-port", String(relayPorts.lowerBound), "--max-port", String(relayPorts.upperBound),
+            "--min-port", String(self.relayPorts.lowerBound), "--max-port", String(self.relayPorts.upperBound),
             "--log-file", "/dev/null", "--no-stdout-log", "--no-software-attribute",
         ] + auth
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        return Started(process: process, directory: directory, host: host, port: port, relayPorts: relayPorts)
+        try waitUntilAnswering()
     }
 
     deinit { stop() }
@@ -96,7 +60,7 @@ final class Coturn {
     }
 
     /// Sends STUN Binding requests until one is answered (at most 10 s).
-    private static func waitUntilAnswering(_ process: Process, host: String, port: UInt16) throws {
+    private func waitUntilAnswering() throws {
         let socket = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
         let server = try SocketAddress(host: host, port: port)
         let deadline = MonotonicClock.now() + 10_000_000_000
@@ -108,7 +72,6 @@ final class Coturn {
             var p = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
             if poll(&p, 1, 100) > 0, recv(socket.fd, &buffer, buffer.count, 0) > 0 { return }
         }
-        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         throw LoadError("turnserver on \(address) did not answer a Binding request within 10 s")
     }
 
@@ -133,9 +96,5 @@ final class Coturn {
             guard local.count == 2, local[0] == "0100007F", let port = UInt16(local[1], radix: 16) else { return false }
             return relayPorts.contains(port)
         }.count
-    }
-
-    static func freeUDPPort(_ host: String = "127.0.0.1") throws -> UInt16 {
-        try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0).localAddress.port
     }
 }

@@ -87,8 +87,8 @@ final class TurnLoadTests: XCTestCase {
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
     func testIPv6RelayKeepsTheTrafficClass() throws {
-        // Probed with a plain socket: Coturn.freeUDPPort is the load generator's own UDPSocket,
-        // whose IPv6 defect would otherwise look like a host without ::1.
+        // Probed with a plain socket, not the load generator's own UDPSocket, whose IPv6
+        // defect would otherwise look like a host without ::1.
         try IPv6Loopback.require()
         let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10, host: "::1")
         let r = try run(coturn, .user(name: "load", password: "pw")) {
