@@ -5,15 +5,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: deps test-deps bench-deps build release reference test demo bench profile compare-instructions clean
 
 # The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
-# (libcrypto for STUN/TURN credentials). Each is installed when its header is absent.
+# (libcrypto for STUN/TURN credentials, libssl for TURN over TLS). Each is installed when its header is absent.
 # A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
 		echo "make: installing liburing-dev (needed for the io_uring backend)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liburing-dev; \
 	fi
-	@if [ ! -f /usr/include/openssl/hmac.h ]; then \
-		echo "make: installing libssl-dev (libcrypto, needed for TURN credentials)"; \
+	@if [ ! -f /usr/include/openssl/hmac.h ] || [ ! -f /usr/include/openssl/ssl.h ]; then \
+		echo "make: installing libssl-dev (libcrypto for TURN credentials, libssl for TURN over TLS)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libssl-dev; \
 	fi
 	@if ! command -v cc >/dev/null; then \

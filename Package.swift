@@ -22,6 +22,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libssl for TURN over TLS (turns:, port 443): OpenSSL's TLS 1.2 and 1.3 through a BIO
+        // pair, so the worker's engine stays the only I/O (Debian: libssl-dev, as CCrypto).
+        .systemLibrary(
+            name: "CSSL",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The one way into the kernel (syscall gate, errors, clock, CPU time), under every module.
         .target(name: "SystemSupport"),
         // The leaf every module shares: Endpoint, the traffic class byte, the HOST:PORT parser,
