@@ -38,6 +38,9 @@ let package = Package(
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport"]),
         .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
+        // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
+        // worker's engine stays the only I/O. The only importer of CSSL.
+        .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
         // codec; addresses come from NetAddress, never from the relay's I/O module.
