@@ -37,57 +37,6 @@ enum Coturn {
     static let bindingRequest: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xA4, 0x42] + Array(repeating: 0x5A, count: 12)
 }
 
-/// A child process that is always stopped: `stop()` or deinit sends SIGTERM, then SIGKILL.
-final class ChildProcess {
-    let process = Process()
-    private let output = Pipe()
-    private let collected = LineCollector()
-
-    init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = output
-        let collector = collected
-        output.fileHandleForReading.readabilityHandler = { collector.append($0.availableData) }
-        try process.run()
-    }
-
-    /// stdout and stderr so far, interleaved.
-    var text: String { collected.text }
-
-    /// Waits for the exit at most `seconds`; stops the process if it has not exited by then.
-    /// Returns the exit status, or nil when it had to be stopped.
-    func wait(seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            stop()
-            return nil
-        }
-        process.waitUntilExit()
-        drain()
-        return process.terminationStatus
-    }
-
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        drain()
-    }
-
-    /// Reads what the handler has not yet seen, so `text` is complete after an exit.
-    private func drain() {
-        output.fileHandleForReading.readabilityHandler = nil
-        if let rest = try? output.fileHandleForReading.readToEnd() { collected.append(rest) }
-    }
-
-    deinit { if process.isRunning { stop() } }
-}
-
 /// `turnutils_peer -L ADDRESS -p PORT`: echoes every datagram back to its sender (with TOS 0:
 /// it cannot be used to check ECN or DSCP marks).
 final class TURNEchoPeer {

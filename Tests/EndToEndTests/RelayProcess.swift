@@ -2,6 +2,7 @@ import DatagramEngine
 import Foundation
 import NetAddress
 import TestPorts
+import TestSupport
 import Glibc
 import XCTest
 
@@ -124,21 +125,6 @@ final class RelayProcess {
         let reply = try request("GET", "/v1/stats")
         guard let object = reply.json else { throw HTTPReply.Failure.unexpected(reply.text) }
         return object
-    }
-}
-
-/// Collects a child's stderr as it arrives.
-final class LineCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-
-    func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
-
-    /// The token right after `marker` in the text so far, if it has appeared.
-    func find(after marker: String) -> String? {
-        guard let range = text.range(of: marker) else { return nil }
-        return String(text[range.upperBound...].prefix { $0.isNumber })
     }
 }
 
