@@ -33,13 +33,14 @@ release: deps
 # (turnserver, turnutils_uclient, turnutils_peer: the TURN interop tests and
 # bench/turn-bench.sh), tshark (reads the DF bit of relayed datagrams on loopback:
 # TurnDontFragmentTests), PyYAML (checks the deploy files), promtool (Debian ships it in the
-# prometheus package, which also installs the server: checks deploy/prometheus's rules) and
-# readelf (binutils: the libraries the container's run stage must install). Installed when
+# prometheus package, which also installs the server: checks deploy/prometheus's rules),
+# readelf (binutils: the libraries the container's run stage must install) and openssl (the
+# TLS tests make their certificates with it and talk to its s_client and s_server). Installed when
 # missing; when that fails, make stops here and says why: under `make test` a missing tool is an
 # error, never a skip.
 TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
 	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark \
-	promtool:prometheus readelf:binutils
+	promtool:prometheus readelf:binutils openssl:openssl
 # kubernetes-validate checks deploy/kubernetes against the API schemas, which it ships (no
 # network at test time). From PyPI, pinned, in a virtualenv under .build: Debian's Python
 # refuses pip installs (PEP 668), and a pinned version keeps the schemas the same everywhere.
