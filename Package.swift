@@ -76,6 +76,9 @@ let package = Package(
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
         .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
+        // Sessions pumped against each other in memory, and against openssl s_client and
+        // s_server over loopback TCP.
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
