@@ -4,7 +4,9 @@ import Glibc
 /// One TLS connection's state machine, in memory only: it never touches a socket.
 ///
 /// Ciphertext moves through a BIO pair with fixed buffers of `bufferBytes` each way, set up
-/// once, so the data path allocates nothing per record. The caller's loop:
+/// once, and the library keeps its record buffers, so no buffer is allocated per record (OpenSSL
+/// 3.0 still allocates and frees 40-byte bookkeeping inside each call: TLSAllocationTests).
+/// The caller's loop:
 /// `receiveCiphertext` what the network gave (it may take less when its buffer is full: keep
 /// the rest); `handshake()` until `.done`, or `readPlaintext` until `.wantMore`; then send what
 /// `takeCiphertext` gives (handshake flights, records, alerts), and repeat while it gave some.
