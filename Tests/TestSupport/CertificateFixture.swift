@@ -7,7 +7,7 @@ import Foundation
 ///
 /// Made in about 0.15 s (9 runs of openssl), so each test can have its own. Skips the test
 /// when openssl is missing, or fails it under `make test` (HostRequirement).
-public final class CertificateFixture {
+public final class CertificateFixture: Sendable {
     /// A certificate file ("leaf, then chain"), its key, and the leaf's serial as OpenSSL
     /// prints it (hex, upper case: what `openssl x509 -serial` and TLSServerContext say).
     public struct Server: Sendable {
