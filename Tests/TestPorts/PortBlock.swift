@@ -11,36 +11,45 @@ import Glibc
 public final class PortBlock {
     /// The claimed ports: `count` of them from the block's start (plus `offset`).
     public let range: ClosedRange<UInt16>
-    private let lock: Int32
+    private let locks: [Int32]
 
     static let slotSize = 200
     static let firstPort = 10_000
     static let directory = "/tmp/mediarelay-test-ports"
 
-    /// `count` ports (at most 200), starting `offset` ports into a free block (an odd offset
-    /// gives a range with an odd first port).
+    /// `count` ports starting `offset` ports into a free block (an odd offset gives a range
+    /// with an odd first port). More than 200 take several consecutive blocks, each claimed.
     public init(count: Int = 100, offset: Int = 0) throws {
-        precondition(count > 0 && offset >= 0 && count + offset <= PortBlock.slotSize)
+        precondition(count > 0 && offset >= 0 && count + offset <= 4 * PortBlock.slotSize)
         mkdir(PortBlock.directory, 0o777)
-        let slots = (PortBlock.ephemeralLow() - PortBlock.firstPort) / PortBlock.slotSize
+        let needed = (count + offset + PortBlock.slotSize - 1) / PortBlock.slotSize
+        let slots = (PortBlock.ephemeralLow() - PortBlock.firstPort) / PortBlock.slotSize - (needed - 1)
         let start = Int.random(in: 0..<max(slots, 1))
-        for step in 0..<slots {
-            let base = PortBlock.firstPort + (start + step) % slots * PortBlock.slotSize
-            let path = "\(PortBlock.directory)/\(base).lock"
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
-            guard fd >= 0 else { continue }
+        for step in 0..<max(slots, 0) {
+            let first = (start + step) % slots
+            var held: [Int32] = []
+            for slot in first..<(first + needed) {
+                let fd = open("\(PortBlock.directory)/\(PortBlock.firstPort + slot * PortBlock.slotSize).lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+                guard fd >= 0 else { break }
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                    close(fd)
+                    break
+                }
+                held.append(fd)
+            }
+            let base = PortBlock.firstPort + first * PortBlock.slotSize
             let ports = UInt16(base + offset)...UInt16(base + offset + count - 1)
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 && ports.allSatisfy(PortBlock.isFree) {
+            if held.count == needed && ports.allSatisfy(PortBlock.isFree) {
                 range = ports
-                lock = fd
+                locks = held
                 return
             }
-            close(fd)
+            for fd in held { close(fd) }
         }
         throw PortBlockError.noFreeBlock
     }
 
-    deinit { close(lock) }  // releases the flock
+    deinit { for fd in locks { close(fd) } }  // releases the flocks
 
     /// `LOW-HIGH`, as `--ports` takes it.
     public var argument: String { "\(range.lowerBound)-\(range.upperBound)" }

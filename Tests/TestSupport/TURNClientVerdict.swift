@@ -24,6 +24,9 @@ public struct TURNClientVerdict: Equatable, Sendable {
     /// it does not follow (to a later Allocate) ends it before its summary, so no run with an
     /// unfollowed redirect gets a verdict.
     public var redirects: [String]
+    /// uclient's TLS connections refused for an old protocol version and retried
+    /// (`isTLSVersionProbe`), not counted as errors.
+    public var tlsProbes: [String]
 
     /// nil when the output lacks the byte totals or the loss line after them.
     public init?(parsing output: String) {
@@ -32,9 +35,12 @@ public struct TURNClientVerdict: Equatable, Sendable {
         var lost: (count: Int, line: Int)?
         var errors: [String] = []
         var redirects: [String] = []
+        var tlsProbes: [String] = []
         for (index, line) in output.split(whereSeparator: \.isNewline).enumerated() {
             if line.contains("error 300 (Try Alternate)") {
                 redirects.append(String(line))
+            } else if Self.isTLSVersionProbe(line) {
+                tlsProbes.append(String(line))
             } else if line.lowercased().contains("error") {
                 errors.append(String(line))
             }
@@ -56,6 +62,16 @@ public struct TURNClientVerdict: Equatable, Sendable {
         lostPackets = lost.count
         self.errors = errors
         self.redirects = redirects
+        self.tlsProbes = tlsProbes
+    }
+
+    /// uclient over TLS (`-S`) opens each connection with a TLS method picked from several,
+    /// TLS 1.0 and 1.1 among them, and on a refusal connects again with another; a server with
+    /// OpenSSL's defaults refuses those two, and uclient logs the refusal and its retry as
+    /// errors. Those two lines alone are no failure: the totals still say whether every byte
+    /// came through.
+    static func isTLSVersionProbe(_ line: Substring) -> Bool {
+        line.contains("alert protocol version") || line.contains("tls_connect: cannot connect")
     }
 
     /// Why this run did not relay `workload` whole; empty when it did: every byte asked for

@@ -80,6 +80,21 @@ final class TURNClientVerdictTests: XCTestCase {
         XCTAssertFalse(TURNClientVerdict.problems(in: "0: : error 300 (Try Alternate)\n", arguments: Self.lossyArguments).isEmpty)
     }
 
+    func testARefusedOldTLSVersionThatUclientRetriesIsNotAnError() throws {
+        let probed = """
+            0: : tls_connect: cannot connect: rc=-1, ctx=1
+            0: : errno=0, err=0, error:0A00042E:SSL routines::tlsv1 alert protocol version (1)
+            0: : tls_connect: client session connected with cipher TLS_AES_256_GCM_SHA384, method=TLSv1.3
+            """ + "\n" + Self.echoed
+        let verdict = try XCTUnwrap(TURNClientVerdict(parsing: probed))
+        XCTAssertEqual(verdict.tlsProbes.count, 2)
+        XCTAssertEqual(verdict.errors, [])
+        XCTAssertEqual(TURNClientVerdict.problems(in: probed, arguments: Self.echoedArguments), [])
+        // Any other TLS error still fails.
+        let failed = "0: : error:0A000086:SSL routines::certificate verify failed\n" + Self.echoed
+        XCTAssertFalse(TURNClientVerdict.problems(in: failed, arguments: Self.echoedArguments).isEmpty)
+    }
+
     func testLossFails() throws {
         let verdict = try XCTUnwrap(TURNClientVerdict(parsing: Self.lossy))
         XCTAssertEqual(verdict.lostPackets, 10)
