@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "NetAddress"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
         // worker's engine stays the only I/O. The only importer of CSSL.
@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "LoadGen", dependencies: ["CLoadGen", "NetAddress", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport"]
+            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
@@ -64,7 +64,7 @@ let package = Package(
         // test) and the one verdict on coturn's uclient. Never linked into a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "MallocCounter", "TestPorts", "TestSupport"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),

@@ -22,6 +22,10 @@ public struct RelaySettings: Sendable {
     /// `turnListeners` with SO_REUSEPORT and owns the allocations of the clients it receives.
     public var turn: TurnSettings?
     public var turnListeners: [Endpoint] = []
+    /// TURN over TCP and over TLS: every worker listens on each with SO_REUSEPORT, and owns
+    /// the connections the kernel gives it. TLS needs `turnShared.tlsContext` set.
+    public var turnTCPListeners: [Endpoint] = []
+    public var turnTLSListeners: [Endpoint] = []
     public let turnShared = TurnShared()
     /// Whether forward rules mark ECT datagrams CE at the egress cap (sessions carry their own
     /// setting; TURN reads the one in force from `turnShared`, which `Relay` sets from this).

@@ -17,6 +17,10 @@ enum SocketRole: UInt8 {
     case turnListener
     /// The relayed socket of the TURN allocation with this index: datagrams from peers.
     case turnRelay
+    /// A TURN listener over TCP (index 0) or TLS (index 1): accepted connections.
+    case turnStreamListener
+    /// A TURN client's TCP or TLS connection; the index is its entry in `TurnTable.connections`.
+    case turnConnection
 }
 
 extension OwnerTag {

@@ -49,6 +49,11 @@ final class Worker {
                 options.reusePort = true
                 _ = try engine.register(UDPSocket(binding: address, options: options), owner: OwnerTag(.turnListener))
             }
+            let streamListeners = settings.turnTCPListeners.map { ($0, TurnTransport.tcp) } + settings.turnTLSListeners.map { ($0, .tls) }
+            for (address, transport) in streamListeners {
+                let listener = try TCPListener(binding: address, options: ListenerOptions(reusePort: true))
+                _ = try engine.listen(listener, owner: OwnerTag(.turnStreamListener, transport == .tls ? 1 : 0))
+            }
         }
         shared.waker.withLock { $0 = engine.waker }
     }
@@ -68,6 +73,7 @@ final class Worker {
         sessions.now = now
         turnTable?.now = now
         for index in 0..<count { route(engine.received(index)) }
+        if engine.streamEventCount > 0 { streamEvents() }
         engine.flush()
         turnTable?.flushed()
         egress.endTurn()
@@ -87,7 +93,23 @@ final class Worker {
         case .upstream: forwardRules.fromUpstream(index, datagram)
         case .turnListener: turnTable.unsafelyUnwrapped.fromClient(datagram)
         case .turnRelay: turnTable.unsafelyUnwrapped.fromPeer(index, datagram)
-        case .unowned: drops.add(.unknownSource)
+        case .unowned, .turnStreamListener, .turnConnection: drops.add(.unknownSource)  // streams carry no datagrams
+        }
+    }
+
+    /// Accepts, bytes and closes on TCP and TLS connections, in the order they happened.
+    func streamEvents() {
+        guard let turnTable else { return }
+        for index in 0..<engine.streamEventCount {
+            let event = engine.streamEvent(index)
+            switch event.owner.socketRole {
+            case .turnStreamListener:
+                if case .accepted(_, let peer, _) = event.kind {
+                    turnTable.accepted(event.stream, peer: peer, transport: turnTable.listenerTransport(event.owner))
+                }
+            case .turnConnection: turnTable.streamEvent(Int(event.owner.index), event.kind)
+            default: break  // a stream given up by its owner: nothing to tell anyone
+            }
         }
     }
 

@@ -4,11 +4,18 @@ import STUN
 
 /// A TURN client as the relay knows it: the listener socket it talks to and its address.
 struct TurnClient: Hashable {
+    /// The UDP listener the client's datagrams arrive on, or the client's own stream.
     var listener: SocketID
     var address: Endpoint
+    /// The stream connection's entry (`TurnTable.connections`) for a client over TCP or TLS;
+    /// -1 for a client over UDP. Over a stream the connection is the 5-tuple: one client, one
+    /// allocation at most.
+    var connection: Int32 = -1
 
     /// No client: no socket has slot -1.
     static let nobody = TurnClient(listener: SocketID(slot: -1, generation: 0), address: Endpoint(high: 0, low: 0, port: 0))
+
+    var isStream: Bool { connection >= 0 }
 
     /// Every field, packed into four words (the synthesized hash feeds six values, each a call
     /// into the hasher): looked up per datagram from a client the last-client entry misses.
@@ -70,6 +77,8 @@ struct Allocation {
     /// Whether `bandwidth` and the egress cap mark its ECT datagrams CE (--ecn-marking when it
     /// was allocated).
     var ecnMarking = true
+    /// How its client reaches the relay (the stats count relayed datagrams by it).
+    var transport = TurnTransport.udp
     /// False for `vacant`, the filler of an index whose allocation is gone.
     var live = true
     /// The deadline this allocation is queued for in the table's `ExpiryQueue` (0: none).

@@ -28,6 +28,9 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
     case unauthenticatedRate
     /// Past the relay-wide --egress-rate (the shared bucket was empty).
     case egress
+    /// To a client over TCP or TLS whose pending output is past its bound: a client that does
+    /// not read its socket loses datagrams, never the worker's time or memory.
+    case clientBackpressure
 
     public var name: String {
         switch self {
@@ -42,6 +45,7 @@ public enum TurnDropReason: Int, Sendable, CaseIterable {
         case .staleRelayedPeer: "stale_relayed_peer"
         case .unauthenticatedRate: "unauthenticated_rate"
         case .egress: "egress"
+        case .clientBackpressure: "client_backpressure"
         }
     }
 }
@@ -54,7 +58,7 @@ public struct TurnCounters: Sendable {
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
     public var authFailures = InlineArray<7, UInt64>(repeating: 0)
-    public var drops = InlineArray<11, UInt64>(repeating: 0)
+    public var drops = InlineArray<12, UInt64>(repeating: 0)
     /// Peers refused by the peer policy (CreatePermission, ChannelBind, Send), by reason: what
     /// an operator reads to see a client probing the relay's own or internal addresses.
     public var peerRefusals = InlineArray<9, UInt64>(repeating: 0)
@@ -100,6 +104,10 @@ public struct TurnStats: Sendable {
     public var allocations = 0
     public var permissions = 0
     public var channels = 0
+    /// Counters by transport (connections, handshakes, relayed datagrams).
+    public var transports = TransportCounters()
+    /// TCP and TLS connections open now, per transport (udp stays 0).
+    public var openConnections = InlineArray<3, Int>(repeating: 0)
 
     public init() {}
 
@@ -107,6 +115,8 @@ public struct TurnStats: Sendable {
         allocations += other.allocations
         permissions += other.permissions
         channels += other.channels
+        transports.merge(other.transports)
+        for index in openConnections.indices { openConnections[index] += other.openConnections[index] }
         counters.merge(other.counters)
     }
 }

@@ -35,6 +35,8 @@ public struct TurnSettings: Sendable {
     /// Sibling relays for new clients this one will not take, at start; the workers read the
     /// ones in force from `TurnShared` (a reload may change them).
     public var alternates = TurnAlternates()
+    /// Bounds on clients over TCP and TLS.
+    public var streamLimits = TurnStreamLimits()
     /// Unix seconds, the clock REST usernames expire by (injected by tests).
     public var wallClock: @Sendable () -> UInt64 = { UInt64(time(nil)) }
 

@@ -1,6 +1,8 @@
 import DatagramEngine
+import NetAddress
 import STUN
 import Synchronization
+import TLS
 
 /// What TURN state every worker shares, locked only on the control path (Allocate, expiry):
 /// allocations per user and in total (quotas), and the ports reserved by EVEN-PORT's R bit,
@@ -23,6 +25,12 @@ public final class TurnShared: Sendable {
     /// one rotation for the whole relay, so the workers together spread clients evenly.
     private let alternates: Mutex<(list: TurnAlternates, next: [Int])>
     private let drainingNow = Atomic<Bool>(false)
+    /// TCP and TLS connections open, in total and per source address (port 0): counted on
+    /// accept and close, never per message.
+    private let connectionCounts = Mutex((total: 0, bySource: [Endpoint: Int]()))
+    /// The certificate and key new TLS connections get; replaced whole by a reload (SIGHUP),
+    /// while open connections keep the context they started with.
+    private let tlsContextNow = Mutex<TLSServerContext?>(nil)
 
     public init(limits: TurnLimits = TurnLimits()) {
         maxChannelsNow = Atomic(limits.maxChannels)
@@ -89,6 +97,36 @@ public final class TurnShared: Sendable {
     }
 
     public var allocations: Int { state.withLock { $0.total } }
+
+    /// Counts a new connection from `source` unless a limit says no.
+    func admitConnection(from source: Endpoint, limits: TurnStreamLimits) -> ConnectionCloseReason? {
+        let key = Endpoint(high: source.high, low: source.low, port: 0, scope: source.scope)
+        return connectionCounts.withLock { counts in
+            if counts.total >= limits.maxConnections { return .overCapacity }
+            if counts.bySource[key, default: 0] >= limits.maxPerSource { return .perSourceLimit }
+            counts.total += 1
+            counts.bySource[key, default: 0] += 1
+            return nil
+        }
+    }
+
+    func releaseConnection(from source: Endpoint) {
+        let key = Endpoint(high: source.high, low: source.low, port: 0, scope: source.scope)
+        connectionCounts.withLock { counts in
+            counts.total -= 1
+            let left = counts.bySource[key, default: 1] - 1
+            counts.bySource[key] = left > 0 ? left : nil
+        }
+    }
+
+    /// TCP and TLS connections open now, on every worker.
+    public var connections: Int { connectionCounts.withLock { $0.total } }
+
+    /// The TLS context for new connections; nil until one is set.
+    public var tlsContext: TLSServerContext? {
+        get { tlsContextNow.withLock { $0 } }
+        set { tlsContextNow.withLock { $0 = newValue } }
+    }
 
     /// Keeps `held` (a socket bound on the reserved port, so no other process can take the
     /// port before the token comes back) until the token is redeemed or expires.

@@ -92,6 +92,11 @@ extension TurnTable {
         }
         allocation.bandwidth = Policer(rate: settings.bandwidthPerAllocation, now: now)
         allocation.ecnMarking = shared.ecnMarking
+        if client.isStream {
+            allocation.transport = connections[Int(client.connection)].transport
+            allocationMade(on: Int(client.connection))
+        }
+        transportCounters.allocations[allocation.transport.rawValue] &+= 1
         if Int(index) < allocations.count { allocations[Int(index)] = allocation } else { allocations.append(allocation) }
         schedule(Int(index), allocation.expires)
         byClient[client] = index
@@ -104,8 +109,9 @@ extension TurnTable {
     /// RFC 8489 section 10) when there is one, counted by `reason`; returns when there is
     /// none, so the caller refuses or serves the client as it would without alternates.
     func redirect(_ client: TurnClient, _ reason: TurnRedirectReason) throws(TurnRefusal) {
-        // Every client comes over UDP until the relay has stream listeners.
-        guard let redirect = shared.alternate(for: .plain, ipv4: client.address.isIPv4) else {
+        // A client over TLS goes to an alternate's TLS port; UDP and TCP share a port.
+        let tls = client.isStream && connections[Int(client.connection)].transport == .tls
+        guard let redirect = shared.alternate(for: tls ? .tls : .plain, ipv4: client.address.isIPv4) else {
             // A draining relay takes no new allocation it would cut off when the drain ends:
             // 403 sends the client on to its next ICE server.
             if reason == .draining { throw TurnRefusal(code: .forbidden) }
@@ -224,6 +230,7 @@ extension TurnTable {
             closing.append(relay)
         }
         shared.release(allocation.username)
+        if allocation.client.isStream { allocationEnded(on: Int(allocation.client.connection)) }
         byClient[allocation.client] = nil
         if lastAllocation == Int32(a) { lastAllocation = -1 }
         allocations[a] = .vacant

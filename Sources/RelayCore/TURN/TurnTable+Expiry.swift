@@ -47,6 +47,9 @@ extension TurnTable {
 
     /// Closes every allocation (the worker is stopping).
     func shutDown() {
+        // Connections first: their entries gone, removing their allocations queues no close.
+        closeAllConnections()
+        connectionsToClose.removeAll()
         for a in allocations.indices where allocations[a].live { removeAllocation(a) }
         closePending()
     }
@@ -57,6 +60,8 @@ extension TurnTable {
         stats.allocations = activeAllocations
         stats.permissions = permissionCount
         stats.channels = channelCount
+        stats.transports = transportCounters
+        for transport in TurnTransport.allCases { stats.openConnections[transport.rawValue] = openConnections[transport.rawValue] }
         return stats
     }
 

@@ -23,13 +23,13 @@ extension TurnTable {
     /// to multiply traffic towards a forged source address.
     static let unauthenticatedSlack = 128
 
-    func request(_ client: TurnClient, _ index: AttributeIndex, _ datagram: ReceivedDatagram) {
+    func request(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer) {
         // Any other request without MESSAGE-INTEGRITY can only be refused (401, or 400 for an
         // unknown method), so its answer is paid for before the message is even copied: past
         // the budget, a flood of them costs a parse and allocates nothing.
         let prepaid = index.type.method != .binding && index.integrity == nil && index.integritySHA256 == nil
         if prepaid && !withinAnswerBudget(client) { return }
-        guard let message = try? StunMessage(copying: datagram.bytes) else { return counters.add(.malformed) }
+        guard let message = try? StunMessage(copying: bytes) else { return counters.add(.malformed) }
         let key = TransactionCache.Key(client: client, transaction: message.transactionID)
         if let cached = transactions.answer(key, now: now) { return send(cached, to: client) }
         let fingerprint = message.index.hasFingerprint
@@ -43,12 +43,12 @@ extension TurnTable {
                 answer = errorAnswer(message, TurnRefusal(code: .unknownAttribute, unknown: unknown))
             }
             if fingerprint { answer.appendFingerprint() }
-            return sendUnauthenticated(answer.bytes, to: client, requestSize: datagram.bytes.count)
+            return sendUnauthenticated(answer.bytes, to: client, requestSize: bytes.count)
         }
         guard [Method.allocate, .refresh, .createPermission, .channelBind].contains(message.method) else {
             var answer = errorAnswer(message, TurnRefusal(code: .badRequest))
             if fingerprint { answer.appendFingerprint() }
-            return sendRefusal(answer.bytes, to: client, requestSize: datagram.bytes.count, prepaid: prepaid)
+            return sendRefusal(answer.bytes, to: client, requestSize: bytes.count, prepaid: prepaid)
         }
         let second = now / 1_000_000_000
         let identity: TurnIdentity
@@ -61,7 +61,7 @@ extension TurnTable {
                 settings.authenticator.appendChallenge(to: &answer, for: client.address, second: second)
             }
             if fingerprint { answer.appendFingerprint() }
-            return sendRefusal(answer.bytes, to: client, requestSize: datagram.bytes.count, prepaid: prepaid)
+            return sendRefusal(answer.bytes, to: client, requestSize: bytes.count, prepaid: prepaid)
         case .success(let authenticated):
             identity = authenticated
         }
@@ -114,8 +114,13 @@ extension TurnTable {
 
     // MARK: answering
 
-    /// Queues an answer to `client`; its bytes go into the arena so they outlive this call.
+    /// Queues an answer to `client`; its bytes go into the arena so they outlive this call
+    /// (a stream copies them at once).
     func send(_ bytes: [UInt8], to client: TurnClient) {
+        if client.isStream {
+            if !bytes.withUnsafeBytes({ toStream(client, $0) }) { counters.add(.clientBackpressure) }
+            return
+        }
         guard let out = room(bytes.count) else { return counters.add(.tooLarge) }
         bytes.withUnsafeBytes { out.copyMemory(from: $0) }
         engine.enqueue(socket: client.listener, to: client.address, trafficClass: TrafficClass(rawValue: 0),
@@ -124,8 +129,9 @@ extension TurnTable {
 
     /// Sends an answer to an unauthenticated request only if it is not much larger than the
     /// request: the source address may be forged, and the relay must not amplify.
+    /// A client over TCP or TLS has proved its address with the handshake: no limit.
     func sendUnauthenticated(_ bytes: [UInt8], to client: TurnClient, requestSize: Int) {
-        guard bytes.count <= requestSize + TurnTable.unauthenticatedSlack else { return counters.add(.amplification) }
+        guard client.isStream || bytes.count <= requestSize + TurnTable.unauthenticatedSlack else { return counters.add(.amplification) }
         send(bytes, to: client)
     }
 
@@ -138,8 +144,9 @@ extension TurnTable {
     }
 
     /// Takes one answer from the budget of `client`'s address; counts the drop when it is spent.
+    /// A stream's address cannot be forged, so its answers take nothing.
     func withinAnswerBudget(_ client: TurnClient) -> Bool {
-        guard answerBudget.take(client.address, now: now, rate: shared.unauthenticatedRate) else {
+        guard client.isStream || answerBudget.take(client.address, now: now, rate: shared.unauthenticatedRate) else {
             counters.add(.unauthenticatedRate)
             return false
         }

@@ -46,6 +46,17 @@ final class TurnTable {
     var permissionCount = 0
     var channelCount = 0
     @exclusivity(unchecked) var counters = TurnCounters()
+    @exclusivity(unchecked) var transportCounters = TransportCounters()
+    /// Clients over TCP and TLS, one entry per connection (`TurnTable+Streams`); a free
+    /// index holds `.vacant`.
+    var connections: [TurnConnection] = []
+    var freeConnections: [Int32] = []
+    /// Connections to close after this turn's flush: their last answer is queued on them.
+    var connectionsToClose: [(index: Int32, reason: ConnectionCloseReason)] = []
+    /// Open connections per transport, kept as they change (published as gauges).
+    var openConnections = InlineArray<3, Int>(repeating: 0)
+    /// TLS records on their way from a session to its stream's output.
+    let cipherScratch = ScratchBytes(capacity: 32 << 10)
     @exclusivity(unchecked) var random = MarkingRandom()
     let arena: OutgoingArena
     /// Data indications need a transaction id; a counter from a random start is unique enough.
@@ -76,18 +87,28 @@ final class TurnTable {
     func flushed() {
         arena.reset()
         closePending()
+        if !connectionsToClose.isEmpty { closeConnections() }
     }
 
     /// A datagram on a listener: ChannelData, a Send indication or a request.
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
+        fromClient(TurnClient(listener: datagram.socket, address: datagram.source), datagram.bytes, datagram.trafficClass)
+    }
+
+    /// One message from `client`, a datagram or one cut from its stream (`TurnTable+Streams`):
+    /// ChannelData, a Send indication or a request. `received` is the IP header's traffic class
+    /// of a datagram; a message from a stream has none of its own (RFC 8656 section 15: the
+    /// relay sends it on with its default DSCP and Not-ECT), so it comes as zero.
+    @inline(__always)
+    func fromClient(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
         // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
-        guard datagram.bytes.count > 0 else { return counters.add(.malformed) }
-        let first = datagram.bytes[0]
+        guard bytes.count > 0 else { return counters.add(.malformed) }
+        let first = bytes[0]
         if ChannelData.isChannelData(first) {
-            channelData(datagram)
+            channelData(client, bytes, received)
         } else if first & 0xC0 == 0 {
-            stun(datagram)
+            stun(client, bytes, received)
         } else {
             counters.add(.malformed)
         }
@@ -106,42 +127,39 @@ final class TurnTable {
     /// ChannelData from a client: the channel's entry says where to and whether its permission
     /// still holds, so past the client's allocation this is one lookup.
     @inline(__always)
-    func channelData(_ datagram: ReceivedDatagram) {
-        guard let (channel, length) = ChannelData.parse(datagram.bytes) else { return counters.add(.malformed) }
-        guard let a = allocationIndex(TurnClient(listener: datagram.socket, address: datagram.source)) else {
-            return counters.add(.noAllocation)
-        }
+    func channelData(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
+        guard let (channel, length) = ChannelData.parse(bytes) else { return counters.add(.malformed) }
+        guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
         guard let binding = allocations[a].channels.binding(number: channel), binding.expires > now else {
             return counters.add(.noChannel)
         }
         guard binding.permissionExpires > now else { return refused(a, .noPermission) }
-        let payload = UnsafeRawBufferPointer(rebasing: datagram.bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
-        guard toPeer(a, binding.peer, payload, datagram.trafficClass) else { return }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
+        guard toPeer(a, binding.peer, payload, received) else { return }
         allocations[a].counters.channelDataIn &+= 1
         counters.channelDataToPeers &+= 1
     }
 
-    func stun(_ datagram: ReceivedDatagram) {
+    func stun(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
         let index: AttributeIndex
         do {
-            index = try AttributeIndex(parsing: datagram.bytes)
+            index = try AttributeIndex(parsing: bytes)
         } catch {
             return counters.add(.malformed)
         }
-        let client = TurnClient(listener: datagram.socket, address: datagram.source)
         switch index.type.messageClass {
-        case .indication where index.type.method == .send: sendIndication(client, index, datagram)
-        case .request: request(client, index, datagram)
+        case .indication where index.type.method == .send: sendIndication(client, index, bytes, received)
+        case .request: request(client, index, bytes)
         default: break  // other indications and responses: a server ignores them
         }
     }
 
     /// A Send indication: its DATA goes to its XOR-PEER-ADDRESS if permitted. Never answered.
     @inline(__always)
-    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ datagram: ReceivedDatagram) {
+    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
         guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
         guard let peerSlot = index.first(.xorPeerAddress), let dataSlot = index.first(.data),
-              let peer = XORAddress.decode(value(peerSlot, datagram.bytes), index.transactionID) else {
+              let peer = XORAddress.decode(value(peerSlot, bytes), index.transactionID) else {
             return counters.add(.malformed)
         }
         // A permission is per address; the port of each Send is checked too, so no Send
@@ -152,7 +170,7 @@ final class TurnTable {
             return counters.add(.forbiddenPeer)
         }
         guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
-        guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass) else { return }
+        guard toPeer(a, peer, value(dataSlot, bytes), received) else { return }
         allocations[a].counters.indicationsIn &+= 1
         counters.indicationsToPeers &+= 1
     }
@@ -177,6 +195,9 @@ final class TurnTable {
         allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
         counters.bytesToPeers &+= UInt64(payload.count)
+        let transport = allocations[a].transport.rawValue
+        transportCounters.datagramsToPeers[transport] &+= 1
+        transportCounters.bytesToPeers[transport] &+= UInt64(payload.count)
         return true
     }
 
@@ -195,8 +216,9 @@ final class TurnTable {
         guard policed(a, payload.count, &marking) else { return }
         let client = allocations[a].client
         let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
-        // The egress cap counts what goes on the wire: the payload with its framing.
-        let size = channel != nil ? ChannelData.headerSize + payload.count
+        // The egress cap counts what goes on the wire: the payload with its framing. Over a
+        // stream ChannelData is padded to a multiple of 4 (RFC 8656 section 12.5).
+        let size = channel != nil ? ChannelData.headerSize + (client.isStream ? (payload.count + 3) & ~3 : payload.count)
             : DataIndication.overhead(for: peer) + (payload.count + 3) & ~3
         guard egressAdmits(a, size, &marking) else { return }
         let framed: UnsafeMutableRawBufferPointer
@@ -204,6 +226,8 @@ final class TurnTable {
             guard let out = room(size) else { return counters.add(.tooLarge) }
             ChannelData.writeHeader(channel: channel, length: payload.count, to: out, at: 0)
             if payload.count > 0 { (out.baseAddress! + ChannelData.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
+            let end = ChannelData.headerSize + payload.count
+            if size > end { (out.baseAddress! + end).initializeMemory(as: UInt8.self, repeating: 0, count: size - end) }
             framed = out
             allocations[a].counters.channelDataOut &+= 1
             counters.channelDataToClients &+= 1
@@ -216,10 +240,17 @@ final class TurnTable {
             allocations[a].counters.indicationsOut &+= 1
             counters.indicationsToClients &+= 1
         }
-        engine.enqueue(socket: client.listener, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
+        if client.isStream {
+            guard toStream(client, UnsafeRawBufferPointer(framed)) else { return refused(a, .clientBackpressure) }
+        } else {
+            engine.enqueue(socket: client.listener, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
+        }
         allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToClient &+= UInt64(payload.count)
         counters.bytesToClients &+= UInt64(payload.count)
+        let transport = allocations[a].transport.rawValue
+        transportCounters.datagramsToClients[transport] &+= 1
+        transportCounters.bytesToClients[transport] &+= UInt64(payload.count)
     }
 
     /// Arena space for one outgoing datagram; when the arena is full the engine is flushed

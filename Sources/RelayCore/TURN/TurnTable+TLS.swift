@@ -1,0 +1,107 @@
+import DatagramEngine
+import STUN
+import TLS
+
+/// TURN over TLS (`turns:`): the connection's ciphertext comes from and goes to its stream in
+/// the engine, and the library sees only memory (`TLSSession`'s BIO pair), so the worker never
+/// blocks in it. Decrypted bytes collect in the connection's `PlaintextBuffer` until they
+/// make whole messages, which are handled exactly as over TCP.
+extension TurnTable {
+    /// A session with the context in force now (SIGHUP may have replaced it since the last).
+    func newTLSSession() -> TLSSession? {
+        guard let context = shared.tlsContext else { return nil }
+        return try? TLSSession(server: context)
+    }
+
+    /// New ciphertext on connection `c`: into the session, through the handshake, and out as
+    /// plaintext messages, for as long as the session takes more of the stream's input.
+    func tlsData(_ c: Int) {
+        guard let tls = connections[c].tls, let plaintext = connections[c].plaintext else { return }
+        let stream = connections[c].stream
+        while connections[c].live && !connections[c].closing {
+            let input = engine.input(stream)
+            let taken = input.count > 0 ? tls.receiveCiphertext(input) : 0
+            engine.consume(stream, taken)
+            if !tls.isEstablished {
+                switch tls.handshake() {
+                case .failed(let failure):
+                    transportCounters.handshakesFailed[(failure == .notTLS ? HandshakeFailure.notTLS : .protocolError).rawValue] &+= 1
+                    sendCiphertext(c)  // the alert, if the library made one
+                    return close(c, failure == .notTLS ? .notTLS : .tlsError)
+                case .inProgress:
+                    sendCiphertext(c)
+                    if taken == 0 { return }
+                    continue
+                case .done:
+                    transportCounters.handshakesCompleted &+= 1
+                    sendCiphertext(c)
+                    engine.setDeadline(stream, now &+ settings.streamLimits.firstMessageNanoseconds)
+                }
+            }
+            guard readPlaintext(c, tls, plaintext) else { return }
+            if taken == 0 { return }
+        }
+    }
+
+    /// Decrypts what the session holds into the connection's buffer and handles the whole
+    /// messages there; false when the connection closed.
+    func readPlaintext(_ c: Int, _ tls: TLSSession, _ plaintext: PlaintextBuffer) -> Bool {
+        while true {
+            if plaintext.space.count == 0 {
+                // Full with part of one message: room for the whole of it, if it may be that long.
+                guard case .incomplete = StreamFrame.front(of: plaintext.held, maximum: TurnStreamLimits.maxMessage),
+                      plaintext.reserve(PlaintextBuffer.maxCapacity) else {
+                    close(c, .framing)
+                    return false
+                }
+            }
+            switch tls.readPlaintext(into: plaintext.space) {
+            case .bytes(let count):
+                plaintext.count += count
+                let (used, failure) = messages(c, plaintext.held)
+                guard connections[c].live && !connections[c].closing else { return false }
+                plaintext.consume(used)
+                if failure != nil {
+                    close(c, .framing)
+                    return false
+                }
+            case .wantMore:
+                sendCiphertext(c)
+                return true
+            case .closed:
+                close(c, .peerClosed)
+                return false
+            case .failed:
+                close(c, .tlsError)
+                return false
+            }
+        }
+    }
+
+    /// Encrypts one whole message for connection `c` if its output has room for the record:
+    /// a client that does not read loses datagrams, and the session is never left with a
+    /// record the stream could not take.
+    func toTLS(_ c: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let tls = connections[c].tls, tls.isEstablished else { return false }
+        let stream = connections[c].stream
+        let pending = engine.outputPending(stream) + tls.pendingCiphertext
+        guard pending + TLSRecord.ciphertextBound(plaintextBytes: bytes.count) <= engine.configuration.streamHighWater,
+              tls.writePlaintext(bytes) else { return false }
+        sendCiphertext(c)
+        return true
+    }
+
+    /// Moves the session's ciphertext into the stream's output, as much as the stream takes;
+    /// the rest stays in the session until the stream has room (`writable`).
+    func sendCiphertext(_ c: Int) {
+        guard let tls = connections[c].tls else { return }
+        let stream = connections[c].stream
+        while tls.pendingCiphertext > 0 {
+            let room = engine.configuration.streamHighWater - engine.outputPending(stream)
+            guard room > 0 else { return }
+            let chunk = UnsafeMutableRawBufferPointer(rebasing: cipherScratch.bytes[0..<min(room, cipherScratch.bytes.count)])
+            let count = tls.takeCiphertext(into: chunk)
+            guard count > 0, engine.write(stream, UnsafeRawBufferPointer(rebasing: chunk[0..<count])) else { return }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+import DatagramEngine
+import Foundation
+import Glibc
+import NetAddress
+import STUN
+import TLS
+import XCTest
+
+/// A TURN client over one TCP connection (or TLS over it, through the TLS module's client
+/// session), blocking with deadlines. It cuts the relay's answers out of the stream with its
+/// own few lines (a 4-byte look at each header), not with the relay's `StreamFrame`, so the
+/// framing is checked from outside. How its bytes are cut into segments is the caller's
+/// choice: `write(_:segments:)`.
+final class StreamTurnClient {
+    let descriptor: Int32
+    let local: Endpoint
+    private let tls: TLSSession?
+    private var received: [UInt8] = []
+    var nonce = ""
+    let username: String
+    let password: String
+
+    enum Segments {
+        /// One send of everything.
+        case whole
+        /// One byte per send, with TCP_NODELAY and a pause, so each is its own segment.
+        case bytewise
+    }
+
+    init(to server: Endpoint, tls context: TLSClientContext? = nil, username: String = "alice", password: String = "secret",
+         handshake: Bool = true) throws {
+        self.username = username
+        self.password = password
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var one: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = server.port.bigEndian
+        address.sin_addr.s_addr = UInt32(truncatingIfNeeded: server.low).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw StreamClientError("connect to \(server) failed, errno \(errno)")
+        }
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        local = Endpoint(ipv4: UInt32(bigEndian: bound.sin_addr.s_addr), port: UInt16(bigEndian: bound.sin_port))
+        tls = try context.map { try TLSSession(client: $0, serverName: "localhost") }
+        if handshake, tls != nil { try completeHandshake() }
+    }
+
+    deinit { close(descriptor) }
+
+    private func completeHandshake() throws {
+        guard let tls else { return }
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let step = tls.handshake()
+            flushCiphertext()
+            switch step {
+            case .done: return
+            case .failed(let failure): throw StreamClientError("handshake failed: \(failure)")
+            case .inProgress:
+                guard pullCiphertext() else { throw StreamClientError("the relay closed during the handshake") }
+            }
+        }
+        throw StreamClientError("handshake timed out")
+    }
+
+    private func flushCiphertext() {
+        guard let tls else { return }
+        var buffer = [UInt8](repeating: 0, count: 32 << 10)
+        while tls.pendingCiphertext > 0 {
+            let count = buffer.withUnsafeMutableBytes { tls.takeCiphertext(into: $0) }
+            guard count > 0 else { return }
+            sendAll(Array(buffer[0..<count]))
+        }
+    }
+
+    /// Reads what the socket has into the TLS session; false on end of stream or error.
+    private func pullCiphertext() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 32 << 10)
+        let count = recv(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return false }
+        var offset = 0
+        while offset < count {
+            let taken = buffer[offset..<count].withUnsafeBytes { tls!.receiveCiphertext($0) }
+            offset += taken
+            if taken == 0 { drainPlaintext() }
+        }
+        drainPlaintext()
+        return true
+    }
+
+    private func drainPlaintext() {
+        guard let tls else { return }
+        var buffer = [UInt8](repeating: 0, count: 32 << 10)
+        while case .bytes(let count) = buffer.withUnsafeMutableBytes({ tls.readPlaintext(into: $0) }) {
+            received += buffer[0..<count]
+        }
+    }
+
+    private func sendAll(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return }
+            offset += sent
+        }
+    }
+
+    /// Sends `bytes` cut as asked (over TLS: one record per piece).
+    func write(_ bytes: [UInt8], segments: Segments = .whole) {
+        let pieces: [[UInt8]] = segments == .whole ? [bytes] : bytes.map { [$0] }
+        for piece in pieces {
+            if let tls {
+                _ = piece.withUnsafeBytes { tls.writePlaintext($0) }
+                flushCiphertext()
+            } else {
+                sendAll(piece)
+            }
+            if segments == .bytewise { usleep(200) }
+        }
+    }
+
+    /// The next STUN message or ChannelData from the relay (ChannelData without its padding),
+    /// or nil after `seconds`.
+    func readMessage(seconds: Double = 5) -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            if received.count >= 4 {
+                let length = Int(received[2]) << 8 | Int(received[3])
+                let channelData = received[0] & 0xC0 == 0x40
+                let size = channelData ? 4 + length : 20 + length
+                let padded = channelData ? (size + 3) & ~3 : size
+                if received.count >= padded {
+                    let message = Array(received[0..<size])
+                    received.removeFirst(padded)
+                    return message
+                }
+            }
+            guard Date() < deadline, readMore() else { return nil }
+        }
+    }
+
+    private func readMore() -> Bool {
+        if tls != nil { return pullCiphertext() }
+        var buffer = [UInt8](repeating: 0, count: 32 << 10)
+        let count = recv(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return false }
+        received += buffer[0..<count]
+        return true
+    }
+
+    /// Whether the relay closes the connection within `seconds` (end of stream or a reset).
+    func closedByRelay(seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count == 0 { return true }
+            if count < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return true }
+        }
+        return false
+    }
+
+    var key: [UInt8] { LongTermKey.derive(username: username, realm: TurnStreamRelay.realm, password: password, algorithm: .md5) }
+
+    /// Sends a signed request; on 401 or 438 takes the nonce and tries once more.
+    func ask(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) -> StunMessage? {
+        for _ in 0..<2 {
+            var builder = MessageBuilder(MessageType(method, .request), transactionID: .random())
+            attributes(&builder)
+            if !nonce.isEmpty {
+                builder.append(.username, text: username)
+                builder.append(.realm, text: TurnStreamRelay.realm)
+                builder.append(.nonce, text: nonce)
+                builder.appendIntegrity(.messageIntegrity, key: key)
+            }
+            write(builder.bytes)
+            guard let bytes = readMessage(), let answer = try? StunMessage(bytes: bytes) else { return nil }
+            let code = try? answer.value(.errorCode, AttributeValue.errorCode)?.code
+            if code == 401 || code == 438, let fresh = try? answer.text(.nonce) {
+                nonce = fresh
+                continue
+            }
+            return answer
+        }
+        return nil
+    }
+
+    /// Allocates, then binds `channel` to `peer` (its permission comes with it); the relayed address.
+    func allocate(channel: UInt16, to peer: Endpoint) throws -> Endpoint {
+        let allocated = try XCTUnwrap(ask(.allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }, "no answer to Allocate")
+        let relayed = try XCTUnwrap(allocated.xorAddress(.xorRelayedAddress), "Allocate refused: \(allocated)")
+        let bound = try XCTUnwrap(ask(.channelBind) { builder in
+            builder.append(.channelNumber, [UInt8(channel >> 8), UInt8(channel & 0xFF), 0, 0])
+            builder.append(.xorPeerAddress, xorAddress: peer)
+        }, "no answer to ChannelBind")
+        XCTAssertEqual(bound.messageClass, .successResponse)
+        return relayed
+    }
+}
+
+/// ChannelData on `channel` with `payload`, padded to 4 bytes as a stream needs.
+func paddedChannelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
+    let message = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+    return message + [UInt8](repeating: 0, count: (4 - message.count % 4) % 4)
+}
+
+struct StreamClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
