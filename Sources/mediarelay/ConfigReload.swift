@@ -48,6 +48,7 @@ struct ConfigReload {
         case .idleTimeout: " (new sessions and forward clients)"
         case .turnMaxChannels: " (new channels)"
         case .turnAlternate, .turnAlternateDomain: " (new redirects)"
+        case .tlsCert, .tlsKey: " (new TLS connections)"
         default: ""
         }
     }
@@ -61,6 +62,12 @@ extension OptionKey {
         case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
             .maxClients, .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate, .turnAlternate, .turnAlternateDomain:
             true
+        // The certificate is read again on every SIGHUP (a certbot renewal), from these paths.
+        case .tlsCert, .tlsKey:
+            true
+        // Listeners and the engines' room for connections are set up at start.
+        case .turnTCP, .turnTLS, .turnMaxConnections, .turnMaxConnectionsPerSource:
+            false
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
             .maxDatagramSize:
             false
@@ -120,6 +127,12 @@ extension OptionKey {
         case .turnUnauthenticatedRate: String(options.turnUnauthenticatedRate)
         case .turnAlternate: options.turnAlternates.map(\.description).joined(separator: ",")
         case .turnAlternateDomain: options.turnAlternateDomain ?? ""
+        case .turnTCP: options.turnTCPListeners.map(\.description).joined(separator: ",")
+        case .turnTLS: options.turnTLSListeners.map(\.description).joined(separator: ",")
+        case .tlsCert: options.tlsCert ?? ""
+        case .tlsKey: options.tlsKey ?? ""
+        case .turnMaxConnections: String(options.turnMaxConnections)
+        case .turnMaxConnectionsPerSource: String(options.turnMaxConnectionsPerSource)
         }
     }
 }
@@ -143,6 +156,8 @@ extension ServerOptions {
         next.turnUnauthenticatedRate = new.turnUnauthenticatedRate
         next.turnAlternates = new.turnAlternates
         next.turnAlternateDomain = new.turnAlternateDomain
+        next.tlsCert = new.tlsCert
+        next.tlsKey = new.tlsKey
         return next
     }
 }

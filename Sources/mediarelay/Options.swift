@@ -77,11 +77,21 @@ struct ServerOptions: Equatable, Sendable {
     /// Sibling relays new TURN clients are sent to when this one is full or draining.
     var turnAlternates: [TurnAlternateSpec] = []
     var turnAlternateDomain: String? = nil
+    /// TURN over TCP and TLS, and the certificate chain and key the TLS listeners serve.
+    var turnTCPListeners: [HostPort] = []
+    var turnTLSListeners: [HostPort] = []
+    var tlsCert: String? = nil
+    var tlsKey: String? = nil
+    var turnMaxConnections = TurnStreamLimits().maxConnections
+    var turnMaxConnectionsPerSource = TurnStreamLimits().maxPerSource
 
     /// The TURN quotas a reload applies to the running relay.
     var turnLimits: TurnLimits {
         TurnLimits(maxChannels: turnMaxChannels, unauthenticatedRate: turnUnauthenticatedRate)
     }
+
+    /// Whether any TURN listener is configured (UDP, TCP or TLS).
+    var servesTURN: Bool { !turnListeners.isEmpty || !turnTCPListeners.isEmpty || !turnTLSListeners.isEmpty }
 
     /// Ports of the pool TURN may hold: at least one when TURN is on.
     var turnPortLimit: Int { max(1, ports.count * turnPortShare / 100) }

@@ -8,7 +8,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, logLevel, drainSeconds, readyThreshold,
         idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
         turnSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
-        turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain
+        turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
+        turnMaxConnections, turnMaxConnectionsPerSource
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
@@ -58,6 +59,12 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUnauthenticatedRate: "--turn-unauthenticated-rate"
         case .turnAlternate: "--turn-alternate"
         case .turnAlternateDomain: "--turn-alternate-domain"
+        case .turnTCP: "--turn-tcp"
+        case .turnTLS: "--turn-tls"
+        case .tlsCert: "--tls-cert"
+        case .tlsKey: "--tls-key"
+        case .turnMaxConnections: "--turn-max-connections"
+        case .turnMaxConnectionsPerSource: "--turn-max-connections-per-source"
         }
     }
 
@@ -74,9 +81,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .workers, .drainSeconds, .idleTimeout, .maxClients, .maxSessions, .batchSize, .maxDatagramSize,
             .ecnL4SThreshold, .ecnClassicThreshold, .egressRate, .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels,
-            .turnUnauthenticatedRate: .integer
+            .turnUnauthenticatedRate, .turnMaxConnections, .turnMaxConnectionsPerSource: .integer
         case .readyThreshold: .number
-        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate: .stringArray
+        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
         default: .string
         }
     }
@@ -89,7 +96,7 @@ enum OptionKey: String, CaseIterable, Sendable {
     var maxCount: Int {
         switch self {
         case .forward: ServerOptions.maxForwardRules
-        case .turn, .turnAlternate: 64
+        case .turn, .turnAlternate, .turnTCP, .turnTLS: 64
         case .turnSecret: 16
         case .turnUser: 10_000
         default: 1024
@@ -131,6 +138,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnPortShare: "PERCENT"
         case .turnAlternate: "[tls:]HOST:PORT"
         case .turnAlternateDomain: "NAME"
+        case .turnTCP, .turnTLS: "HOST:PORT"
+        case .tlsCert, .tlsKey: "FILE"
+        case .turnMaxConnections, .turnMaxConnectionsPerSource: "N"
         }
     }
 
@@ -173,6 +183,10 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUnauthenticatedRate: "\(TurnLimits().unauthenticatedRate) (a burst of \(TurnLimits().unauthenticatedRate * TurnLimits.burstSeconds))"
         case .turnAlternate: "none (refuse as without alternates)"
         case .turnAlternateDomain: "none"
+        case .turnTCP, .turnTLS: "none"
+        case .tlsCert, .tlsKey: "none (needed by --turn-tls)"
+        case .turnMaxConnections: "\(TurnStreamLimits().maxConnections)"
+        case .turnMaxConnectionsPerSource: "\(TurnStreamLimits().maxPerSource)"
         }
     }
 
@@ -190,6 +204,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     /// Up to every number ChannelBind accepts (0x4000-0x7FFF): more could never be bound.
     static let channelsRange = 1...16_384
     static let unauthenticatedRateRange = 0...100_000
+    /// A connection holds a descriptor and buffers: a million is past any one machine.
+    static let connectionsRange = 1...1_000_000
     /// A share of a limit's burst: 0 would mark a flow well under its limit, 100 only at the drop.
     static let thresholdRange = 1...99
     /// 1 Mbit/s to 100 Gbit/s: below, the 100 ms burst would not hold a jumbo datagram.
@@ -235,6 +251,11 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUnauthenticatedRate: integers(Self.unauthenticatedRateRange) + "; 0 means no limit"
         case .turnAlternate: TurnAlternateSpec.accepted + "; repeatable, at most \(maxCount)"
         case .turnAlternateDomain: TurnAlternateDomain.accepted
+        case .turnTCP, .turnTLS: "HOST:PORT with an IP literal, [addr]:port for IPv6, PORT in 1...65535; repeatable, at most \(maxCount)"
+        case .tlsCert: "a readable PEM file: the server's certificate, then its chain"
+        case .tlsKey: "a readable PEM file: the private key of --tls-cert's certificate"
+        case .turnMaxConnections: integers(Self.connectionsRange)
+        case .turnMaxConnectionsPerSource: integers(Self.connectionsRange)
         }
     }
 
@@ -289,6 +310,12 @@ enum OptionKey: String, CaseIterable, Sendable {
             "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
                 + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients, once TLS listeners exist"
         case .turnAlternateDomain: "ALTERNATE-DOMAIN sent with redirects of TLS clients (the alternates' certificate name)"
+        case .turnTCP: "TURN listener over TCP (turn:HOST:PORT?transport=tcp), usually port 3478"
+        case .turnTLS: "TURN listener over TLS (turns:HOST:PORT?transport=tcp), usually port 443 or 5349; needs --tls-cert and --tls-key"
+        case .tlsCert: "certificate chain of the TLS listeners; SIGHUP reloads it with the key (certbot's fullchain.pem)"
+        case .tlsKey: "private key of the TLS listeners (certbot's privkey.pem)"
+        case .turnMaxConnections: "TURN connections over TCP and TLS at once; more are closed on accept and counted"
+        case .turnMaxConnectionsPerSource: "TURN connections over TCP and TLS at once from one IP address"
         }
     }
 
@@ -345,6 +372,12 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUnauthenticatedRate: options.turnUnauthenticatedRate = try integer(text, in: Self.unauthenticatedRateRange)
         case .turnAlternate: options.turnAlternates.append(try TurnAlternateSpec(parsing: text))
         case .turnAlternateDomain: options.turnAlternateDomain = try TurnAlternateDomain.check(text)
+        case .turnTCP: options.turnTCPListeners.append(try HostPort(option: text))
+        case .turnTLS: options.turnTLSListeners.append(try HostPort(option: text))
+        case .tlsCert: options.tlsCert = try Self.path(text, expected: accepted)
+        case .tlsKey: options.tlsKey = try Self.path(text, expected: accepted)
+        case .turnMaxConnections: options.turnMaxConnections = try integer(text, in: Self.connectionsRange)
+        case .turnMaxConnectionsPerSource: options.turnMaxConnectionsPerSource = try integer(text, in: Self.connectionsRange)
         }
     }
 
@@ -358,6 +391,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnAllowedPeer: options.turnAllowedPeers = []
         case .turnDeniedPeer: options.turnDeniedPeers = []
         case .turnAlternate: options.turnAlternates = []
+        case .turnTCP: options.turnTCPListeners = []
+        case .turnTLS: options.turnTLSListeners = []
         default: break
         }
     }
@@ -368,6 +403,12 @@ enum OptionKey: String, CaseIterable, Sendable {
         } catch {
             throw ValueProblem(expected: "\(error.problem); expected a CIDR block such as 192.0.2.0/24 or 2001:db8::/32")
         }
+    }
+
+    /// A file name: not empty, no NUL (whether it can be read is checked at start).
+    private static func path(_ text: String, expected: String) throws(ValueProblem) -> String {
+        guard !text.isEmpty, text.utf8.count <= 4096, !text.utf8.contains(0) else { throw ValueProblem(expected: "expected \(expected)") }
+        return text
     }
 
     /// The token travels in an `Authorization: Bearer` header, so spaces and control

@@ -48,9 +48,16 @@ struct Server {
                         policy: settings.defaultPolicy, idleTimeoutSeconds: options.idleTimeoutSeconds,
                         maxClients: options.maxClients)
         }
-        if !options.turnListeners.isEmpty {
+        if options.servesTURN {
             settings.ports = PortPool(range: options.ports.low...options.ports.high, turnLimit: options.turnPortLimit)
             settings.turnListeners = options.turnListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+            settings.turnTCPListeners = options.turnTCPListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+            settings.turnTLSListeners = options.turnTLSListeners.map { Endpoint(host: $0.host, port: $0.port)! }
+            if !settings.turnTCPListeners.isEmpty || !settings.turnTLSListeners.isEmpty {
+                // Any worker may be given every connection (SO_REUSEPORT), so each has room for all.
+                settings.engine.streamLimit = options.turnMaxConnections
+                settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+            }
             settings.turn = turnSettings(settings)
         }
         return settings
@@ -71,6 +78,7 @@ struct Server {
         raiseDescriptorLimit()
         noteAlternatesThatAreThisRelay(options)
         let relay = Relay(settings: settings())
+        guard loadCertificate(options, into: relay.settings.turnShared, reason: "start") else { return 2 }
         let engine: (backend: Backend, reason: String)
         do {
             engine = try relay.start()
@@ -84,7 +92,9 @@ struct Server {
         log.info(ecnLine)
         if let turn = relay.settings.turn {
             let families = [turn.advertiseIPv4, turn.advertiseIPv6].compactMap { $0?.hostText }.joined(separator: " and ")
-            log.info("TURN on \(relay.settings.turnListeners.map(\.description).joined(separator: ", ")), realm \(options.turnRealm), relayed addresses on \(families)")
+            let listeners = relay.settings.turnListeners.map { "udp \($0)" } + relay.settings.turnTCPListeners.map { "tcp \($0)" }
+                + relay.settings.turnTLSListeners.map { "tls \($0)" }
+            log.info("TURN on \(listeners.joined(separator: ", ")), realm \(options.turnRealm), relayed addresses on \(families)")
         }
 
         let reloadable = ReloadableSettings(.init(options))
@@ -136,7 +146,11 @@ struct Server {
     /// so no datagram is lost. A file that does not parse changes nothing.
     private func reload(_ running: inout ServerOptions, relay: Relay, settings: ReloadableSettings) {
         guard let path = running.configPath else {
-            log.always("SIGHUP: started without --config, so there is no file to reload; nothing changed")
+            if running.turnTLSListeners.isEmpty {
+                log.always("SIGHUP: started without --config, so there is no file to reload; nothing changed")
+            } else {
+                _ = loadCertificate(running, into: relay.settings.turnShared, reason: "SIGHUP")
+            }
             return
         }
         let reloaded: ServerOptions
@@ -151,6 +165,7 @@ struct Server {
         running = change.running
         apply(running, relay: relay, settings: settings)
         log.always("SIGHUP: reloaded \(OptionError.oneLine(path)): \(change.summary)")
+        _ = loadCertificate(running, into: relay.settings.turnShared, reason: "SIGHUP")
     }
 
     /// Hands the reloadable options to whatever reads them.

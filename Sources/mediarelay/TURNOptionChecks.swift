@@ -1,5 +1,6 @@
 import Foundation
 import NetAddress
+import TLS
 
 /// The `--turn-users-file` reader: the file is read once at start, through the same bounded
 /// reader as the config file, and every user is checked like a `--turn-user` value.
@@ -21,7 +22,8 @@ enum TURNUsersFile {
 extension ServerOptions {
     /// Checks of the TURN options that need more than one value.
     func validateTURN() throws(OptionError) {
-        guard let first = turnListeners.first else {
+        try validateTLS()
+        guard let first = (turnListeners + turnTCPListeners + turnTLSListeners).first else {
             // Credentials or peer lists without a listener are a config that does not do what
             // its author thinks.
             let orphan: OptionKey? = if !turnUsers.isEmpty || turnUsersFile != nil { .turnUser }
@@ -32,13 +34,15 @@ extension ServerOptions {
                 else if turnAlternateDomain != nil { .turnAlternateDomain }
                 else { nil }
             if let orphan {
-                throw OptionError(subject: orphan.flag, problem: "TURN settings without a --turn listener do nothing; add --turn HOST:PORT")
+                throw OptionError(subject: orphan.flag,
+                                  problem: "TURN settings without a TURN listener do nothing; add --turn, --turn-tcp or --turn-tls HOST:PORT")
             }
             return
         }
         if turnUsers.isEmpty && turnSecrets.isEmpty {
+            let flag = !turnListeners.isEmpty ? "--turn" : !turnTCPListeners.isEmpty ? "--turn-tcp" : "--turn-tls"
             throw OptionError(
-                subject: "--turn \(first)",
+                subject: "\(flag) \(first)",
                 problem: "needs credentials: --turn-user, --turn-users-file or --turn-secret (TURN without authentication is an open relay)"
             )
         }
@@ -48,6 +52,17 @@ extension ServerOptions {
         }
         for rule in forwards where listeners.contains(rule.listen) {
             throw OptionError(subject: "--turn \(rule.listen)", problem: "is also the listen address of --forward \(rule); each UDP port serves one purpose")
+        }
+        // TCP ports: the TURN listeners over TCP and TLS, and the HTTP listener.
+        var tcp: [HostPort: String] = [http: "--http"]
+        for (flag, list) in [("--turn-tcp", turnTCPListeners), ("--turn-tls", turnTLSListeners)] {
+            for listener in list {
+                if let other = tcp[listener] {
+                    let problem = other == flag ? "given twice; each listener once" : "is also \(other)'s address; each TCP port serves one purpose"
+                    throw OptionError(subject: "\(flag) \(listener)", problem: problem)
+                }
+                tcp[listener] = flag
+            }
         }
         var alternates = Set<TurnAlternateSpec>()
         for alternate in turnAlternates where !alternates.insert(alternate).inserted {
@@ -59,6 +74,27 @@ extension ServerOptions {
                 subject: "--turn-user",
                 problem: "user \"\(OptionError.quoted(user.name))\" is given twice (flags, config or --turn-users-file); each name once"
             )
+        }
+    }
+}
+
+extension ServerOptions {
+    /// --turn-tls needs a certificate and key that load and match; a certificate without a TLS
+    /// listener does nothing. The files are loaded here, so a bad pair stops start-up (or a
+    /// reload) with one line that names the file and the problem.
+    func validateTLS() throws(OptionError) {
+        guard let first = turnTLSListeners.first else {
+            if let cert = tlsCert { throw OptionError(subject: "--tls-cert \(OptionError.quoted(cert))", problem: "does nothing without --turn-tls HOST:PORT") }
+            if let key = tlsKey { throw OptionError(subject: "--tls-key \(OptionError.quoted(key))", problem: "does nothing without --turn-tls HOST:PORT") }
+            return
+        }
+        guard let tlsCert, let tlsKey else {
+            throw OptionError(subject: "--turn-tls \(first)", problem: "needs --tls-cert FILE and --tls-key FILE (PEM: the certificate chain and its key)")
+        }
+        do throws(TLSError) {
+            _ = try TLSServerContext(certificateFile: tlsCert, keyFile: tlsKey)
+        } catch {
+            throw OptionError(subject: "--tls-cert \(OptionError.quoted(tlsCert)) --tls-key \(OptionError.quoted(tlsKey))", problem: error.description)
         }
     }
 }

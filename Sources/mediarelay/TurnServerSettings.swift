@@ -5,9 +5,9 @@ import RelayCore
 /// The TURN server's settings from the options: credentials, the peer policy with every
 /// socket of this relay that is not a relayed address, relayed addresses per family, quotas.
 extension Server {
-    /// nil without a `--turn` listener.
+    /// nil without a TURN listener (UDP, TCP or TLS).
     func turnSettings(_ relay: RelaySettings) -> TurnSettings? {
-        guard !options.turnListeners.isEmpty else { return nil }
+        guard options.servesTURN else { return nil }
         let credentials = TurnCredentials(realm: options.turnRealm, users: options.turnUsers.map { ($0.name, $0.password) },
                                           secrets: options.turnSecrets)
         let (relayIPv4, relayIPv6) = Server.relayedAddresses(relay.relayAddress)
@@ -18,7 +18,8 @@ extension Server {
         // The relay's own sockets a TURN client must never reach: the control API, the TURN
         // listeners, the forward-rule listeners (session and relayed ports: `ownPorts`). An
         // HTTP port of 0 is chosen by the kernel later and cannot be listed here.
-        var own = listeners + relay.rules.map(\.listen)
+        let streamListeners = (options.turnTCPListeners + options.turnTLSListeners).map { Endpoint(host: $0.host, port: $0.port)! }
+        var own = listeners + streamListeners + relay.rules.map(\.listen)
         if options.http.port != 0, let http = Endpoint(host: options.http.host, port: options.http.port) { own.append(http) }
         let policy = PeerPolicy(allowed: options.turnAllowedPeers, denied: options.turnDeniedPeers, ownSockets: own,
                                 ownPorts: relay.ports.range,
@@ -38,6 +39,8 @@ extension Server {
         turn.advertiseIPv6 = advertiseIPv6
         turn.marking = relay.defaultPolicy
         turn.maxAllocations = options.turnMaxAllocations
+        turn.streamLimits.maxConnections = options.turnMaxConnections
+        turn.streamLimits.maxPerSource = options.turnMaxConnectionsPerSource
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
         turn.ecnThresholds = relay.ecnThresholds

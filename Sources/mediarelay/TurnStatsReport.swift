@@ -37,7 +37,37 @@ enum TurnStatsReport {
             "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
             "bytes_to_peers": counters.bytesToPeers, "bytes_to_clients": counters.bytesToClients,
             "ce_marked": SessionJSON.ceMarks(counters.ceMarks),
+            "transports": transportsJSON(stats),
         ]
+    }
+
+    /// Per transport (udp, tcp, tls): connections open, opened and closed by reason, TLS
+    /// handshakes, allocations made, datagrams and bytes relayed each way.
+    static func transportsJSON(_ stats: TurnStats) -> [String: Any] {
+        let counters = stats.transports
+        var result: [String: Any] = [:]
+        for transport in TurnTransport.allCases {
+            let t = transport.rawValue
+            var entry: [String: Any] = [
+                "allocations_created": counters.allocations[t],
+                "datagrams_to_peers": counters.datagramsToPeers[t], "datagrams_to_clients": counters.datagramsToClients[t],
+                "bytes_to_peers": counters.bytesToPeers[t], "bytes_to_clients": counters.bytesToClients[t],
+            ]
+            if transport != .udp {
+                var closed: [String: Any] = [:]
+                for reason in ConnectionCloseReason.allCases { closed[reason.name] = counters[closed: transport, reason: reason] }
+                entry["connections"] = stats.openConnections[t]
+                entry["connections_opened"] = counters.opened[t]
+                entry["connections_closed"] = closed
+            }
+            if transport == .tls {
+                var failed: [String: Any] = [:]
+                for reason in HandshakeFailure.allCases { failed[reason.name] = counters.handshakesFailed[reason.rawValue] }
+                entry["handshakes"] = ["completed": counters.handshakesCompleted, "failed": failed] as [String: Any]
+            }
+            result[transport.name] = entry
+        }
+        return result
     }
 
     static func prometheus(_ stats: TurnStats, worker: Int, into text: inout PrometheusText) {
@@ -86,5 +116,38 @@ enum TurnStatsReport {
                      labels: label + [("direction", "to_peer")], value: counters.bytesToPeers)
         text.counter("mediarelay_turn_bytes_total", help: "Payload bytes relayed by TURN, by direction.",
                      labels: label + [("direction", "to_client")], value: counters.bytesToClients)
+        transportsPrometheus(stats, label, into: &text)
+    }
+
+    static func transportsPrometheus(_ stats: TurnStats, _ label: PrometheusText.Labels, into text: inout PrometheusText) {
+        let counters = stats.transports
+        for transport in TurnTransport.allCases {
+            let t = transport.rawValue
+            let labels = label + [("transport", transport.name)]
+            text.counter("mediarelay_turn_transport_allocations_total", help: "TURN allocations made, by the client's transport.",
+                         labels: labels, value: counters.allocations[t])
+            for (direction, datagrams, bytes) in [("to_peer", counters.datagramsToPeers[t], counters.bytesToPeers[t]),
+                                                  ("to_client", counters.datagramsToClients[t], counters.bytesToClients[t])] {
+                text.counter("mediarelay_turn_transport_datagrams_total", help: "Datagrams relayed by TURN, by the client's transport and direction.",
+                             labels: labels + [("direction", direction)], value: datagrams)
+                text.counter("mediarelay_turn_transport_bytes_total", help: "Payload bytes relayed by TURN, by the client's transport and direction.",
+                             labels: labels + [("direction", direction)], value: bytes)
+            }
+            guard transport != .udp else { continue }
+            text.gauge("mediarelay_turn_connections", help: "TURN connections over TCP and TLS open.", labels: labels,
+                       value: stats.openConnections[t])
+            text.counter("mediarelay_turn_connections_opened_total", help: "TURN connections over TCP and TLS accepted and kept.",
+                         labels: labels, value: counters.opened[t])
+            for reason in ConnectionCloseReason.allCases {
+                text.counter("mediarelay_turn_connections_closed_total", help: "TURN connections over TCP and TLS closed (or refused on accept), by reason.",
+                             labels: labels + [("reason", reason.name)], value: counters[closed: transport, reason: reason])
+            }
+        }
+        text.counter("mediarelay_turn_tls_handshakes_total", help: "TLS handshakes of TURN clients, by result.",
+                     labels: label + [("result", "completed")], value: counters.handshakesCompleted)
+        for reason in HandshakeFailure.allCases {
+            text.counter("mediarelay_turn_tls_handshakes_total", help: "TLS handshakes of TURN clients, by result.",
+                         labels: label + [("result", "failed_" + reason.name)], value: counters.handshakesFailed[reason.rawValue])
+        }
     }
 }
