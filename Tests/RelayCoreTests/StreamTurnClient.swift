@@ -60,6 +60,9 @@ final class StreamTurnClient {
 
     deinit { close(descriptor) }
 
+    /// What ALPN the TLS handshake agreed on (nil over TCP, or when none was).
+    var negotiatedALPN: String? { tls?.negotiatedALPN }
+
     private func completeHandshake() throws {
         guard let tls else { return }
         let deadline = Date().addingTimeInterval(5)
