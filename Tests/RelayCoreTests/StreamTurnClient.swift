@@ -155,13 +155,30 @@ final class StreamTurnClient {
         }
     }
 
+    /// Called while waiting for the relay, for a relay that turns on the waiting thread (a
+    /// worker driven by the test): reads then do not block, and this runs between them.
+    var pump: (() -> Void)?
+
     private func readMore() -> Bool {
         if tls != nil { return pullCiphertext() }
         var buffer = [UInt8](repeating: 0, count: 32 << 10)
-        let count = recv(descriptor, &buffer, buffer.count, 0)
-        guard count > 0 else { return false }
-        received += buffer[0..<count]
-        return true
+        guard let pump else {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { return false }
+            received += buffer[0..<count]
+            return true
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            pump()
+            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                received += buffer[0..<count]
+                return true
+            }
+            if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { return false }
+        }
+        return false
     }
 
     /// Whether the relay closes the connection within `seconds` (end of stream or a reset).
