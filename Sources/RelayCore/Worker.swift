@@ -67,13 +67,15 @@ final class Worker {
     /// One turn: forward what is ready (waiting only when nothing is), then the control work
     /// that is due. Timers are checked against one clock read per turn.
     func turn(timeoutMilliseconds: Int32) {
-        let count = engine.receive(timeoutMilliseconds: timeoutMilliseconds)
+        // Work put off to this turn (TLS handshakes past the last turn's budget) must not wait.
+        let waiting = turnTable?.hasDeferredStreamWork == true
+        let count = engine.receive(timeoutMilliseconds: waiting ? 0 : timeoutMilliseconds)
         now = MonotonicClock.now()
         forwardRules.now = now
         sessions.now = now
         turnTable?.now = now
         for index in 0..<count { route(engine.received(index)) }
-        if engine.streamEventCount > 0 { streamEvents() }
+        if engine.streamEventCount > 0 || waiting { streamEvents() }
         engine.flush()
         turnTable?.flushed()
         egress.endTurn()
@@ -100,6 +102,7 @@ final class Worker {
     /// Accepts, bytes and closes on TCP and TLS connections, in the order they happened.
     func streamEvents() {
         guard let turnTable else { return }
+        turnTable.beginStreamTurn()
         for index in 0..<engine.streamEventCount {
             let event = engine.streamEvent(index)
             switch event.owner.socketRole {

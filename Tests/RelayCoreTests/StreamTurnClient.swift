@@ -63,6 +63,15 @@ final class StreamTurnClient {
     /// What ALPN the TLS handshake agreed on (nil over TCP, or when none was).
     var negotiatedALPN: String? { tls?.negotiatedALPN }
 
+    /// The first flight alone (a test of many handshakes arriving together sends them all
+    /// before finishing any).
+    func sendClientHello() {
+        _ = tls?.handshake()
+        flushCiphertext()
+    }
+
+    func finishHandshake() throws { try completeHandshake() }
+
     private func completeHandshake() throws {
         guard let tls else { return }
         let deadline = Date().addingTimeInterval(5)

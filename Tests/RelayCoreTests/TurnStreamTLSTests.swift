@@ -53,6 +53,24 @@ final class TurnStreamTLSTests: XCTestCase {
         XCTAssertNotNil(client.readMessage())
     }
 
+    func testHandshakesPastATurnsBudgetWaitForTheNextTurnAndAllComplete() throws {
+        let certificates = try CertificateFixture()
+        let relay = try TurnStreamRelay(certificate: (certificates.server.certificate, certificates.server.key)) {
+            $0.streamLimits.handshakesPerTurn = 1
+        }
+        let tls = try XCTUnwrap(relay.tls)
+        let trust = try TLSClientContext(trusting: certificates.caCertificate)
+        // Twenty ClientHellos reach the worker together; it may take one handshake step a turn.
+        let clients = try (0..<20).map { _ in try StreamTurnClient(to: tls, tls: trust, handshake: false) }
+        for client in clients { client.sendClientHello() }
+        for (index, client) in clients.enumerated() {
+            XCTAssertNoThrow(try client.finishHandshake(), "client \(index)")
+            client.write(MessageBuilder(MessageType(.binding, .request), transactionID: .random()).bytes)
+            XCTAssertNotNil(client.readMessage(), "client \(index) answered")
+        }
+        XCTAssertTrue(relay.wait { $0.transports.handshakesCompleted == 20 })
+    }
+
     func testWhatIsNotATLSClientClosesOnlyItsConnection() throws {
         let certificates = try CertificateFixture()
         let relay = try TurnStreamRelay(certificate: (certificates.server.certificate, certificates.server.key)) {

@@ -18,6 +18,8 @@ struct TurnConnection {
     var allocated = false
     /// The relay closed it (counted then): its `closed` event is not counted again.
     var closing = false
+    /// Its handshake waits in `TurnTable.deferredHandshakes` for the next turn's budget.
+    var deferred = false
     /// False for `vacant`, the filler of an index whose connection is gone.
     var live = true
 

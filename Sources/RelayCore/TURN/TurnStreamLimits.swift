@@ -17,6 +17,10 @@ public struct TurnStreamLimits: Sendable, Equatable {
     /// A connection without an allocation closes after this long without a message; one with
     /// an allocation lives as long as the allocation does, and closes with it.
     public var idleNanoseconds: UInt64 = 60_000_000_000
+    /// TLS handshake steps a worker takes per turn; the rest wait for the next turn, so a wave
+    /// of connecting clients (a signature each: about a millisecond with RSA 2048) cannot hold
+    /// up the datagrams for long. 32 keeps a turn's signing near 30 ms.
+    public var handshakesPerTurn = 32
     /// The longest STUN message or ChannelData a stream may carry: what its 16-bit length
     /// allows (RFC 8656 section 12.5), header included.
     public static let maxMessage = 65_535 + 20

@@ -18,6 +18,19 @@ extension TurnTable {
     func tlsData(_ c: Int) {
         guard let tls = connections[c].tls, let plaintext = connections[c].plaintext else { return }
         let stream = connections[c].stream
+        if !tls.isEstablished {
+            // A handshake step may sign (a millisecond for RSA): past this turn's budget the
+            // connection waits for the next turn, its bytes kept in the engine, so a wave of
+            // clients connecting cannot hold up the datagrams between turns.
+            guard handshakeBudget > 0 else {
+                if !connections[c].deferred {
+                    connections[c].deferred = true
+                    deferredHandshakes.append(Int32(c))
+                }
+                return
+            }
+            handshakeBudget -= 1
+        }
         while connections[c].live && !connections[c].closing {
             let input = engine.input(stream)
             let taken = input.count > 0 ? tls.receiveCiphertext(input) : 0
@@ -104,4 +117,21 @@ extension TurnTable {
             guard count > 0, engine.write(stream, UnsafeRawBufferPointer(rebasing: chunk[0..<count])) else { return }
         }
     }
+}
+
+extension TurnTable {
+    /// A new turn's stream work: the budget again, and first the handshakes put off last turn.
+    func beginStreamTurn() {
+        handshakeBudget = settings.streamLimits.handshakesPerTurn
+        guard !deferredHandshakes.isEmpty else { return }
+        let waiting = deferredHandshakes
+        deferredHandshakes.removeAll(keepingCapacity: true)
+        for c in waiting.map(Int.init) where connections[c].live && connections[c].deferred {
+            connections[c].deferred = false
+            tlsData(c)
+        }
+    }
+
+    /// Whether handshakes wait for the next turn (which must then not sleep).
+    var hasDeferredStreamWork: Bool { !deferredHandshakes.isEmpty }
 }

@@ -55,6 +55,9 @@ final class TurnTable {
     var connectionsToClose: [(index: Int32, reason: ConnectionCloseReason)] = []
     /// Open connections per transport, kept as they change (published as gauges).
     var openConnections = InlineArray<3, Int>(repeating: 0)
+    /// TLS handshakes put off to the next turn, and the handshake steps left this turn.
+    var deferredHandshakes: [Int32] = []
+    var handshakeBudget = 0
     /// TLS records on their way from a session to its stream's output.
     let cipherScratch = ScratchBytes(capacity: 32 << 10)
     @exclusivity(unchecked) var random = MarkingRandom()
