@@ -63,6 +63,17 @@ public enum OptionParser {
             case "--turn": o.turn = try address(name, try value(name))
             case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
             case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
+            case "--turn-transport":
+                let v = try value(name)
+                guard let transport = TurnTransport(rawValue: v) else {
+                    throw LoadError("--turn-transport \(v): accepted: \(TurnTransport.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                o.turnTransport = transport
+            case "--tls-ca":
+                o.tlsCA = try value(name)
+                guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }
+            case "--turn-peer": o.turnPeer = try address(name, try value(name))
+            case "--turn-send-indications": o.turnSendIndications = true
             case "--drain": o.drain = try number(name, try value(name), 0...60)
             case "--turn-user":
                 let v = try value(name)
@@ -87,8 +98,14 @@ public enum OptionParser {
             guard o.target == nil, o.upstreamListen == nil, o.legs == nil else {
                 throw LoadError("--turn: not with --target/--upstream-listen/--legs (one mode per run)")
             }
+            if o.tlsCA != nil && o.turnTransport != .tls { throw LoadError("--tls-ca: only with --turn-transport tls") }
+            if o.turnPeer != nil && o.bidirectional {
+                throw LoadError("--turn-peer: not with --bidirectional (the echo peer sends every datagram back already)")
+            }
         } else if o.turnCredential != nil || o.turnLifetime != LoadOptions().turnLifetime || o.turnRefresh != nil {
             throw LoadError("--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn HOST:PORT")
+        } else if o.turnTransport != .udp || o.tlsCA != nil || o.turnPeer != nil || o.turnSendIndications {
+            throw LoadError("--turn-transport/--tls-ca/--turn-peer/--turn-send-indications: only with --turn HOST:PORT")
         } else if o.legs != nil {
             guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
         } else if o.target == nil {
