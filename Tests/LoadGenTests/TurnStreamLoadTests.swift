@@ -21,18 +21,9 @@ final class TurnStreamLoadTests: XCTestCase {
     private static let auth = ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"]
 
     private func run(_ server: String, _ transport: TurnTransport, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
-        var o = LoadOptions()
-        o.turn = server
+        var o = TurnRunFixture.options(server: server, credential: .user(name: "load", password: "pw"))
         o.turnTransport = transport
-        o.turnCredential = .user(name: "load", password: "pw")
-        o.streams = 4
         o.profile = .voice
-        o.seconds = 1
-        o.warmup = 0.2
-        o.progress = false
-        // A loaded machine may hold a datagram for a while: wait for it (the run ends as soon as
-        // everything sent has come back).
-        o.drain = 5
         configure(&o)
         return try LoadRun(options: o, log: { _ in }).run()
     }
