@@ -1,3 +1,4 @@
+import CLoadGen
 import CSSL
 import Glibc
 import Synchronization
