@@ -223,7 +223,10 @@ final class TurnConnection: @unchecked Sendable {
                 return false
             }
             reads += 1
-            if reads >= Self.readsPerTurn && (ssl == nil || SSL_pending(ssl) == 0) { return true }
+            if reads >= Self.readsPerTurn {
+                // Decrypted bytes the library holds are invisible to poll: read them now.
+                guard let ssl, output.withLock({ _ in SSL_pending(ssl) }) > 0 else { return true }
+            }
         }
     }
 
