@@ -43,9 +43,10 @@ let package = Package(
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
-        // codec; addresses come from NetAddress, never from the relay's I/O module.
+        // codec; addresses come from NetAddress, never from the relay's I/O module. Its TURN over
+        // TLS clients use libssl directly (CSSL), not the relay's TLS code.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "NetAddress", "SystemSupport", "STUN"]),
+        .target(name: "LoadGen", dependencies: ["CLoadGen", "CSSL", "NetAddress", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
             dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport", "TLS"]
@@ -68,7 +69,7 @@ let package = Package(
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "TestSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "NetAddress", "MallocCounter", "TestSupport"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.

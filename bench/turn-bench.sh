@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# TURN relay CPU per relayed datagram: coturn's turnserver and (once it has a TURN listener)
-# mediarelay, under the same uclient workload, interleaved over repeats. See bench/README.md.
+# TURN relay CPU per relayed datagram: coturn's turnserver and mediarelay, under the same
+# uclient workload, interleaved over repeats. See bench/README.md.
 #
-#   bench/turn-bench.sh [--target coturn|mediarelay|both] [--clients 200,2000] [--seconds 10]
-#                       [--repeats 3] [--driver uclient|load] [--out FILE]
+#   bench/turn-bench.sh [--target coturn|coturn-fast|mediarelay|both|all|LIST] [--clients 200,2000]
+#                       [--seconds 10] [--repeats 3] [--driver uclient|load] [--transport udp|tcp|tls]
+#                       [--coturn PATH] [--peers shared|each] [--out FILE]
 #
-# --driver load drives the same workload with `mediarelay-load --turn` instead of uclient.
-# Workload: N turnutils_uclient clients over UDP, each one allocation without RTCP (-c) sending
+# --transport: how the clients reach the server (uclient -t, -t -S; mediarelay-load
+# --turn-transport); the relayed side is UDP either way. --coturn PATH measures that turnserver
+# (bench/coturn-latest.sh builds one) in place of Debian's, as `coturn` (its defaults) and
+# `coturn-fast` (--multiplex-peer --udp-gso, which needs --peers each). --peers each: one uclient
+# per client, each to its own peer address. --driver load: mediarelay-load --turn instead of uclient.
+# Workload: N turnutils_uclient clients, each one allocation without RTCP (-c) sending
 # 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
 # A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
 # so datagrams = uclient's tot_send_msgs + tot_recv_msgs.
@@ -21,6 +26,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=coturn
+transport=udp
+coturn_path=""       # --coturn: a turnserver built from source, in place of Debian's
+peers=shared         # --peers each: a peer address per client (what coturn --multiplex-peer needs)
 clients_list=200,2000
 seconds=10
 repeats=3
@@ -34,7 +42,7 @@ mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by -
 load=${MEDIARELAY_LOAD:-.build/release/mediarelay-load}  # the client with --driver load
 driver=uclient
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
@@ -43,24 +51,71 @@ while [ $# -gt 0 ]; do
         --repeats) repeats=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --driver) driver=$2; shift 2 ;;
+        --transport) transport=$2; shift 2 ;;
+        --coturn) coturn_path=$2; shift 2 ;;
+        --peers) peers=$2; shift 2 ;;
         -h|--help) usage 0 ;;
         *) echo "turn-bench: unknown argument $1" >&2; usage 2 ;;
     esac
 done
-case "$target" in
-    coturn) targets=(coturn) ;;
-    mediarelay) targets=(mediarelay) ;;
-    both) targets=(coturn mediarelay) ;;
-    *) echo "turn-bench: --target is coturn, mediarelay or both, not $target" >&2; exit 2 ;;
+case "$transport" in
+    udp|tcp|tls) ;;
+    *) echo "turn-bench: --transport is udp, tcp or tls, not $transport" >&2; exit 2 ;;
 esac
+case "$peers" in
+    shared|each) ;;
+    *) echo "turn-bench: --peers is shared or each, not $peers" >&2; exit 2 ;;
+esac
+case "$target" in
+    both) targets=(coturn mediarelay); [ -z "$coturn_path" ] || targets=(coturn coturn-fast mediarelay) ;;
+    all) targets=(coturn coturn-fast mediarelay) ;;
+    *) IFS=, read -r -a targets <<< "$target" ;;
+esac
+for which in "${targets[@]}"; do
+    case "$which" in
+        coturn|mediarelay) ;;
+        coturn-fast) [ -n "$coturn_path" ] || { echo "turn-bench: coturn-fast is a coturn built from source: give --coturn PATH (bench/coturn-latest.sh)" >&2; exit 2; } ;;
+        *) echo "turn-bench: --target is coturn, coturn-fast, mediarelay, both, all or a comma list of them, not $which" >&2; exit 2 ;;
+    esac
+done
 case "$driver" in
     uclient) ;;
-    load) [ -x "$load" ] || { echo "turn-bench: $load is missing; build first: swift build -c release" >&2; exit 1; } ;;
+    load)
+        [ -x "$load" ] || { echo "turn-bench: $load is missing; build first: swift build -c release" >&2; exit 1; }
+        [ "$peers" = shared ] || { echo "turn-bench: --peers each needs --driver uclient (mediarelay-load's clients share one peer socket)" >&2; exit 2; }
+        ;;
     *) echo "turn-bench: --driver is uclient or load, not $driver" >&2; exit 2 ;;
 esac
-for tool in turnserver turnutils_uclient turnutils_peer socat; do
+for tool in turnserver turnutils_uclient turnutils_peer socat openssl; do
     command -v "$tool" >/dev/null || { echo "turn-bench: $tool is missing (make test-deps installs coturn and socat)" >&2; exit 1; }
 done
+turnserver=turnserver uclient=turnutils_uclient peer_tool=turnutils_peer
+if [ -n "$coturn_path" ]; then
+    [ -x "$coturn_path" ] || { echo "turn-bench: --coturn $coturn_path is not an executable (bench/coturn-latest.sh SRC builds one)" >&2; exit 1; }
+    turnserver=$coturn_path
+    # Its own tools when built beside it: the peer listens on many addresses at once and the
+    # client has --no-even-port, which --multiplex-peer needs.
+    built=$(dirname "$coturn_path")
+    [ -x "$built/turnutils_peer" ] && peer_tool=$built/turnutils_peer
+    [ "$peers" = each ] && [ -x "$built/turnutils_uclient" ] && uclient=$built/turnutils_uclient
+fi
+uclient=${UCLIENT:-$uclient}
+no_even_port=()
+uclient_help=$("$uclient" --help 2>&1 || true)  # it exits non-zero after its usage
+if [[ "$uclient_help" == *--no-even-port* ]]; then no_even_port=(--no-even-port); fi
+if [[ " ${targets[*]} " == *" coturn-fast "* ]]; then
+    # --multiplex-peer tells allocations apart by their peer's address and refuses EVEN-PORT,
+    # which Debian's 4.6.1 uclient asks for on about half its allocations.
+    if [ "$peers" != each ] || [ ${#no_even_port[@]} -eq 0 ]; then
+        echo "turn-bench: coturn-fast (--multiplex-peer) needs --peers each and a uclient with --no-even-port (the one built beside --coturn, or UCLIENT=PATH)" >&2
+        exit 2
+    fi
+fi
+case "$transport" in
+    udp) uclient_transport=() ;;
+    tcp) uclient_transport=(-t) ;;
+    tls) uclient_transport=(-t -S) ;;
+esac
 # Every allocation holds a relayed socket, and coturn a socket per client as well.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
@@ -74,19 +129,40 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {  # a UDP port nobody has bound on this host now
-    local port
+free_port() {  # a port nobody has bound on this host now, for UDP or TCP, with $1 (default 1) free in a row
+    local port count=${1:-1} i taken
     while :; do
         port=$((20000 + RANDOM % 10000))
-        [ -n "$(ss -Hunl "sport = :$port" 2>/dev/null)" ] || { echo "$port"; return; }
+        taken=""
+        for i in $(seq 0 $((count - 1))); do
+            [ -z "$(ss -Hunl "sport = :$((port + i))" 2>/dev/null)$(ss -Htnl "sport = :$((port + i))" 2>/dev/null)" ] || taken=1
+        done
+        [ -n "$taken" ] || { echo "$port"; return; }
     done
 }
 
-# Sends $2 (printf format) to 127.0.0.1:$1 until anything comes back, for at most 20 s.
-udp_answers() {
-    local port=$1 payload=$2 i
+# A certificate for the TLS listeners (self-signed: uclient and mediarelay-load check none).
+if [ "$transport" = tls ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=turn-bench \
+        -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+        -keyout "$workdir/server.key" -out "$workdir/server.pem" >/dev/null 2>&1 \
+        || { echo "turn-bench: openssl could not make a test certificate" >&2; exit 1; }
+fi
+
+tcp_accepts() {  # whether 127.0.0.1:$1 accepts a TCP connection within 20 s
+    local port=$1 i
     for i in $(seq 1 100); do
-        if printf "$payload" | socat -T 0.2 - "UDP:127.0.0.1:$port" 2>/dev/null | head -c 1 | grep -q .; then
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# Sends $2 (printf format) to ${3:-127.0.0.1}:$1 until anything comes back, for at most 20 s.
+udp_answers() {
+    local port=$1 payload=$2 host=${3:-127.0.0.1} i
+    for i in $(seq 1 100); do
+        if printf "$payload" | socat -T 0.2 - "UDP:$host:$port" 2>/dev/null | head -c 1 | grep -q .; then
             return 0
         fi
     done
@@ -110,16 +186,32 @@ proc_ticks() {  # utime and stime of process $1 in clock ticks (fields 14 and 15
 
 any_alive() { local pid; for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done; return 1; }
 
-# Starts the server under test on TURN port $2 with relayed ports $3-$4; sets server_pid.
+# Starts the server under test on TURN port $2 (UDP and TCP) and $3 (TLS), relayed ports $4-$5;
+# sets server_pid.
 start_server() {
-    local which=$1 port=$2 low=$3 high=$4
+    local which=$1 port=$2 tls_port=$3 low=$4 high=$5 flags
     case "$which" in
-        coturn)
-            turnserver -n --listening-ip 127.0.0.1 --listening-port "$port" --relay-ip 127.0.0.1 \
-                --allow-loopback-peers --no-cli --no-tls --no-dtls --min-port "$low" --max-port "$high" \
-                --lt-cred-mech --user "$user:$password" --realm "$realm" \
-                --log-file /dev/null --no-stdout-log --db "$workdir/turndb" --pidfile "$workdir/turnserver.pid" \
-                >/dev/null 2>&1 &
+        coturn|coturn-fast)
+            flags=(-n --listening-ip 127.0.0.1 --listening-port "$port" --relay-ip 127.0.0.1
+                --allow-loopback-peers --no-cli --no-dtls --min-port "$low" --max-port "$high"
+                --lt-cred-mech --user "$user:$password" --realm "$realm"
+                --log-file /dev/null --no-stdout-log --db "$workdir/turndb" --pidfile "$workdir/turnserver.pid")
+            if [ "$transport" = tls ]; then
+                flags+=(--tls-listening-port "$tls_port" --cert "$workdir/server.pem" --pkey "$workdir/server.key")
+            else
+                flags+=(--no-tls)
+            fi
+            if [ -n "$coturn_path" ]; then
+                # coturn 4.17 takes ChannelBind for 0x4000-0x4FFF only (RFC 8656); Debian's 4.6.1
+                # uclient picks up to 0x7FFF and fails with 400 without this.
+                flags+=(--rfc5766-channel-numbers)
+            fi
+            if [ "$which" = coturn-fast ]; then
+                # Its fastest UDP relaying: one shared relay socket per thread, recvmmsg in and
+                # sendmmsg (GSO where a batch allows) out. Its ports: two per relay thread.
+                flags+=(--multiplex-peer --udp-gso --multiplex-peer-port "$(free_port $((2 * $(nproc) + 2)))")
+            fi
+            "$turnserver" "${flags[@]}" >/dev/null 2>&1 &
             ;;
         mediarelay)
             # The slot for mediarelay's own TURN listener (issue 10): uclient is simply pointed
@@ -129,54 +221,90 @@ start_server() {
             [ -x "$mediarelay" ] || { echo "turn-bench: $mediarelay is missing; build first: swift build -c release" >&2; exit 1; }
             "$mediarelay" --http 127.0.0.1:0 --ports "$low-$high" --relay-address 127.0.0.1 \
                 --turn "127.0.0.1:$port" --turn-realm "$realm" --turn-user "$user:$password" \
-                --turn-allowed-peer 127.0.0.1/32 --turn-port-share 100 --turn-unauthenticated-rate 0 --log-level warning \
+                --turn-allowed-peer "$allowed_peers" --turn-port-share 100 --turn-unauthenticated-rate 0 --log-level warning \
+                $(mediarelay_stream_listeners "$port" "$tls_port") \
                 >/dev/null 2>"$workdir/mediarelay.log" &
             ;;
     esac
     server_pid=$!
 }
 
+# mediarelay's TURN over TCP and TLS listeners (issue 18: --turn-tcp, --turn-tls, --tls-cert,
+# --tls-key), kept apart here so that this line alone changes if the relay's options do. A
+# build without them refuses to start, and the target is reported as not measured.
+mediarelay_stream_listeners() {
+    local port=$1 tls_port=$2
+    case "$transport" in
+        tcp) echo "--turn-tcp 127.0.0.1:$port" ;;
+        tls) echo "--turn-tls 127.0.0.1:$tls_port --tls-cert $workdir/server.pem --tls-key $workdir/server.key" ;;
+    esac
+}
+
+# Where the clients' peers are: one address (127.0.0.1) for all, or one per client (--peers
+# each: 127.1.X.Y, which loopback answers for as for 127.0.0.1).
+peer_address() {  # of client $1 (0-based)
+    if [ "$peers" = each ]; then echo "127.1.$(($1 / 250)).$(($1 % 250 + 1))"; else echo 127.0.0.1; fi
+}
+if [ "$peers" = each ]; then allowed_peers=127.0.0.0/8; else allowed_peers=127.0.0.1/32; fi
+
 # One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost
 # errors user_us_per_datagram system_us_per_datagram" to results.
 measure() {
-    local which=$1 clients=$2 port low high server processes i n rest before after start end connected
+    local which=$1 clients=$2 port tls_port client_port low high server processes i n rest before after start end connected
     port=$(free_port)
+    tls_port=$(free_port)
+    if [ "$transport" = tls ]; then client_port=$tls_port; else client_port=$port; fi
     # Below the kernel's ephemeral range (32768-60999 by default), where thousands of uclient
     # sockets would take relay ports away from the server, and four ports per client: coturn
     # answered 508 "no available ports" to 2,000 clients with 2,500 ports.
     low=10000; high=$((low + 4 * clients + 1000)); [ "$high" -le 19999 ] || high=19999
-    start_server "$which" "$port" "$low" "$high"
+    start_server "$which" "$port" "$tls_port" "$low" "$high"
     server=$server_pid
-    if ! udp_answers "$port" "$stun_binding"; then
+    if ! udp_answers "$port" "$stun_binding" || { [ "$transport" != udp ] && ! tcp_accepts "$client_port"; }; then
         kill "$server" 2>/dev/null || true
         if [ "$which" = mediarelay ]; then
-            echo "turn-bench: mediarelay does not answer STUN on --turn yet (no TURN listener in this build); skipping it" >&2
+            echo "turn-bench: mediarelay does not answer TURN over $transport on 127.0.0.1:$client_port (a build without it, or it did not start); skipping it" >&2
             sed -n '1,3p' "$workdir/mediarelay.log" >&2 || true
             return 1
         fi
-        echo "turn-bench: $which did not answer STUN on 127.0.0.1:$port" >&2; exit 1
+        echo "turn-bench: $which did not answer TURN over $transport on 127.0.0.1:$client_port" >&2; exit 1
     fi
 
-    if [ "$driver" = load ]; then measure_load "$which" "$clients" "$port" "$server"; return; fi
-    processes=$(( (clients + per_process - 1) / per_process ))
-    local peer_pids=() client_pids=() logs=()
-    for i in $(seq 1 "$processes"); do
-        local peer_port
+    if [ "$driver" = load ]; then measure_load "$which" "$clients" "$client_port" "$server"; return; fi
+    # uclient connects its clients one after another: a process per 200 clients, each with its
+    # own turnutils_peer; with --peers each, a process per client and one peer listening on
+    # every client's address.
+    local per=$per_process
+    [ "$peers" = shared ] || per=1
+    processes=$(( (clients + per - 1) / per ))
+    local peer_pids=() client_pids=() logs=() peer_port listen=()
+    if [ "$peers" = each ]; then
         peer_port=$(free_port)
-        turnutils_peer -L 127.0.0.1 -p "$peer_port" >/dev/null 2>&1 &
+        for i in $(seq 0 $((clients - 1))); do listen+=(-L "$(peer_address "$i")"); done
+        "$peer_tool" "${listen[@]}" -p "$peer_port" >/dev/null 2>&1 &
         peer_pids+=($!)
-        echo "$peer_port" > "$workdir/peer-$i"
-        udp_answers "$peer_port" 'ping' || { echo "turn-bench: turnutils_peer did not echo on $peer_port" >&2; exit 1; }
-    done
+        for i in 0 $((clients - 1)); do
+            udp_answers "$peer_port" 'ping' "$(peer_address "$i")" || { echo "turn-bench: $peer_tool did not echo on $(peer_address "$i"):$peer_port" >&2; exit 1; }
+        done
+        for i in $(seq 1 "$processes"); do echo "$peer_port" > "$workdir/peer-$i"; done
+    else
+        for i in $(seq 1 "$processes"); do
+            peer_port=$(free_port)
+            "$peer_tool" -L 127.0.0.1 -p "$peer_port" >/dev/null 2>&1 &
+            peer_pids+=($!)
+            echo "$peer_port" > "$workdir/peer-$i"
+            udp_answers "$peer_port" 'ping' || { echo "turn-bench: turnutils_peer did not echo on $peer_port" >&2; exit 1; }
+        done
+    fi
 
     before=$(cpu_ns "$server")
     ticks_before=$(proc_ticks "$server")
     start=$(date +%s.%N)
     rest=$clients
     for i in $(seq 1 "$processes"); do
-        n=$(( rest < per_process ? rest : per_process )); rest=$((rest - n))
-        turnutils_uclient -c -m "$n" -n $((50 * seconds)) -l 160 -z 20 -u "$user" -w "$password" \
-            -p "$port" -e 127.0.0.1 -r "$(cat "$workdir/peer-$i")" 127.0.0.1 > "$workdir/uclient-$i.log" 2>&1 &
+        n=$(( rest < per ? rest : per )); rest=$((rest - n))
+        "$uclient" -c -m "$n" -n $((50 * seconds)) -l 160 -z 20 -u "$user" -w "$password" "${uclient_transport[@]}" "${no_even_port[@]}" \
+            -p "$client_port" -e "$(peer_address $((i - 1)))" -r "$(cat "$workdir/peer-$i")" 127.0.0.1 > "$workdir/uclient-$i.log" 2>&1 &
         client_pids+=($!)
         logs+=("$workdir/uclient-$i.log")
     done
@@ -238,7 +366,7 @@ measure_load() {
     # The generator measures the data phase only; the user/system proportion comes from the
     # whole run (set-up included), which is close enough for a split of the same total.
     ticks_before=$(proc_ticks "$server")
-    "$load" --turn "127.0.0.1:$port" --turn-user "$user:$password" --streams "$clients" --profile voice \
+    "$load" --turn "127.0.0.1:$port" --turn-transport "$transport" --turn-user "$user:$password" --streams "$clients" --profile voice \
         --bidirectional --seconds "$seconds" --relay-pid "$server" --json --no-progress \
         > "$json" 2> "$workdir/load.log" || true
     ticks_after=$(proc_ticks "$server" 2>/dev/null || echo "$ticks_before")
@@ -279,8 +407,14 @@ done
 [ -s "$workdir/results" ] || { echo "turn-bench: nothing measured" >&2; exit 1; }
 
 {
-    echo "TURN relay CPU per relayed datagram: $(nproc) CPUs, $(uname -r), coturn $(dpkg-query -W -f='${Version}' coturn 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats --driver $driver"
+    if [ -n "$coturn_path" ]; then
+        coturn_version="$("$coturn_path" --version 2>/dev/null | head -1) built from source ($coturn_path)"
+    else
+        coturn_version=$(dpkg-query -W -f='${Version}' coturn 2>/dev/null || echo '?')
+    fi
+    echo "TURN relay CPU per relayed datagram over $transport: $(nproc) CPUs, $(uname -r), coturn $coturn_version, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "Command: bench/turn-bench.sh --target $target --clients $clients_list --seconds $seconds --repeats $repeats --driver $driver --transport $transport --peers $peers${coturn_path:+ --coturn $coturn_path}"
+    if [ "$driver" = load ]; then echo "Clients: $load"; else echo "Clients: $uclient"; fi
     echo
     echo "| server | clients | offered datagrams/s | relay CPU us/datagram, median (min-max) | user us/datagram | system us/datagram | relayed/s (mean) | lost (worst) | client errors |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -40,20 +40,16 @@ public struct HTTPClient: Sendable {
     public func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [(String, String)] = []) throws(LoadError) -> HTTPResponse {
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         let what = "\(method) http://\(server)\(path)"
-        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let opened = SystemCall.outcome { Int(socket(Int32(server.family), type, 0)) }
-        guard case .done(let socketNumber) = opened else { throw LoadError("\(what): socket: \(errnoText(opened))") }
-        let fd = Int32(socketNumber)
+        let started: TCPConnect.Started
+        do { started = try TCPConnect.start(to: server) } catch {
+            let hint = error.call == "connect" ? "; is the relay running there?" : ""
+            throw LoadError("\(what): \(error.call): \(errnoText(error.code))\(hint)")
+        }
+        let fd = started.fd
         defer { SystemCall.close(fd) }
-        let connected = SystemCall.outcome { Int(server.withSockaddr { connect(fd, $0, $1) }) }
-        if connected != .done(0) {
-            guard connected == .failed(EINPROGRESS) else {
-                throw LoadError("\(what): connect: \(errnoText(connected)); is the relay running there?")
-            }
+        if !started.connected {
             try wait(fd, for: Int16(POLLOUT), until: deadline, what)
-            var soError: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            SystemCall.ignoringFailure { Int(getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)) }
+            let soError = TCPConnect.outcome(of: fd)
             guard soError == 0 else { throw LoadError("\(what): connect: \(errnoText(soError)); is the relay running there?") }
         }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(server)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"

@@ -16,11 +16,13 @@ Session mode (--relay): creates --streams sessions (POST /v1/sessions, 2 legs). 
 leg A and receives on the socket that latched leg B; all sessions are deleted at the end and on Ctrl-C.
 Forward-rule mode (--target): streams are clients sending to the rule's listen address; the generator
 plays the upstream on --upstream-listen, which must be the UPSTREAM of the server's --forward rule.
-TURN mode (--turn): --streams TURN clients, each with its own socket, allocate a UDP relayed address
-on the server (the realm comes from its 401), create a permission and bind channel 0x4000 to the
-generator's peer socket, then send ChannelData at the profile's rate; the peer socket receives (and with
---bidirectional sends back to every relayed address, arriving as ChannelData). Allocations are refreshed
-before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. A client answered 300 Try
+TURN mode (--turn): --streams TURN clients, each with its own socket (or its own TCP or TLS connection,
+--turn-transport), allocate a UDP relayed address on the server (the realm comes from its 401), create a
+permission and bind channel 0x4000 to the generator's peer socket, then send ChannelData (or Send indications)
+at the profile's rate; the peer socket receives (and with --bidirectional sends back to every relayed address,
+arriving as ChannelData). Over TCP and TLS a client that cannot connect stops the set-up with the reason; one
+whose connection is closed or reset during the run counts as a failed client in the report. Allocations are
+refreshed before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. A client answered 300 Try
 Alternate (a full or draining relay of a fleet) allocates at its ALTERNATE-SERVER instead, once; the report
 says how many were redirected. Relay CPU per datagram
 comes from --relay's /v1/stats (mediarelay) or from --relay-pid's /proc/PID/stat per datagram sent
@@ -48,12 +50,23 @@ Options (default in brackets):
                          frames with GSO would send it
   --target HOST:PORT     drive a forward rule: its listen address [none]
   --upstream-listen HOST:PORT  where the generator listens as the rule's upstream [required with --target]
-  --turn HOST:PORT       drive a TURN server (RFC 8656 over UDP): one client per stream [none]
+  --turn HOST:PORT       drive a TURN server (RFC 8656): one client per stream [none]
   --turn-user NAME:PASSWORD  TURN long-term credential (a static user) [required with --turn, or:]
   --turn-secret SECRET   TURN REST credentials (coturn's use-auth-secret): user EXPIRY:mediarelay-load
   --turn-lifetime S      allocation lifetime to request, 1...3600 s; refreshes follow what the server grants [600]
   --turn-refresh S       refresh allocations, permissions and channels every S seconds, 0.5...3000
                          [half the shortest of granted lifetime and 300 s, or a minute before it ends]
+  --turn-transport T     udp | tcp | tls [udp]: how the clients reach the server. tcp and tls: one connection
+                         per client (RFC 8656 section 3.1), STUN and ChannelData framed on it (ChannelData padded
+                         to 4); the relayed side stays UDP. tls offers ALPN stun.turn and, as coturn's uclient,
+                         does not check the server's certificate unless --tls-ca is given
+  --tls-ca FILE          tls: check the server's certificate against the CA certificates in FILE (PEM) and
+                         against the host named in --turn (DNS name or IP address)
+  --turn-peer HOST:PORT  send to this echo peer (e.g. coturn's turnutils_peer) instead of the generator's own
+                         peer socket: every datagram goes out and comes back to its client, latency is the round
+                         trip, and relay CPU per datagram counts both crossings; not with --bidirectional
+  --turn-send-indications  data as Send indications (Data indications back) instead of ChannelData; no channel
+                         is bound
   --drain S              keep receiving up to S seconds after the last send, for datagrams in flight,
                          0...60 (ends early once everything sent has arrived) [0.3]
   --legs FILE            sessions without a control API, listed in FILE one per line as their legs'

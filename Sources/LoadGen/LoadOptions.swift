@@ -26,6 +26,14 @@ public struct LoadOptions: Sendable, Equatable {
     public var turnLifetime: UInt32 = 600
     /// TURN mode: refresh every this many seconds instead of following the granted lifetimes.
     public var turnRefresh: Double?
+    /// TURN mode: UDP, or a TCP or TLS connection per client (`--turn-transport`).
+    public var turnTransport = TurnTransport.udp
+    /// TURN over TLS: verify the server's certificate against this CA file (`--tls-ca`).
+    public var tlsCA: String?
+    /// TURN mode: an echo peer's `HOST:PORT` in place of the generator's own peer socket (`--turn-peer`).
+    public var turnPeer: String?
+    /// TURN mode: data as Send indications instead of ChannelData (`--turn-send-indications`).
+    public var turnSendIndications = false
     /// Seconds the receiver keeps listening after the last send for datagrams still in
     /// flight (it stops earlier once everything sent has arrived).
     public var drain = 0.3

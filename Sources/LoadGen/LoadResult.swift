@@ -20,7 +20,8 @@ public struct LoadResult: Sendable {
     /// Latency quantiles in microseconds: p50, p90, p99, p99.9, max.
     public var latencyUs: [Double] = [0, 0, 0, 0, 0]
     public var jitterUs = 0.0
-    /// Fractions of received datagrams whose ECN / DSCP arrived as sent.
+    /// Fractions of received datagrams whose ECN / DSCP arrived as sent (of those whose marks
+    /// could be seen: not those that arrived on a TURN client's TCP or TLS connection).
     public var ecnKept = 0.0
     public var dscpKept = 0.0
     /// The TOS bytes datagrams arrived with and how many of each, most frequent first.
@@ -42,6 +43,17 @@ public struct LoadResult: Sendable {
     public var ceFraction = 0.0
     /// TURN mode: clients a 300 Try Alternate sent to another server (each followed once).
     public var turnRedirected = 0
+    /// TURN mode: how the clients reached the server.
+    public var turnTransport = TurnTransport.udp
+    /// TURN mode: the echo peer the data went to and came back from (`--turn-peer`).
+    public var turnEchoPeer: String?
+    /// TURN mode: whether the data went as Send indications rather than ChannelData.
+    public var turnSendIndications = false
+    /// TURN over TCP or TLS: clients whose connection failed during the run, and the first reason.
+    public var turnFailedClients = 0
+    public var turnFailure: String?
+    /// Datagrams received whose marks could not be seen (on a TURN client's stream).
+    public var receivedWithoutMarks: UInt64 = 0
 
     public init() {}
 
@@ -50,10 +62,11 @@ public struct LoadResult: Sendable {
 
     /// The /proc CPU per datagram the relay took in, in ns: per packets_in when the relay's
     /// stats are read, otherwise (a relay without /v1/stats, such as coturn) per datagram
-    /// the generator sent it, both directions counted. Nil without --relay-pid.
+    /// the generator sent it, both directions counted, and with an echo peer each echo too
+    /// (it crossed the relay once more). Nil without --relay-pid.
     public var relayProcCPUNsPerDatagram: Double? {
         guard let proc = relayProcCPUSeconds else { return nil }
-        let datagrams = relay?.packetsIn ?? Double(sent)
+        let datagrams = relay?.packetsIn ?? Double(sent + (turnEchoPeer == nil ? 0 : received))
         return datagrams > 0 ? proc * 1e9 / datagrams : .nan
     }
 
@@ -66,9 +79,11 @@ public struct LoadResult: Sendable {
         let h = s.latency
         latencyUs = [0.5, 0.9, 0.99, 0.999, 1.0].map { Double(h.quantile($0)) / 1000 }
         jitterUs = s.meanJitterNs / 1000
-        ecnKept = s.received == 0 ? 0 : Double(s.ecnKept) / Double(s.received)
-        dscpKept = s.received == 0 ? 0 : Double(s.dscpKept) / Double(s.received)
-        ceFraction = s.received == 0 ? 0 : Double(s.tosCounts.indices.filter { $0 & 3 == 3 }.reduce(0) { $0 + s.tosCounts[$1] }) / Double(s.received)
+        receivedWithoutMarks = s.unmarked
+        let marked = Double(s.marked)
+        ecnKept = marked == 0 ? 0 : Double(s.ecnKept) / marked
+        dscpKept = marked == 0 ? 0 : Double(s.dscpKept) / marked
+        ceFraction = marked == 0 ? 0 : Double(s.tosCounts.indices.filter { $0 & 3 == 3 }.reduce(0) { $0 + s.tosCounts[$1] }) / marked
         tosSeen = s.tosCounts.indices.filter { s.tosCounts[$0] > 0 }
             .map { (UInt8($0), s.tosCounts[$0]) }.sorted { $0.count > $1.count }
     }
@@ -114,6 +129,12 @@ public struct LoadResult: Sendable {
             ("turn_failed_refreshes", .integer(Int64(turnFailedRefreshes))),
             ("turn_redirected", .integer(Int64(turnRedirected))),
             ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
+            ("turn_transport", turnServer == nil ? .null : .string(turnTransport.rawValue)),
+            ("turn_peer", turnEchoPeer.map { .string($0) } ?? .null),
+            ("turn_send_indications", .bool(turnSendIndications)),
+            ("turn_failed_clients", .integer(Int64(turnFailedClients))),
+            ("turn_failure", turnFailure.map { .string($0) } ?? .null),
+            ("received_without_marks", i(receivedWithoutMarks)),
             ("relay_syscalls_per_packet", n(relay?.syscallsPerPacket)),
         ])
     }

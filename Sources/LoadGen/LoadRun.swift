@@ -1,5 +1,6 @@
 import SystemSupport
 import Foundation
+import NetAddress
 import Glibc
 import Synchronization
 
@@ -47,9 +48,16 @@ public struct LoadRun: Sendable {
         }
         var setup: RunSetup
         if let server = options.turn, let credential = options.turnCredential {
+            var settings = TurnClientSettings()
+            settings.transport = options.turnTransport
+            settings.host = Endpoint.split(server).map { String($0.host) }
+            settings.tlsCA = options.tlsCA
+            settings.echoPeer = try options.turnPeer.map { peer throws(LoadError) in try SocketAddress(hostPort: peer) }
+            settings.sendIndications = options.turnSendIndications
+            settings.maxDatagram = shape.maxSize
             let clients = try TurnClients(server: SocketAddress(hostPort: server), count: options.streams,
                                           credential: credential, lifetime: options.turnLifetime, refreshSeconds: options.turnRefresh,
-                                          tos: shape.tos, runSeconds: options.seconds)
+                                          tos: shape.tos, runSeconds: options.seconds, settings: settings)
             turn = clients
             let allocating = MonotonicClock.now()
             try clients.allocate(log: log)
@@ -100,9 +108,10 @@ public struct LoadRun: Sendable {
         let feedback = congestion == .none ? nil : StreamFeedback(streams: setup.streamCount)
         let reactive = feedback.map { ReactiveSender(flows: setup.flows, shape: shape, control: congestion, feedback: $0, start: start, end: end) }
         let inbox = ControlInbox()
-        let receiver = TrafficReceiver(sockets: setup.receivingSockets, streams: setup.streamCount,
-                                       latencyFrom: start + UInt64(options.warmup * 1e9), maxDatagram: shape.maxSize,
-                                       turnClients: Set(turn?.clients.map(\.socket.fd) ?? []), inbox: inbox, feedback: feedback)
+        let turnSockets = turn?.clients.compactMap { client -> Int32? in client.connection == nil ? client.fd : nil } ?? []
+        let receiver = TrafficReceiver(sockets: setup.receivingSockets, connections: setup.receivingConnections,
+                                       streams: setup.streamCount, latencyFrom: start + UInt64(options.warmup * 1e9),
+                                       maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback)
         // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
         let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
@@ -152,6 +161,13 @@ public struct LoadRun: Sendable {
             result.turnRefreshes = turn.refreshes
             result.turnFailedRefreshes = turn.failedRefreshes
             result.turnRedirected = turn.redirected
+            result.turnTransport = options.turnTransport
+            result.turnEchoPeer = options.turnPeer
+            result.turnSendIndications = options.turnSendIndications
+            let failed = turn.failed
+            result.turnFailedClients = failed.count
+            result.turnFailure = failed.first
+            if let first = failed.first { log("\(failed.count) TURN clients' connections failed during the run; the first: \(first)") }
         }
         if interruptRequested.load(ordering: .relaxed) { log("interrupted: cleaning up") }
         return result

@@ -25,12 +25,7 @@ public enum OptionParser {
             case "--rate": o.rate = try number(name, try value(name), 1...10_000_000); rateGiven = true
             case "--size": o.size = try integer(name, try value(name), PayloadHeader.size...9000); sizeGiven = true
             case "--seconds": o.seconds = try number(name, try value(name), 0.1...3600)
-            case "--profile":
-                let v = try value(name)
-                guard let p = TrafficProfile(rawValue: v) else {
-                    throw LoadError("--profile \(v): accepted: constant, voice, game, video")
-                }
-                o.profile = p
+            case "--profile": o.profile = try choice(name, try value(name))
             case "--tos": o.tos = UInt8(try integer(name, try value(name), 0...255))
             case "--bitrate": o.bitrate = try integer(name, try value(name), 8000...1_000_000_000)
             case "--bidirectional": o.bidirectional = true
@@ -47,12 +42,7 @@ public enum OptionParser {
             case "--warmup": o.warmup = try number(name, try value(name), 0...60)
             case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
             case "--no-progress": o.progress = false
-            case "--congestion-control":
-                let v = try value(name)
-                guard let control = CongestionControl(rawValue: v) else {
-                    throw LoadError("--congestion-control \(v): accepted: \(CongestionControl.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                o.congestionControl = control
+            case "--congestion-control": o.congestionControl = try choice(name, try value(name))
             case "--session":
                 let v = try value(name)
                 guard let object = (try? JSONSerialization.jsonObject(with: Data(v.utf8))) as? [String: Any] else {
@@ -63,6 +53,12 @@ public enum OptionParser {
             case "--turn": o.turn = try address(name, try value(name))
             case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
             case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
+            case "--turn-transport": o.turnTransport = try choice(name, try value(name))
+            case "--tls-ca":
+                o.tlsCA = try value(name)
+                guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }
+            case "--turn-peer": o.turnPeer = try address(name, try value(name))
+            case "--turn-send-indications": o.turnSendIndications = true
             case "--drain": o.drain = try number(name, try value(name), 0...60)
             case "--turn-user":
                 let v = try value(name)
@@ -87,8 +83,14 @@ public enum OptionParser {
             guard o.target == nil, o.upstreamListen == nil, o.legs == nil else {
                 throw LoadError("--turn: not with --target/--upstream-listen/--legs (one mode per run)")
             }
+            if o.tlsCA != nil && o.turnTransport != .tls { throw LoadError("--tls-ca: only with --turn-transport tls") }
+            if o.turnPeer != nil && o.bidirectional {
+                throw LoadError("--turn-peer: not with --bidirectional (the echo peer sends every datagram back already)")
+            }
         } else if o.turnCredential != nil || o.turnLifetime != LoadOptions().turnLifetime || o.turnRefresh != nil {
             throw LoadError("--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn HOST:PORT")
+        } else if o.turnTransport != .udp || o.tlsCA != nil || o.turnPeer != nil || o.turnSendIndications {
+            throw LoadError("--turn-transport/--tls-ca/--turn-peer/--turn-send-indications: only with --turn HOST:PORT")
         } else if o.legs != nil {
             guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
         } else if o.target == nil {
@@ -167,6 +169,15 @@ public enum OptionParser {
         let items = text.split(separator: ",").map(String.init)
         guard !items.isEmpty else { throw LoadError("\(name): expected a comma-separated list") }
         return items
+    }
+
+    /// One of an option's named values, or an error listing them all.
+    static func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ text: String) throws(LoadError) -> Choice
+    where Choice.RawValue == String {
+        guard let value = Choice(rawValue: text) else {
+            throw LoadError("\(name) \(text): accepted: \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
     }
 
     static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {

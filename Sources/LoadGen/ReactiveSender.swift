@@ -38,7 +38,7 @@ public struct ReactiveSender: Sendable {
         var sequences = [UInt64](repeating: 0, count: count)
         var rateSum = [Double](repeating: 0, count: count)
         var windows = 0
-        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize + SendBatch.channelHeaderSize)
+        let outlet = FlowOutlet(flows: flows, maxSize: shape.maxSize)
         MonotonicClock.sleep(until: start)
         var last = start
         var nextWindow = start + Self.window
@@ -66,20 +66,19 @@ public struct ReactiveSender: Sendable {
                 credit[f] = min(credit[f] + controllers[f].rate * elapsed, controllers[f].rate * 0.02 + 1)
                 let n = Int(credit[f])
                 credit[f] -= Double(n)
-                let flow = flows[f]
+                let stream = flows[f].stream
                 for _ in 0..<n {
-                    if batch.count > 0 && (batch.fd != flow.socket.fd || batch.isFull) { sent += batch.flush() }
                     let sequence = sequences[f]
                     sequences[f] = sequence + 1
-                    let header = PayloadHeader(stream: flow.stream, sequence: sequence, sendTime: now, tos: shape.tos)
-                    batch.append(fd: flow.socket.fd, to: flow.destination, header: header,
-                                 size: shape.size(stream: flow.stream, sequence: sequence), channel: flow.channel)
+                    let header = PayloadHeader(stream: stream, sequence: sequence, sendTime: now, tos: shape.tos)
+                    sent += outlet.send(f, header: header, size: shape.size(stream: stream, sequence: sequence))
                 }
             }
-            if batch.count > 0 { sent += batch.flush() }
+            sent += outlet.flush()
             signals.sent.add(UInt64(sent), ordering: .relaxed)
             MonotonicClock.sleep(until: min(now + TrafficSender.wakeInterval, end))
         }
+        outlet.finish()
         return rateSum.map { windows == 0 ? offered : $0 / Double(windows) }
     }
 }

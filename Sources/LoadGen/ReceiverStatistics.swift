@@ -10,6 +10,9 @@ public struct ReceiverStatistics: Sendable {
     /// Datagrams received, duplicates included.
     public private(set) var received: UInt64 = 0
     public private(set) var bytes: UInt64 = 0
+    /// Datagrams that arrived on a TURN client's TCP or TLS connection, duplicates included:
+    /// a stream carries no datagram's marks, so they count for nothing about ECN and DSCP.
+    public private(set) var unmarked: UInt64 = 0
     public private(set) var ecnKept: UInt64 = 0
     public private(set) var dscpKept: UInt64 = 0
     /// Datagrams received with each TOS byte (index): the marks as they arrived, whatever was sent.
@@ -32,9 +35,13 @@ public struct ReceiverStatistics: Sendable {
     /// Counts a datagram that carried no header of ours.
     public mutating func recordForeign() { foreign += 1 }
 
-    /// Records one datagram carrying `header`, received at `now` with TOS byte `tos`.
+    /// Datagrams whose marks were seen: those the ECN and DSCP figures are about.
+    public var marked: UInt64 { received - unmarked }
+
+    /// Records one datagram carrying `header`, received at `now` with TOS byte `tos`, or with
+    /// no marks to see (`marksSeen` false: it came on a stream).
     @inline(__always)
-    public mutating func record(_ header: PayloadHeader, length: Int, tos: UInt8, now: UInt64) {
+    public mutating func record(_ header: PayloadHeader, length: Int, tos: UInt8, marksSeen: Bool = true, now: UInt64) {
         let s = Int(header.stream)
         guard header.sequence != PayloadHeader.latchSequence else {
             latching += 1
@@ -46,9 +53,13 @@ public struct ReceiverStatistics: Sendable {
         }
         received += 1
         bytes += UInt64(length)
-        tosCounts[Int(tos)] += 1
-        if tos & 3 == header.tos & 3 { ecnKept += 1 }
-        if tos >> 2 == header.tos >> 2 { dscpKept += 1 }
+        if marksSeen {
+            tosCounts[Int(tos)] += 1
+            if tos & 3 == header.tos & 3 { ecnKept += 1 }
+            if tos >> 2 == header.tos >> 2 { dscpKept += 1 }
+        } else {
+            unmarked += 1
+        }
         if windows[s].record(header.sequence) == .duplicate { return }
         // RFC 3550 section 6.4.1: J += (|D| - J) / 16 with D the change in transit time. The clocks
         // are the same, so transit is the one-way delay itself.

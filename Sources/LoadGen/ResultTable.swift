@@ -19,8 +19,13 @@ public enum ResultTable {
         }
         if let server = r.turnServer {
             let redirected = r.turnRedirected > 0 ? " (\(r.turnRedirected) redirected to an alternate by 300)" : ""
-            rows.append(("TURN", "\(r.streams) allocations on \(server)\(redirected), ChannelData on channel 0x4000; "
-                             + "\(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
+            let data = r.turnSendIndications ? "Send indications" : "ChannelData on channel 0x4000"
+            let peer = r.turnEchoPeer.map { " to echo peer \($0)" } ?? ""
+            rows.append(("TURN", "\(r.streams) allocations on \(server) over \(r.turnTransport.rawValue.uppercased())\(redirected), "
+                             + "\(data)\(peer); \(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
+            if r.turnFailedClients > 0 {
+                rows.append(("TURN failed", "\(r.turnFailedClients) clients' connections failed; the first: \(r.turnFailure ?? "?")"))
+            }
         }
         rows += [
             ("sent", "\(r.sent)"),
@@ -30,7 +35,8 @@ public enum ResultTable {
             ("duplicated", "\(r.duplicated)"),
             ("latency us", "p50 \(f(r.latencyUs[0]))  p90 \(f(r.latencyUs[1]))  p99 \(f(r.latencyUs[2]))  p99.9 \(f(r.latencyUs[3]))  max \(f(r.latencyUs[4]))  (after \(f(r.warmupSeconds, 2)) s warm-up)"),
             ("jitter us", f(r.jitterUs)),
-            ("ECN kept", "\(f(r.ecnKept * 100, 2)) %"),
+            ("ECN kept", "\(f(r.ecnKept * 100, 2)) %" + (r.receivedWithoutMarks > 0
+                ? " (of those whose marks could be seen; \(r.receivedWithoutMarks) came on TCP/TLS, which carries none)" : "")),
             ("DSCP kept", "\(f(r.dscpKept * 100, 2)) %"),
             ("CE marked", "\(f(r.ceFraction * 100, 2)) % of received"),
             ("marks seen", r.tosSeen.prefix(4).map { seen in

@@ -7,12 +7,14 @@ import Glibc
 struct RunSetup: Sendable {
     var flows: [Flow]
     var receivingSockets: [UDPSocket]
+    /// TURN clients' TCP and TLS connections, read by the receiver as well.
+    var receivingConnections: [TurnConnection] = []
     var streamCount: Int
     /// Datagrams that make the relay latch, in the order they must go out; each is sent as a
     /// latching datagram (sequence `latchSequence`) carrying the given stream id.
     var latchPlan: [[Flow]]
-    /// The socket whose arrivals prove that streams latched, with how many are expected.
-    var latchWitness: UDPSocket
+    /// Where arrivals prove that streams latched.
+    var latchWitness: LatchWitness
     var streams: Int
     /// Forward-rule mode learns the reverse flows' destinations from the latching datagrams.
     var learnReverse: UDPSocket?
@@ -36,7 +38,7 @@ struct RunSetup: Sendable {
             // Leg B first, so leg A's first datagram has somewhere to go; then B again in case
             // the first went missing.
             latchPlan: [reverse, forward, reverse],
-            latchWitness: receiver, streams: n, learnReverse: nil)
+            latchWitness: .socket(receiver), streams: n, learnReverse: nil)
     }
 
     /// Forward-rule mode: one client socket per stream (the rule keys clients by source
@@ -52,68 +54,92 @@ struct RunSetup: Sendable {
             receivingSockets: bidirectional ? [upstreamSocket] + clients : [upstreamSocket],
             streamCount: bidirectional ? 2 * n : n,
             latchPlan: [forward],
-            latchWitness: upstreamSocket, streams: n,
+            latchWitness: .socket(upstreamSocket), streams: n,
             learnReverse: bidirectional ? upstreamSocket : nil)
     }
 
-    /// TURN mode: each client sends ChannelData from its own socket to the server, which
-    /// relays it to the peer socket; the reverse streams go from the peer socket to each
-    /// relayed address. Nothing needs latching, but the latching datagrams prove every
-    /// allocation carries traffic before the measurement starts.
+    /// TURN mode: each client sends ChannelData (or Send indications) from its own socket or
+    /// connection to the server, which relays it to the peer; the reverse streams go from the
+    /// peer socket to each relayed address. With an echo peer the forward datagrams come back
+    /// to the clients instead, and there are no reverse streams. Nothing needs latching, but
+    /// the latching datagrams prove every allocation carries traffic before the measurement
+    /// starts.
     static func turn(_ turn: TurnClients, bidirectional: Bool) -> RunSetup {
         let n = turn.clients.count
-        let forward = turn.clients.enumerated().map {
+        let framing = turn.framing
+        let forward = turn.clients.enumerated().map { i, client in
+            switch client.link {
             // The client's own server: a 300 may have sent it to an alternate.
-            Flow(socket: $0.element.socket, destination: $0.element.server, stream: UInt32($0.offset), channel: TurnClients.channel)
+            case .datagram(let socket): Flow(route: .datagram(socket, client.server), stream: UInt32(i), framing: framing)
+            case .stream(let connection): Flow(route: .stream(connection), stream: UInt32(i), framing: framing)
+            }
         }
-        let reverse = turn.clients.enumerated().compactMap { i, client in
-            client.relayed.map { Flow(socket: turn.peer, destination: $0, stream: UInt32(n + i)) }
+        var reverse: [Flow] = []
+        if bidirectional, let peer = turn.peer {
+            reverse = turn.clients.enumerated().compactMap { i, client in
+                client.relayed.map { Flow(socket: peer, destination: $0, stream: UInt32(n + i)) }
+            }
         }
         return RunSetup(
-            flows: bidirectional ? forward + reverse : forward,
+            flows: forward + reverse,
             // The client sockets are read even one way: the answers to refreshes arrive there.
-            receivingSockets: [turn.peer] + turn.clients.map(\.socket),
-            streamCount: bidirectional ? 2 * n : n,
+            receivingSockets: (turn.peer.map { [$0] } ?? []) + turn.clients.compactMap { client in
+                if case .datagram(let socket) = client.link { return socket }
+                return nil
+            },
+            receivingConnections: turn.clients.compactMap(\.connection),
+            streamCount: reverse.isEmpty ? n : 2 * n,
             latchPlan: [forward],
-            latchWitness: turn.peer, streams: n, learnReverse: nil)
+            latchWitness: turn.peer.map { .socket($0) } ?? .turnClients(turn.clients.map(\.link)),
+            streams: n, learnReverse: nil)
     }
 
     /// Sends the latching datagrams and waits (at most 2 s) until every forward stream has
-    /// proved it latched by arriving at the witness socket. Returns how many did.
+    /// proved it latched by arriving at the witness. Returns how many did.
     mutating func latch(log: @Sendable (String) -> Void) throws(LoadError) -> Int {
-        let sendBatch = SendBatch(capacity: 256, bufferSize: PayloadHeader.size + SendBatch.channelHeaderSize)
         let receiveBatch = ReceiveBatch(capacity: 64, bufferSize: 2048)
         var seen = [Bool](repeating: false, count: streams)
         var sources = [SocketAddress?](repeating: nil, count: streams)
         var seenCount = 0
+        func witnessed(_ payload: UnsafeRawPointer, _ length: Int, source: SocketAddress?) {
+            guard let h = PayloadHeader.decode(payload, length: length),
+                  h.sequence == PayloadHeader.latchSequence, Int(h.stream) < streams, !seen[Int(h.stream)]
+            else { return }
+            seen[Int(h.stream)] = true
+            sources[Int(h.stream)] = source
+            seenCount += 1
+        }
         func drain() {
-            while true {
-                let n = receiveBatch.receive(from: latchWitness.fd)
-                if n == 0 { return }
-                for i in 0..<n {
-                    guard let h = PayloadHeader.decode(receiveBatch.payload(i), length: receiveBatch.length(i)),
-                          h.sequence == PayloadHeader.latchSequence, Int(h.stream) < streams, !seen[Int(h.stream)]
-                    else { continue }
-                    seen[Int(h.stream)] = true
-                    sources[Int(h.stream)] = receiveBatch.source(i)
-                    seenCount += 1
+            switch latchWitness {
+            case .socket(let socket):
+                while true {
+                    let n = receiveBatch.receive(from: socket.fd)
+                    if n == 0 { return }
+                    for i in 0..<n { witnessed(receiveBatch.payload(i), receiveBatch.length(i), source: receiveBatch.source(i)) }
+                }
+            case .turnClients(let links):
+                for link in links {
+                    link.readArrivals(batch: receiveBatch) { arrival, _ in
+                        if case .data(let bytes) = arrival, let base = bytes.baseAddress { witnessed(base, bytes.count, source: nil) }
+                    }
                 }
             }
         }
         for group in latchPlan {
-            for flow in group {
-                if sendBatch.count > 0 && (sendBatch.fd != flow.socket.fd || sendBatch.isFull) { sendBatch.flush() }
+            let outlet = FlowOutlet(flows: group, maxSize: PayloadHeader.size)
+            for (f, flow) in group.enumerated() {
                 let header = PayloadHeader(stream: flow.stream, sequence: PayloadHeader.latchSequence, sendTime: MonotonicClock.now(), tos: 0)
-                sendBatch.append(fd: flow.socket.fd, to: flow.destination, header: header, size: PayloadHeader.size, channel: flow.channel)
+                _ = outlet.send(f, header: header, size: PayloadHeader.size)
             }
-            if sendBatch.count > 0 { sendBatch.flush() }
+            _ = outlet.flush()
+            outlet.finish()
             MonotonicClock.sleep(until: MonotonicClock.now() + 20_000_000)
             drain()
         }
         let deadline = MonotonicClock.now() + 2_000_000_000
         while seenCount < streams, MonotonicClock.now() < deadline {
-            var p = pollfd(fd: latchWitness.fd, events: Int16(POLLIN), revents: 0)
-            SystemCall.ignoringFailure { Int(poll(&p, 1, 10)) }
+            var polls = latchWitness.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            SystemCall.ignoringFailure { Int(poll(&polls, nfds_t(polls.count), 10)) }
             drain()
         }
         if seenCount < streams {
@@ -126,5 +152,19 @@ struct RunSetup: Sendable {
             }
         }
         return seenCount
+    }
+}
+
+/// Where a run's latching datagrams arrive: one socket (the receiver, the upstream, TURN's own
+/// peer socket), or the TURN clients themselves when an echo peer sends everything back.
+enum LatchWitness: Sendable {
+    case socket(UDPSocket)
+    case turnClients([TurnLink])
+
+    var fds: [Int32] {
+        switch self {
+        case .socket(let socket): [socket.fd]
+        case .turnClients(let links): links.map(\.fd)
+        }
     }
 }

@@ -77,17 +77,15 @@ final class SendBatch {
 
     var isFull: Bool { count == capacity }
 
-    /// Room a ChannelData header takes in front of the payload (size buffers with it).
-    static let channelHeaderSize = ChannelData.headerSize
-
     /// Adds one datagram of `size` bytes (clamped to the buffer) starting with `header`; with a
-    /// `channel`, framed as TURN ChannelData (4 more bytes in front, RFC 8656 section 12.4).
-    /// The caller flushes first when the batch is full or bound for another socket.
+    /// TURN `framing`, as ChannelData (RFC 8656 section 12.4) or a Send indication (11.3). Size
+    /// the buffers with `TurnFraming.maxOverhead` for that. The caller flushes first when the
+    /// batch is full or bound for another socket.
     @inline(__always)
-    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int, channel: UInt16 = 0) {
+    func append(fd: Int32, to destination: SocketAddress, header: PayloadHeader, size: Int, framing: TurnFraming = .none) {
         precondition(count < capacity && (count == 0 || fd == self.fd), "flush before switching sockets")
-        // ChannelData is not cut into GSO segments: each datagram needs its own frame header.
-        if segmentsPerMessage > 1, channel == 0, count > 0, size == bufferSize, segments[count - 1] < segmentsPerMessage,
+        // TURN framing is not cut into GSO segments: each datagram needs its own.
+        if segmentsPerMessage > 1, framing.isNone, count > 0, size == bufferSize, segments[count - 1] < segmentsPerMessage,
            iovecs[count - 1].iov_len == segments[count - 1] * bufferSize, sameDestination(count - 1, destination) {
             // The next segment of the last message (the rest of a video frame).
             header.encode(into: iovecs[count - 1].iov_base + iovecs[count - 1].iov_len)
@@ -97,13 +95,14 @@ final class SendBatch {
         }
         self.fd = fd
         let buffer = iovecs[count].iov_base!
-        let framing = channel == 0 ? 0 : ChannelData.headerSize
-        let payload = min(max(size, PayloadHeader.size), bufferSize - framing)
-        if framing > 0 {
-            ChannelData.writeHeader(channel: channel, length: payload, to: UnsafeMutableRawBufferPointer(start: buffer, count: framing), at: 0)
+        let front = framing.headerSize
+        var payload = min(max(size, PayloadHeader.size), bufferSize - front)
+        if !framing.isNone {
+            payload = min(payload, bufferSize - front - framing.padding(payload, stream: false))
+            framing.write(into: buffer, payload: payload, stream: false)
         }
-        header.encode(into: buffer + framing)
-        iovecs[count].iov_len = framing + payload
+        header.encode(into: buffer + front)
+        iovecs[count].iov_len = front + payload + framing.padding(payload, stream: false)
         names[count] = destination.storage
         messages[count].msg_hdr.msg_namelen = destination.length
         segments[count] = 1

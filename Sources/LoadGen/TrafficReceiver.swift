@@ -5,10 +5,14 @@ import STUN
 /// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
 /// recvmmsg until each is empty, recording every datagram into `ReceiverStatistics`.
 ///
-/// TURN client sockets (`turnClients`) receive ChannelData, whose 4-byte header is skipped,
-/// and the server's answers to refreshes, which go to `inbox` for the main thread.
+/// TURN client sockets (`turnClients`) and connections (`connections`, TCP and TLS) receive
+/// ChannelData and Data indications, whose framing is skipped, and the server's answers to
+/// refreshes, which go to `inbox` for the main thread. A datagram that arrives on a stream has
+/// no marks of its own to report: it counts as received without marks. A connection that
+/// fails is no longer polled; its client counts as failed (`TurnConnection.failure`).
 public struct TrafficReceiver: Sendable {
     public let sockets: [UDPSocket]
+    let connections: [TurnConnection]
     public let streams: Int
     public let latencyFrom: UInt64
     public let bufferSize: Int
@@ -19,8 +23,15 @@ public struct TrafficReceiver: Sendable {
 
     public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
                 turnClients: Set<Int32> = [], inbox: ControlInbox? = nil, feedback: StreamFeedback? = nil) {
+        self.init(sockets: sockets, connections: [], streams: streams, latencyFrom: latencyFrom, maxDatagram: maxDatagram,
+                  turnClients: turnClients, inbox: inbox, feedback: feedback)
+    }
+
+    init(sockets: [UDPSocket], connections: [TurnConnection], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
+         turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?) {
         self.feedback = feedback
         self.sockets = sockets
+        self.connections = connections
         self.streams = streams
         self.latencyFrom = latencyFrom
         self.turnClients = turnClients
@@ -36,7 +47,22 @@ public struct TrafficReceiver: Sendable {
         var nextSecond = MonotonicClock.now() + 1_000_000_000
         let batch = ReceiveBatch(capacity: 64, bufferSize: bufferSize)
         var polls = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            + connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var stopSeenAt: UInt64 = 0
+        /// One datagram of ours, or a foreign one; `tos` nil when it came on a stream.
+        func record(_ payload: UnsafeRawPointer, _ length: Int, tos: UInt8?, now: UInt64) {
+            guard let header = PayloadHeader.decode(payload, length: length) else {
+                statistics.recordForeign()
+                return
+            }
+            statistics.record(header, length: length, tos: tos ?? 0, marksSeen: tos != nil, now: now)
+            if let feedback, header.sequence != PayloadHeader.latchSequence {
+                feedback.record(stream: Int(header.stream), sequence: header.sequence, marked: (tos ?? 0) & 3 == 3)
+            }
+            if header.sequence != PayloadHeader.latchSequence, now > header.sendTime {
+                interval.record(now - header.sendTime)
+            }
+        }
         while true {
             var ready = 0
             if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), 5)) }) { ready = count }
@@ -44,6 +70,22 @@ public struct TrafficReceiver: Sendable {
             if ready > 0 {
                 for p in polls.indices where polls[p].revents != 0 {
                     let fd = polls[p].fd
+                    if p >= sockets.count {
+                        var data: UInt64 = 0
+                        let alive = connections[p - sockets.count].receive { frame in
+                            switch TurnArrival.of(frame: frame) {
+                            case .data(let bytes):
+                                record(bytes.baseAddress!, bytes.count, tos: nil, now: afterPoll)
+                                data += 1
+                            case .control: if case .stun(let bytes) = frame { inbox?.put(fd: fd, bytes) }
+                            case .malformed: statistics.recordForeign()
+                            }
+                        }
+                        signals.received.add(data, ordering: .relaxed)
+                        // poll skips negative descriptors: a failed connection stays quiet.
+                        if !alive { polls[p].fd = -1 }
+                        continue
+                    }
                     let turn = turnClients.contains(fd)
                     while true {
                         let n = batch.receive(from: fd)
@@ -55,29 +97,20 @@ public struct TrafficReceiver: Sendable {
                             var payload = batch.payload(i), length = batch.length(i)
                             if turn {
                                 let bytes = UnsafeRawBufferPointer(start: payload, count: length)
-                                if length > 0, !ChannelData.isChannelData(payload.load(as: UInt8.self)) {
+                                switch TurnArrival.of(datagram: bytes) {
+                                case .data(let data):
+                                    payload = data.baseAddress!
+                                    length = data.count
+                                case .control:
                                     inbox?.put(fd: fd, bytes)
                                     control += 1
                                     continue
-                                }
-                                guard let frame = ChannelData.parse(bytes) else {
+                                case .malformed:
                                     statistics.recordForeign()
                                     continue
                                 }
-                                payload += ChannelData.headerSize
-                                length = frame.length
                             }
-                            guard let header = PayloadHeader.decode(payload, length: length) else {
-                                statistics.recordForeign()
-                                continue
-                            }
-                            statistics.record(header, length: length, tos: batch.tos(i), now: now)
-                            if let feedback, header.sequence != PayloadHeader.latchSequence {
-                                feedback.record(stream: Int(header.stream), sequence: header.sequence, marked: batch.tos(i) & 3 == 3)
-                            }
-                            if header.sequence != PayloadHeader.latchSequence, now > header.sendTime {
-                                interval.record(now - header.sendTime)
-                            }
+                            record(payload, length, tos: batch.tos(i), now: now)
                         }
                         signals.received.add(UInt64(n - control), ordering: .relaxed)
                         if n < batch.capacity { break }

@@ -1,11 +1,33 @@
 import SystemSupport
-/// One direction of one stream: which socket it leaves from and where it goes.
+/// One direction of one stream: where its datagrams leave and how they are framed.
 public struct Flow: Sendable {
-    public let socket: UDPSocket
-    public let destination: SocketAddress
+    /// A UDP socket sending to an address, or a TURN client's TCP or TLS connection.
+    enum Route: Sendable {
+        case datagram(UDPSocket, SocketAddress)
+        case stream(TurnConnection)
+    }
+
+    let route: Route
     public let stream: UInt32
-    /// A TURN channel number: the datagrams go as ChannelData on it. 0: plain UDP.
-    public var channel: UInt16 = 0
+    /// TURN framing (ChannelData or a Send indication); none for plain UDP.
+    var framing = TurnFraming.none
+
+    public init(socket: UDPSocket, destination: SocketAddress, stream: UInt32) {
+        route = .datagram(socket, destination)
+        self.stream = stream
+    }
+
+    init(route: Route, stream: UInt32, framing: TurnFraming) {
+        self.route = route
+        self.stream = stream
+        self.framing = framing
+    }
+
+    /// The UDP socket the flow sends from; nil for a TURN client's connection.
+    public var socket: UDPSocket? {
+        if case .datagram(let socket, _) = route { return socket }
+        return nil
+    }
 }
 
 /// The paced sending loop, run on its own thread.
@@ -44,17 +66,10 @@ public struct TrafficSender: Sendable {
     public func run(_ signals: RunSignals) -> UInt64 {
         let count = flows.count
         guard count > 0 else { return 0 }
-        // Copied out of `flows` once so the loop touches plain values, not class references.
-        let fds = flows.map(\.socket.fd)
-        let destinations = flows.map(\.destination)
-        let streams = flows.map(\.stream)
-        let channels = flows.map(\.channel)
         var sequences = [UInt64](repeating: 0, count: count)
+        let streams = flows.map(\.stream)
         let perTick = shape.datagramsPerTick
-        // Room for a ChannelData header only when a flow is TURN: sender GSO cuts buffers of
-        // exactly the datagram size.
-        let framing = channels.contains { $0 != 0 } ? SendBatch.channelHeaderSize : 0
-        let batch = SendBatch(capacity: 256, bufferSize: shape.maxSize + framing, segments: gso ? Self.segmentsPerSend(shape) : 1)
+        let outlet = FlowOutlet(flows: flows, maxSize: shape.maxSize, segments: gso ? Self.segmentsPerSend(shape) : 1)
         // Allow catching up on a 20 ms stall at most, in bursts of at most 64 ticks.
         let maxDebt = UInt64(max(64, shape.ticksPerSecond * Double(count) / Double(max(1, shape.streams)) * 0.02))
         // The shape's rate is per direction for `shape.streams` flows; a reverse direction adds
@@ -81,22 +96,20 @@ public struct TrafficSender: Sendable {
             var f = cursor
             for i in 0..<min(due, count) {
                 let n = (everyFlow + (i < extra ? 1 : 0)) * perTick
-                let fd = fds[f]
                 for _ in 0..<n {
-                    if batch.count > 0 && (batch.fd != fd || batch.isFull) { sent += batch.flush() }
                     let sequence = sequences[f]
                     sequences[f] = sequence + 1
                     let header = PayloadHeader(stream: streams[f], sequence: sequence, sendTime: now, tos: tos)
-                    batch.append(fd: fd, to: destinations[f], header: header, size: shape.size(stream: streams[f], sequence: sequence),
-                                 channel: channels[f])
+                    sent += outlet.send(f, header: header, size: shape.size(stream: streams[f], sequence: sequence))
                 }
                 f += 1
                 if f == count { f = 0 }
             }
             cursor = (cursor + due) % count
-            if batch.count > 0 { sent += batch.flush() }
+            sent += outlet.flush()
             signals.sent.add(UInt64(sent), ordering: .relaxed)
         }
+        outlet.finish()
         return pacer.skipped
     }
 }

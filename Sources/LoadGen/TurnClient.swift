@@ -1,12 +1,48 @@
+import Glibc
 import STUN
+import SystemSupport
 
-/// One TURN client of a load run: its own socket (the server knows an allocation by the
-/// client's 5-tuple), its long-term credential state, and what the server granted.
+/// How one TURN client reaches its server: its own UDP socket, or its own TCP or TLS
+/// connection. Either way the server knows the client's allocation by this 5-tuple.
+enum TurnLink: Sendable {
+    case datagram(UDPSocket)
+    case stream(TurnConnection)
+
+    /// The descriptor to poll for what the server sends.
+    var fd: Int32 {
+        switch self {
+        case .datagram(let socket): socket.fd
+        case .stream(let connection): connection.fd
+        }
+    }
+
+    /// Reads what the server has sent by now and hands each message to `body`, sorted, with
+    /// the TOS byte it arrived with (nil on a stream, whose segments carry no datagram's
+    /// marks). False once the connection has failed.
+    @discardableResult
+    func readArrivals(batch: ReceiveBatch, _ body: (TurnArrival, UInt8?) -> Void) -> Bool {
+        switch self {
+        case .datagram(let socket):
+            while true {
+                let n = batch.receive(from: socket.fd)
+                for i in 0..<n {
+                    body(TurnArrival.of(datagram: UnsafeRawBufferPointer(start: batch.payload(i), count: batch.length(i))), batch.tos(i))
+                }
+                if n < batch.capacity { return true }
+            }
+        case .stream(let connection):
+            return connection.receive { body(TurnArrival.of(frame: $0), nil) }
+        }
+    }
+}
+
+/// One TURN client of a load run: its own socket or connection, its long-term credential
+/// state, and what the server granted.
 ///
 /// Control path only, owned by the thread that runs the transactions (set-up, refresh and
-/// release on the main thread); the sending and receiving threads share only its socket.
+/// release on the main thread); the sending and receiving threads share only its link.
 final class TurnClient {
-    let socket: UDPSocket
+    private(set) var link: TurnLink
     /// Where its requests and ChannelData go: the server it was given, or the alternate a 300
     /// named (`redirect`).
     private(set) var server: SocketAddress
@@ -26,11 +62,54 @@ final class TurnClient {
     /// The allocation's lifetime in seconds as the server granted it.
     var lifetime: UInt32 = 0
 
-    init(socket: UDPSocket, server: SocketAddress, username: String, password: String) {
-        self.socket = socket
+    /// A client over UDP, on `socket`.
+    convenience init(socket: UDPSocket, server: SocketAddress, username: String, password: String) {
+        self.init(link: .datagram(socket), server: server, username: username, password: password)
+    }
+
+    init(link: TurnLink, server: SocketAddress, username: String, password: String) {
+        self.link = link
         self.server = server
         self.username = username
         self.password = password
+    }
+
+    /// The client's UDP socket. Only UDP clients have one; the tests that speak TURN over UDP
+    /// by hand reach it here.
+    var socket: UDPSocket {
+        guard case .datagram(let socket) = link else { preconditionFailure("a TURN client over TCP or TLS has no UDP socket") }
+        return socket
+    }
+
+    /// The connection of a client over TCP or TLS.
+    var connection: TurnConnection? {
+        if case .stream(let connection) = link { return connection }
+        return nil
+    }
+
+    /// The descriptor to poll for what the server sends this client.
+    var fd: Int32 { link.fd }
+
+    /// Why the client's connection failed (closed, reset, a framing or TLS error); nil over
+    /// UDP and while the connection works.
+    var failure: String? { connection?.failure }
+
+    /// Whether the client's connection has failed (a cheap check, no lock).
+    var hasFailed: Bool { connection?.isFailed ?? false }
+
+    /// Sends one request to the server. A request the kernel refuses over UDP is lost like one
+    /// the network drops (the transaction retransmits); over a stream it fails the client.
+    func send(_ bytes: [UInt8]) {
+        switch link {
+        case .datagram(let socket):
+            SystemCall.ignoringFailure {
+                bytes.withUnsafeBytes { raw in server.withSockaddr { sendto(socket.fd, raw.baseAddress, raw.count, 0, $0, $1) } }
+            }
+        case .stream(let connection):
+            if !bytes.withUnsafeBytes({ connection.send($0) }) && !connection.isFailed {
+                connection.fail("a request of \(bytes.count) bytes found no room in the connection's output")
+            }
+        }
     }
 
     /// A request of `method` for this client: `attributes` appends the method's own, then the
@@ -54,11 +133,24 @@ final class TurnClient {
 
     /// Follows a 300 Try Alternate (RFC 8489 section 10): from now on the client talks to
     /// `alternate`, and starts its credential dance afresh there (the realm and nonce were the
-    /// first server's), as a browser does. False when it was redirected once already: two
-    /// relays naming each other must not bounce a client forever.
+    /// first server's), as a browser does. A client over TCP or TLS first opens a connection to
+    /// the alternate, of the same kind (with `--tls-ca`, its certificate must name the
+    /// alternate's address). False when it was redirected once already (two relays naming each
+    /// other must not bounce a client forever) or the new connection did not open (`failure`
+    /// says why).
     func redirect(to alternate: SocketAddress) -> Bool {
         guard !redirected else { return false }
         redirected = true
+        if case .stream(let old) = link {
+            let target = TurnConnector.Target(server: alternate, host: alternate.host, tls: old.tls,
+                                              inputCapacity: old.framer.capacity, outputCapacity: old.outputCapacity)
+            switch TurnConnector(target: target).openOne() {
+            case .success(let connection): link = .stream(connection)
+            case .failure(let error):
+                old.fail("following 300 Try Alternate: \(error.message)")
+                return false
+            }
+        }
         server = alternate
         realm = nil
         nonce = nil

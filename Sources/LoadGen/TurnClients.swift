@@ -2,11 +2,38 @@ import Glibc
 import STUN
 import SystemSupport
 
+/// How a run's TURN clients reach their server and carry their data (`--turn-transport`,
+/// `--tls-ca`, `--turn-peer`, `--turn-send-indications`).
+struct TurnClientSettings: Sendable {
+    var transport = TurnTransport.udp
+    /// The server's host as the user named it (TLS: SNI and the certificate's name); the
+    /// address's numeric host when nil.
+    var host: String?
+    /// TLS: check the server's certificate against these CA certificates (PEM).
+    var tlsCA: String?
+    /// A peer that echoes every datagram (coturn's turnutils_peer) in place of the generator's
+    /// own peer socket: the data then goes out and comes back to the clients.
+    var echoPeer: SocketAddress?
+    /// Data as Send indications (and Data indications back) instead of ChannelData.
+    var sendIndications = false
+    /// The largest datagram of the run, which sizes the connections' buffers.
+    var maxDatagram = 1500
+
+    /// A connection's input holds the largest message the server may send it (a datagram in a
+    /// Data indication, or a STUN answer) several times over, so reads are seldom short of room.
+    var inputCapacity: Int { max(8192, 4 * (maxDatagram + TurnFraming.maxOverhead)) }
+    /// Output: room for a few datagrams and a request while the socket is full.
+    var outputCapacity: Int { max(16384, 4 * (maxDatagram + TurnFraming.maxOverhead)) }
+}
+
 /// The TURN side of a load run (`--turn`): N clients of one TURN server (or of the alternate a
-/// 300 sent a client to), each with its own socket and allocation, a permission for the
-/// generator's peer socket and channel 0x4000 bound to it. Forward streams are ChannelData from each client, through its allocation, to
-/// the peer socket; reverse streams (--bidirectional) go from the peer socket to each relayed
-/// address and come back to the client as ChannelData.
+/// 300 sent a client to), each with its own socket or connection (`--turn-transport`) and
+/// allocation, a permission for the peer and, unless they send Send indications, channel
+/// 0x4000 bound to it. The peer is the generator's own socket, or an echo peer (`--turn-peer`).
+/// Forward streams go from each client, through its allocation, to the peer; reverse streams
+/// (--bidirectional, own peer only) go from the peer socket to each relayed address and come
+/// back to the client as ChannelData (or Data indications); an echo peer sends every forward
+/// datagram back the same way.
 ///
 /// Allocations live as long as the run: refreshed (allocation, permission, channel) before
 /// anything expires, and released with Refresh LIFETIME 0 at the end, on Ctrl-C and when
@@ -21,8 +48,12 @@ final class TurnClients {
     let requestedLifetime: UInt32
 
     let server: SocketAddress
+    let settings: TurnClientSettings
     let clients: [TurnClient]
-    let peer: UDPSocket
+    /// The generator's own peer socket; nil with an echo peer.
+    let peer: UDPSocket?
+    /// Where the clients' data goes: the own peer socket's address, or the echo peer.
+    let peerAddress: SocketAddress
     /// Refresh every this many ns instead of following the granted lifetimes (`--turn-refresh`).
     let refreshEvery: UInt64?
     private var allocated: [TurnClient] = []
@@ -32,25 +63,57 @@ final class TurnClients {
     private(set) var failedRefreshes = 0
     /// Clients whose Allocate a 300 Try Alternate sent to another server.
     var redirected: Int { clients.count { $0.redirected } }
+    /// Clients whose connection failed (TCP and TLS), and the first reason.
+    var failed: (count: Int, first: String?) {
+        let reasons = clients.compactMap(\.failure)
+        return (reasons.count, reasons.first)
+    }
 
-    /// Opens `count` client sockets and the peer socket. The peer binds the local address that
-    /// routes to the server, so the relay can reach it (127.0.0.1 for a server on loopback).
+    /// Opens `count` client sockets or connections and the peer socket. The peer binds the
+    /// local address that routes to the server, so the relay can reach it (127.0.0.1 for a
+    /// server on loopback). Throws when a client cannot connect, naming how many and why.
     init(server: SocketAddress, count: Int, credential: TurnCredential, lifetime: UInt32, refreshSeconds: Double?,
-         tos: UInt8, runSeconds: Double) throws(LoadError) {
+         tos: UInt8, runSeconds: Double, settings: TurnClientSettings = TurnClientSettings()) throws(LoadError) {
         self.server = server
+        self.settings = settings
         requestedLifetime = lifetime
         refreshEvery = refreshSeconds.map { UInt64($0 * 1e9) }
-        let any = try SocketAddress(host: server.family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
         // REST usernames must outlive the run and its refreshes; an hour of slack.
         let expiry = UInt64(time(nil)) + UInt64(runSeconds) + 3600
         let login = credential.login(validUntil: expiry)
-        var clients: [TurnClient] = []
-        for _ in 0..<count {
-            clients.append(TurnClient(socket: try UDPSocket(bindTo: any, tos: tos), server: server,
-                                      username: login.username, password: login.password))
+        var links: [TurnLink] = []
+        if settings.transport.isStream {
+            let tls = settings.transport == .tls ? try TLSClientContext(caFile: settings.tlsCA) : nil
+            let target = TurnConnector.Target(server: server, host: settings.host ?? server.host, tls: tls,
+                                              inputCapacity: settings.inputCapacity, outputCapacity: settings.outputCapacity)
+            let opened = TurnConnector(target: target).open(count)
+            let failures = opened.compactMap { result -> LoadError? in
+                if case .failure(let error) = result { return error }
+                return nil
+            }
+            if let first = failures.first {
+                throw LoadError("\(failures.count) of \(count) TURN clients could not connect; the first: \(first.message)")
+            }
+            links = opened.compactMap { try? $0.get() }.map { .stream($0) }
+        } else {
+            let any = try SocketAddress(host: server.family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
+            for _ in 0..<count { links.append(.datagram(try UDPSocket(bindTo: any, tos: tos))) }
         }
-        self.clients = clients
-        peer = try UDPSocket(bindTo: try Self.localAddress(toward: server), tos: tos)
+        clients = links.map { TurnClient(link: $0, server: server, username: login.username, password: login.password) }
+        if let echo = settings.echoPeer {
+            peer = nil
+            peerAddress = echo
+        } else {
+            let socket = try UDPSocket(bindTo: try Self.localAddress(toward: server), tos: tos)
+            peer = socket
+            peerAddress = socket.localAddress
+        }
+    }
+
+    /// How each client frames its data: ChannelData on the bound channel, or Send indications
+    /// to the peer.
+    var framing: TurnFraming {
+        settings.sendIndications ? .sendIndication(to: peerAddress) : .channelData(Self.channel)
     }
 
     /// Allocate, CreatePermission and ChannelBind for every client. Throws, naming the first
@@ -58,7 +121,7 @@ final class TurnClients {
     func allocate(log: (String) -> Void) throws(LoadError) {
         let transactions = TurnTransactions(answers: .sockets, interruptible: true)
         // The relayed address must be of the peer's family (443 otherwise); servers default to IPv4.
-        let peerIsIPv6 = peer.localAddress.family == AF_INET6
+        let peerIsIPv6 = peerAddress.family == AF_INET6
         let answers = transactions.run(clients, .allocate) { _, builder in
             builder.append(.requestedTransport, [17, 0, 0, 0])
             if peerIsIPv6 { builder.append(.requestedAddressFamily, [AddressFamily.ipv6.rawValue, 0, 0, 0]) }
@@ -70,7 +133,7 @@ final class TurnClients {
             client.relayed = answer?.socketAddress(.xorRelayedAddress)
             client.lifetime = (try? answer?.value(.lifetime, AttributeValue.uint32)) ?? requestedLifetime
         }
-        try check(answers, "Allocate")
+        try check(answers, of: clients, "Allocate")
         if allocated.contains(where: { $0.relayed == nil }) {
             throw LoadError("TURN Allocate at \(server): a success answer without a usable XOR-RELAYED-ADDRESS")
         }
@@ -86,6 +149,8 @@ final class TurnClients {
     /// the last time. Answers come through `inbox` (the receiving thread owns the sockets).
     /// Returns a line for the log when some refresh failed.
     func refreshIfDue(now: UInt64, inbox: ControlInbox) -> String? {
+        // A failed connection took its allocation with it (the run reports the client failed).
+        allocated.removeAll { $0.hasFailed }
         guard !allocated.isEmpty, now >= lastRefresh + refreshInterval else { return nil }
         lastRefresh = now
         refreshes += 1
@@ -95,7 +160,7 @@ final class TurnClients {
             builder.append(.lifetime, uint32: client.lifetime)
         }
         do throws(LoadError) {
-            try check(answers, "Refresh")
+            try check(answers, of: allocated, "Refresh")
             try bindPeer(transactions)
             return nil
         } catch {
@@ -105,9 +170,12 @@ final class TurnClients {
     }
 
     /// Deletes every allocation (Refresh LIFETIME 0). Returns how many the server did not
-    /// confirm; 437 (no such allocation: it is gone already) counts as confirmed.
+    /// confirm; 437 (no such allocation: it is gone already) counts as confirmed, and so does
+    /// the allocation of a failed connection, which the server deleted when it closed.
     @discardableResult
     func release() -> Int {
+        let open = allocated.filter { !$0.hasFailed }
+        allocated = open
         guard !allocated.isEmpty else { return 0 }
         let answers = TurnTransactions(answers: .sockets, interruptible: false).run(allocated, .refresh) { _, builder in
             builder.append(.lifetime, uint32: 0)
@@ -126,27 +194,30 @@ final class TurnClients {
         return (span > 120 ? span - 60 : max(1, span / 2)) * 1_000_000_000
     }
 
-    /// CreatePermission, then ChannelBind, for the peer socket on every allocation.
+    /// CreatePermission, then ChannelBind unless the data goes in Send indications, for the
+    /// peer on every allocation.
     private func bindPeer(_ transactions: TurnTransactions) throws(LoadError) {
-        let peerAddress = peer.localAddress
         let permissions = transactions.run(allocated, .createPermission) { _, builder in
             builder.append(.xorPeerAddress, address: peerAddress)
         }
-        try check(permissions, "CreatePermission for \(peerAddress)")
+        try check(permissions, of: allocated, "CreatePermission for \(peerAddress)")
+        if settings.sendIndications { return }
         let channels = transactions.run(allocated, .channelBind) { _, builder in
             builder.append(.channelNumber, [UInt8(Self.channel >> 8), UInt8(Self.channel & 0xFF), 0, 0])
             builder.append(.xorPeerAddress, address: peerAddress)
         }
-        try check(channels, "ChannelBind to \(peerAddress)")
+        try check(channels, of: allocated, "ChannelBind to \(peerAddress)")
     }
 
-    private func check(_ answers: [StunMessage?], _ what: String) throws(LoadError) {
+    private func check(_ answers: [StunMessage?], of asked: [TurnClient], _ what: String) throws(LoadError) {
         if interruptRequested.load(ordering: .relaxed) { throw LoadError("TURN \(what) at \(server): interrupted") }
         let failed = answers.indices.filter { answers[$0]?.messageClass != .successResponse }
         guard let first = failed.first else { return }
         let reason: String
         if let answer = answers[first] {
             reason = answer.errorCode.map { "answered \($0.code) \($0.reason)" } ?? "answered without a usable error code"
+        } else if let failure = asked[first].failure {
+            reason = "connection failed: \(failure)"
         } else {
             reason = "no answer after \(TurnTransactions.attempts) attempts"
         }

@@ -4,7 +4,9 @@ import STUN
 import SystemSupport
 
 /// Runs one STUN transaction for each of many TURN clients at once (RFC 8489 section 6.2.1
-/// over UDP): a bounded number in flight, retransmissions with a doubling timeout, and the
+/// over UDP, 6.2.2 over TCP and TLS): a bounded number in flight, retransmissions with a
+/// doubling timeout over UDP (a stream is reliable: a request goes once, and the client waits
+/// as long as a UDP client would retransmit; a failed connection ends its wait), and the
 /// long-term credential dance (a 401 or 438 teaches the client the realm and a fresh nonce,
 /// and the request goes again, signed), and one 300 Try Alternate followed for an Allocate (the
 /// request starts over at the ALTERNATE-SERVER). Control path: set-up, refreshes and release.
@@ -46,7 +48,7 @@ struct TurnTransactions {
              _ attributes: (TurnClient, inout MessageBuilder) -> Void) -> [StunMessage?] {
         var results = [StunMessage?](repeating: nil, count: clients.count)
         var byFD: [Int32: Int] = [:]
-        for (i, client) in clients.enumerated() { byFD[client.socket.fd] = i }
+        for (i, client) in clients.enumerated() { byFD[client.fd] = i }
         var pending: [TransactionID: Pending] = [:]
         var next = 0
         func start(_ client: Int, challenges: Int) {
@@ -61,24 +63,24 @@ struct TurnTransactions {
             }
             let now = MonotonicClock.now()
             var wakeAt = now + 20_000_000
-            for (id, entry) in pending where entry.due <= now {
+            for (id, entry) in pending {
+                let client = clients[entry.client]
+                if client.hasFailed {
+                    pending[id] = nil
+                    continue
+                }
+                guard entry.due <= now else { continue }
                 guard entry.attempt < Self.attempts else {
                     pending[id] = nil
                     continue
                 }
-                let client = clients[entry.client]
-                // A request the kernel refuses is lost like one the network drops: retransmitted.
-                SystemCall.ignoringFailure {
-                    entry.bytes.withUnsafeBytes { bytes in
-                        client.server.withSockaddr { sendto(client.socket.fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
-                    }
-                }
+                if entry.attempt == 0 || client.connection == nil { client.send(entry.bytes) }
                 let timeout = min(Self.firstTimeoutNs << UInt64(entry.attempt), Self.maxTimeoutNs)
                 pending[id]?.attempt += 1
                 pending[id]?.due = now + timeout
             }
             for entry in pending.values { wakeAt = min(wakeAt, entry.due) }
-            for (fd, bytes) in receive(fds: pending.values.map { clients[$0.client].socket.fd }, until: wakeAt) {
+            for (fd, bytes) in receive(pending.values.map { clients[$0.client] }, until: wakeAt) {
                 guard let message = try? StunMessage(bytes: bytes), let entry = pending[message.transactionID],
                       byFD[fd] == entry.client, message.method == method else { continue }
                 let client = clients[entry.client]
@@ -94,6 +96,7 @@ struct TurnTransactions {
                     // anyone could forge an unsigned one and steer the client anywhere.
                     if code == 300, method == .allocate, let key = client.key, message.integrity(key: key) == .valid,
                        let alternate = message.alternateServer, client.redirect(to: alternate) {
+                        byFD[client.fd] = entry.client  // a client over a stream has a new connection
                         pending[message.transactionID] = nil
                         start(entry.client, challenges: 0)
                         continue
@@ -112,7 +115,7 @@ struct TurnTransactions {
     }
 
     /// The answers that arrive before `until` (at least one wait of up to that long).
-    private func receive(fds: [Int32], until: UInt64) -> [(fd: Int32, bytes: [UInt8])] {
+    private func receive(_ clients: [TurnClient], until: UInt64) -> [(fd: Int32, bytes: [UInt8])] {
         let now = MonotonicClock.now()
         let waitMs = Int32(until > now ? (until - now) / 1_000_000 : 0)
         switch answers {
@@ -122,18 +125,30 @@ struct TurnTransactions {
             MonotonicClock.sleep(until: now + UInt64(min(waitMs, 10)) * 1_000_000)
             return inbox.take()
         case .sockets:
-            var polls = Set(fds).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            var links: [Int32: TurnLink] = [:]
+            for client in clients { links[client.fd] = client.link }
+            var polls = links.keys.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             guard case .done(let ready) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), waitMs)) }), ready > 0 else {
                 return []
             }
             var received: [(fd: Int32, bytes: [UInt8])] = []
             var buffer = [UInt8](repeating: 0, count: 2048)
             for p in polls where p.revents != 0 {
-                // Until the socket is empty (or fails: an ICMP error queued on it, say).
-                while case .done(let n) = SystemCall.outcome({
-                    buffer.withUnsafeMutableBytes { recv(p.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                }) {
-                    received.append((p.fd, Array(buffer[0..<n])))
+                switch links[p.fd] {
+                case .datagram?:
+                    // Until the socket is empty (or fails: an ICMP error queued on it, say).
+                    while case .done(let n) = SystemCall.outcome({
+                        buffer.withUnsafeMutableBytes { recv(p.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    }) {
+                        received.append((p.fd, Array(buffer[0..<n])))
+                    }
+                case .stream(let connection)?:
+                    // Data that arrives meanwhile (a late echo while releasing) is not an answer.
+                    _ = connection.receive { frame in
+                        if case .stun(let bytes) = frame { received.append((p.fd, Array(bytes))) }
+                    }
+                case nil:
+                    continue
                 }
             }
             return received

@@ -14,19 +14,31 @@ final class Coturn {
     private let directory: URL
     let host: String
     let port: UInt16
+    /// The TLS listener's port when started with certificates (`--tls-listening-port`).
+    let tlsPort: UInt16?
     /// The relayed addresses' ports (--min-port ... --max-port).
     let relayPorts: ClosedRange<UInt16>
     var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    var tlsAddress: String? { tlsPort.map { host.contains(":") ? "[\(host)]:\($0)" : "\(host):\($0)" } }
     var pid: Int32 { process.processIdentifier }
 
     /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
-    /// On `host` (127.0.0.1 or ::1), relaying from the same address.
-    init(auth: [String], relayPorts: Int, host: String = "127.0.0.1") throws {
+    /// On `host` (127.0.0.1 or ::1), relaying from the same address. TURN over TCP is always
+    /// on (on `port`); with `tls`, TURN over TLS too, on `tlsPort`, serving that certificate.
+    init(auth: [String], relayPorts: Int, host: String = "127.0.0.1", tls: LoadGenTestCertificates? = nil) throws {
         self.host = host
         // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
         // retrying that bind forever without answering on UDP (ServerPort).
         guard let free = ServerPort.udpAndTCP(host: host) else { throw LoadError("no port free for UDP and TCP on \(host)") }
         port = free
+        var tlsFlags = ["--no-tls"]
+        if let tls {
+            guard let tlsFree = ServerPort.udpAndTCP(host: host), tlsFree != free else { throw LoadError("no second port free on \(host)") }
+            tlsFlags = ["--tls-listening-port", String(tlsFree), "--cert", tls.certificateFile, "--pkey", tls.keyFile]
+            tlsPort = tlsFree
+        } else {
+            tlsPort = nil
+        }
         // Relayed ports from a random base below the kernel's ephemeral range (32768 and up),
         // where the generator's own sockets would compete with coturn for them.
         let base = UInt16.random(in: 10_000...19_000)
@@ -39,10 +51,10 @@ final class Coturn {
             "--db", directory.appendingPathComponent("turndb").path,
             "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
             "--listening-ip", host, "--relay-ip", host, "--listening-port", String(port),
-            "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls", "--no-tcp-relay",
+            "--allow-loopback-peers", "--no-cli", "--no-dtls", "--no-tcp-relay",
             "--min-port", String(self.relayPorts.lowerBound), "--max-port", String(self.relayPorts.upperBound),
             "--log-file", "/dev/null", "--no-stdout-log", "--no-software-attribute",
-        ] + auth
+        ] + tlsFlags + auth
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -82,6 +82,27 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(r.relay, "http://127.0.0.1:9480")
     }
 
+    func testTurnTransportPeerAndIndications() throws {
+        guard case .run(let o) = try OptionParser.parse(["--turn", "localhost:5349", "--turn-user", "u:p", "--turn-transport", "tls",
+                                                        "--tls-ca", "/tmp/ca.pem", "--turn-peer", "127.0.0.1:3480",
+                                                        "--turn-send-indications"]) else { return XCTFail() }
+        XCTAssertEqual(o.turnTransport, .tls)
+        XCTAssertEqual(o.tlsCA, "/tmp/ca.pem")
+        XCTAssertEqual(o.turnPeer, "127.0.0.1:3480")
+        XCTAssertTrue(o.turnSendIndications)
+        guard case .run(let d) = try OptionParser.parse(["--turn", "127.0.0.1:3478", "--turn-user", "u:p"]) else { return XCTFail() }
+        XCTAssertEqual(d.turnTransport, .udp, "UDP unless asked")
+        XCTAssertFalse(d.turnSendIndications)
+        let turn = ["--turn", "127.0.0.1:3478", "--turn-user", "u:p"]
+        XCTAssertEqual(error(turn + ["--turn-transport", "sctp"]), "--turn-transport sctp: accepted: udp, tcp, tls")
+        XCTAssertEqual(error(turn + ["--turn-transport", "tcp", "--tls-ca", "ca.pem"]), "--tls-ca: only with --turn-transport tls")
+        XCTAssertEqual(error(turn + ["--turn-peer", "127.0.0.1:9", "--bidirectional"]),
+                       "--turn-peer: not with --bidirectional (the echo peer sends every datagram back already)")
+        XCTAssertEqual(error(turn + ["--turn-peer", "nowhere"]), "--turn-peer nowhere: accepted: HOST:PORT or [IPv6]:PORT")
+        XCTAssertTrue(error(["--relay", "http://127.0.0.1:1", "--turn-transport", "tcp"])?.hasSuffix("only with --turn HOST:PORT") == true)
+        XCTAssertTrue(error(["--relay", "http://127.0.0.1:1", "--turn-send-indications"])?.hasSuffix("only with --turn HOST:PORT") == true)
+    }
+
     func testCompareDefaultsAndQuick() throws {
         guard case .compare(let o) = try OptionParser.parse(["compare", "--server", "/x/mediarelay"]) else { return XCTFail() }
         XCTAssertEqual(o.repeats, 3)
@@ -128,10 +149,11 @@ final class OptionParserTests: XCTestCase {
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
                        "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
-                       "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain"] {
+                       "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain",
+                       "--turn-transport", "--tls-ca", "--turn-peer", "--turn-send-indications"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
         }
-        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]"] {
+        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]", "[udp]"] {
             XCTAssertTrue(helpText.contains(defaultValue), "help lacks default \(defaultValue)")
         }
     }

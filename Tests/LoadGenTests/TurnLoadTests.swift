@@ -18,16 +18,7 @@ final class TurnLoadTests: XCTestCase {
     }
 
     private func run(_ coturn: Coturn, _ credential: TurnCredential, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
-        var o = LoadOptions()
-        o.turn = coturn.address
-        o.turnCredential = credential
-        o.streams = 4
-        o.seconds = 1
-        o.warmup = 0.2
-        o.progress = false
-        // A loaded CI machine may hold a datagram in coturn for a while: wait for it (the run
-        // ends as soon as everything sent has arrived).
-        o.drain = 5
+        var o = TurnRunFixture.options(server: coturn.address, credential: credential)
         configure(&o)
         return try LoadRun(options: o, log: { _ in }).run()
     }
