@@ -25,7 +25,7 @@ final class Coturn {
     /// `relayPorts` relayed addresses at most (coturn refuses the next Allocate with 508).
     /// On `host` (127.0.0.1 or ::1), relaying from the same address. TURN over TCP is always
     /// on (on `port`); with `tls`, TURN over TLS too, on `tlsPort`, serving that certificate.
-    init(auth: [String], relayPorts: Int, host: String = "127.0.0.1", tls: LoadGenTestCertificates? = nil) throws {
+    init(auth: [String], relayPorts: Int, host: String = "127.0.0.1", tls: CertificateFixture? = nil) throws {
         self.host = host
         // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
         // retrying that bind forever without answering on UDP (ServerPort).
@@ -34,7 +34,7 @@ final class Coturn {
         var tlsFlags = ["--no-tls"]
         if let tls {
             guard let tlsFree = ServerPort.udpAndTCP(host: host), tlsFree != free else { throw LoadError("no second port free on \(host)") }
-            tlsFlags = ["--tls-listening-port", String(tlsFree), "--cert", tls.certificateFile, "--pkey", tls.keyFile]
+            tlsFlags = ["--tls-listening-port", String(tlsFree), "--cert", tls.server.certificate, "--pkey", tls.server.key]
             tlsPort = tlsFree
         } else {
             tlsPort = nil

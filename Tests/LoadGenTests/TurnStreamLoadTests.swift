@@ -69,12 +69,12 @@ final class TurnStreamLoadTests: XCTestCase {
     /// Over TLS with the certificate checked against the test CA, and refreshes (allocation,
     /// permission, channel) written on the same connections as the data while it flows.
     func testTLSChannelDataEchoedWholeWithRefreshes() throws {
-        let certificates = try LoadGenTestCertificates()
+        let certificates = try CertificateFixture()
         let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
-            $0.tlsCA = certificates.caFile
+            $0.tlsCA = certificates.caCertificate
             $0.seconds = 1.6
             $0.turnRefresh = 0.5
         }
@@ -85,7 +85,7 @@ final class TurnStreamLoadTests: XCTestCase {
 
     /// Without --tls-ca the certificate is not checked, as coturn's uclient does not.
     func testTLSSendIndicationsEchoedWhole() throws {
-        let certificates = try LoadGenTestCertificates()
+        let certificates = try CertificateFixture()
         let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
@@ -120,9 +120,9 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testACertificateFromAnotherCAIsRefused() throws {
-        let certificates = try LoadGenTestCertificates()
+        let certificates = try CertificateFixture()
         let coturn = try Coturn(auth: Self.auth, relayPorts: 4, tls: certificates)
-        XCTAssertThrowsError(try run(try XCTUnwrap(coturn.tlsAddress), .tls) { $0.tlsCA = certificates.otherCAFile }) { error in
+        XCTAssertThrowsError(try run(try XCTUnwrap(coturn.tlsAddress), .tls) { $0.tlsCA = certificates.otherCACertificate }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.contains("TLS handshake: certificate not accepted"), message)
         }
