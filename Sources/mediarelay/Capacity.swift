@@ -2,8 +2,9 @@ import RelayCore
 import RelayHTTP
 
 /// How much of each capacity that can refuse new work the relay has in use: TURN allocations
-/// (`--turn-max-allocations`), sessions (`--max-sessions`), ports of the range, and TURN's share
-/// of them (`--turn-port-share`). What /readyz judges and /v1/stats and /metrics report.
+/// (`--turn-max-allocations`), sessions (`--max-sessions`), ports of the range, TURN's share
+/// of them (`--turn-port-share`) and TURN's connections over TCP and TLS
+/// (`--turn-max-connections`). What /readyz judges and /v1/stats and /metrics report.
 ///
 /// Contract: cheap enough for a probe answered before other requests: a few locks, no
 /// question to a worker. Figures are at most one stats snapshot (~100 ms) old.
@@ -36,6 +37,11 @@ struct Capacity {
             resources.insert(Resource(name: "allocations", inUse: relay.settings.turnShared.allocations,
                                       total: turn.maxAllocations), at: 0)
             resources.append(Resource(name: "turn_ports", inUse: ports.heldForTURN, total: ports.turnLimit))
+            // TURN over TCP and TLS: a full relay closes new connections on accept.
+            if !relay.settings.turnTCPListeners.isEmpty || !relay.settings.turnTLSListeners.isEmpty {
+                resources.append(Resource(name: "turn_connections", inUse: relay.settings.turnShared.connections,
+                                          total: turn.streamLimits.maxConnections))
+            }
         }
         self.resources = resources
     }
