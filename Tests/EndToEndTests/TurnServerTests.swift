@@ -17,7 +17,7 @@ final class TurnServerTests: XCTestCase {
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128",
         ])
         defer { relay.stop() }
-        XCTAssertTrue(relay.log.contains("TURN on 127.0.0.1:\(turnPort)"), relay.log)
+        XCTAssertTrue(relay.log.contains("TURN on udp 127.0.0.1:\(turnPort)"), relay.log)
         let peer = try TURNEchoPeer()
         defer { peer.stop() }
         let peer6 = try TURNEchoPeer(address: "::1")
