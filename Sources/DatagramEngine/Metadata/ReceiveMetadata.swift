@@ -5,8 +5,18 @@ import CURing
 /// over received control messages, for every backend: recvmsg / recvmmsg fill a msghdr's
 /// control area, io_uring a control area inside the provided buffer; both are bytes here.
 ///
-/// A new control message is one more field and one more branch in `read`.
+/// A new control message is one more field, one more branch in `read`, and its space in
+/// `capacity`.
 struct ReceiveMetadata {
+    /// The control space of every receive (recvmsg vectors and io_uring buffers alike): room for
+    /// every message the kernel may send with one datagram at once. It writes the drop counter
+    /// first, then UDP_GRO, then the TOS byte (IP_TOS for an IPv4 datagram, also on a
+    /// dual-stack socket, else IPV6_TCLASS), and a message that does not fit is left out
+    /// silently (MSG_CTRUNC): too little space loses the TOS byte of exactly the datagrams that
+    /// came with the most messages. A multiple of 8, so an io_uring buffer's payload after it
+    /// stays aligned.
+    static let capacity = 3 * mr_cmsg_space(MemoryLayout<Int32>.size)
+
     var trafficClass: UInt8 = 0
     /// UDP_GRO: the buffer holds datagrams of this size back to back (the last may be
     /// shorter); 0 when the kernel delivered one datagram.
