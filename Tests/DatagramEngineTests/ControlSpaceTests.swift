@@ -8,7 +8,7 @@ import XCTest
 /// dropped) and the receive timestamp first, then UDP_GRO, then the TOS byte: a space too small
 /// for all of them loses the TOS byte, silently (MSG_CTRUNC), and the datagram would be
 /// forwarded with DSCP 0 and Not-ECT. Here a socket that has dropped datagrams receives a GRO
-/// burst, on both batched backends, IPv4 and dual-stack.
+/// burst, on both batched backends, IPv4 and dual-stack, with and without receive timestamps.
 final class ControlSpaceTests: XCTestCase {
     func testTheTOSByteSurvivesBesideTheDropCounterAndGRO() throws {
         for backend in GROTests.backends {
@@ -18,9 +18,18 @@ final class ControlSpaceTests: XCTestCase {
         }
     }
 
+    func testTheTimestampFitsBesideThemAndAGROBufferSharesOne() throws {
+        for backend in GROTests.backends {
+            for local in [Loopback.v4, Loopback.dualStack] {
+                try everyMessageAtOnce(backend, local: local, timestamps: true)
+            }
+        }
+    }
+
     func everyMessageAtOnce(_ backend: Backend, local: Endpoint, timestamps: Bool = false,
                             file: StaticString = #filePath, line: UInt = #line) throws {
-        let configuration = EngineConfiguration(backend: backend, gso: true, gro: true)
+        var configuration = EngineConfiguration(backend: backend, gso: true, gro: true)
+        configuration.receiveTimestamps = timestamps
         let engine = try DatagramEngine(configuration: configuration)
         // A small buffer, so that a flood overflows it and the socket's drop counter is set.
         let socket = try UDPSocket(binding: local, options: SocketOptions(receiveBufferBytes: 4096))
@@ -51,6 +60,10 @@ final class ControlSpaceTests: XCTestCase {
         XCTAssertGreaterThan(engine.counters.kernelDrops, 0, "\(backend): the flood overflowed the socket", file: file, line: line)
         for datagram in arrivals {
             XCTAssertEqual(datagram.trafficClass, marking, "\(backend) \(local): the TOS byte was cut off", file: file, line: line)
+            if timestamps {
+                XCTAssertNotEqual(datagram.receivedAt, 0, "\(backend) \(local): no timestamp", file: file, line: line)
+                XCTAssertEqual(datagram.receivedAt, arrivals[0].receivedAt, "\(backend): one buffer, one stamp", file: file, line: line)
+            }
         }
     }
 }
