@@ -116,7 +116,7 @@ final class TurnTable {
         }
         guard binding.permissionExpires > now else { return refused(a, .noPermission) }
         let payload = UnsafeRawBufferPointer(rebasing: datagram.bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
-        guard toPeer(a, binding.peer, payload, datagram.trafficClass) else { return }
+        guard toPeer(a, binding.peer, payload, datagram.trafficClass, receivedAt: datagram.receivedAt) else { return }
         allocations[a].counters.channelDataIn &+= 1
         counters.channelDataToPeers &+= 1
     }
@@ -152,15 +152,16 @@ final class TurnTable {
             return counters.add(.forbiddenPeer)
         }
         guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
-        guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass) else { return }
+        guard toPeer(a, peer, value(dataSlot, datagram.bytes), datagram.trafficClass, receivedAt: datagram.receivedAt) else { return }
         allocations[a].counters.indicationsIn &+= 1
         counters.indicationsToPeers &+= 1
     }
 
     /// Sends `payload` from the allocation's relayed socket to `peer` (whose permission the
     /// caller has checked) when the bandwidth quota has room; counts the drop otherwise.
+    /// `receivedAt` is the datagram's receive time (0: unknown), for marking by backlog.
     @inline(__always)
-    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass) -> Bool {
+    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) -> Bool {
         guard let relay = allocations[a].relay(for: peer) else {
             refused(a, .noPermission)
             return false
@@ -172,7 +173,9 @@ final class TurnTable {
             return false
         }
         var marking = settings.marking.apply(received)
-        guard policed(a, payload.count, &marking), egressAdmits(a, payload.count, &marking) else { return false }
+        guard policed(a, payload.count, &marking) else { return false }
+        markBacklog(a, receivedAt, &marking)
+        guard egressAdmits(a, payload.count, &marking) else { return false }
         engine.enqueue(socket: relay.socket, to: peer, trafficClass: marking, bytes: payload)
         allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
@@ -193,6 +196,7 @@ final class TurnTable {
         let payload = datagram.bytes
         var marking = settings.marking.apply(datagram.trafficClass)
         guard policed(a, payload.count, &marking) else { return }
+        markBacklog(a, datagram.receivedAt, &marking)
         let client = allocations[a].client
         let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
         // The egress cap counts what goes on the wire: the payload with its framing.
@@ -267,6 +271,16 @@ final class TurnTable {
             refused(a, .egress)
             return false
         }
+    }
+
+    /// CE in `marking` when the datagram, received at `receivedAt`, waited in its socket's queue
+    /// past the backlog threshold of its codepoint (`BacklogThresholds`). After the quota (which
+    /// may have marked it already), before the egress cap.
+    @inline(__always)
+    func markBacklog(_ a: Int, _ receivedAt: UInt64, _ marking: inout TrafficClass) {
+        guard settings.backlogThresholds.marks(marking.ecn, receivedAt: receivedAt, now: now), allocations[a].ecnMarking else { return }
+        marking = marking.markedCE
+        count(a, .backlog)
     }
 
     @inline(__always)
