@@ -99,6 +99,12 @@ extension ServerOptions {
                 problem: "must be below --ecn-classic-threshold (\(ecnClassicThreshold)): ECT(1) is marked at the shallower threshold, ECT(0) at the deeper one"
             )
         }
+        if ecnBacklogL4SThreshold >= ecnBacklogClassicThreshold {
+            throw OptionError(
+                subject: "--ecn-backlog-l4s-threshold \(ecnBacklogL4SThreshold)",
+                problem: "must be below --ecn-backlog-classic-threshold (\(ecnBacklogClassicThreshold)): ECT(1) is marked after the shorter wait, ECT(0) after the longer one"
+            )
+        }
         try validateTURN()
     }
 }
