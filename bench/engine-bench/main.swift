@@ -187,7 +187,8 @@ for repeatIndex in 1...options.repeats {
                 let measurement = try run(configuration, reference: reference, rate: rate, options: options, placement: placement)
                 let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
                 results[key, default: []].append(measurement)
-                let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 15, withPad: " ", startingAt: 0)
+                let label = (reference == nil ? "" : "C:") + configuration.name
+                let name = label.padding(toLength: max(15, label.count), withPad: " ", startingAt: 0)
                 FileHandle.standardError.write(Data(String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%\n",
                                                            repeatIndex, name as NSString, rate,
                                                            measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram,
