@@ -161,27 +161,25 @@ final class OptionsTests: XCTestCase {
                        "a flag has no bad-value case")
     }
 
-    /// ECT(1) is marked at the shallower threshold: thresholds the other way round (or equal)
-    /// would mark classic senders first, so start-up refuses them in one line naming both.
-    func testTheL4SThresholdMustBeBelowTheClassicOne() {
-        for (l4s, classic) in [("50", "50"), ("60", "40")] {
-            let error = refusal(["--ecn-l4s-threshold", l4s, "--ecn-classic-threshold", classic],
-                                mentions: ["--ecn-l4s-threshold \(l4s):", "must be below --ecn-classic-threshold (\(classic))"])
-            XCTAssertEqual(error?.description.contains("\n"), false)
+    /// ECT(1) is marked at the shallower threshold (of a burst) and after the shorter wait (the
+    /// backlog): thresholds the other way round (or equal) would mark classic senders first, so
+    /// start-up refuses them in one line naming both, a classic one below the L4S default too.
+    func testTheL4SThresholdsMustBeBelowTheClassicOnes() {
+        let pairs: [(l4s: String, classic: String, bad: [(String, String)], belowDefault: (String, String), good: (String, String))] = [
+            ("--ecn-l4s-threshold", "--ecn-classic-threshold", [("50", "50"), ("60", "40")], ("20", "25"), ("49", "50")),
+            ("--ecn-backlog-l4s-threshold", "--ecn-backlog-classic-threshold", [("5000", "5000"), ("8000", "2000")],
+             ("500", "1000"), ("4999", "5000")),
+        ]
+        for pair in pairs {
+            for (l4s, classic) in pair.bad {
+                let error = refusal([pair.l4s, l4s, pair.classic, classic],
+                                    mentions: ["\(pair.l4s) \(l4s):", "must be below \(pair.classic) (\(classic))"])
+                XCTAssertEqual(error?.description.contains("\n"), false)
+            }
+            let (classic, defaultL4S) = pair.belowDefault
+            _ = refusal([pair.classic, classic], mentions: ["\(pair.l4s) \(defaultL4S):", "(\(classic))"])
+            XCTAssertNotNil(runOptions([pair.l4s, pair.good.0, pair.classic, pair.good.1]))
         }
-        _ = refusal(["--ecn-classic-threshold", "20"], mentions: ["--ecn-l4s-threshold 25:", "(20)"])
-        XCTAssertNotNil(runOptions(["--ecn-l4s-threshold", "49", "--ecn-classic-threshold", "50"]))
-    }
-
-    /// The same for the backlog's waits: ECT(1) after the shorter one.
-    func testTheBacklogL4SThresholdMustBeBelowTheClassicOne() {
-        for (l4s, classic) in [("5000", "5000"), ("8000", "2000")] {
-            let error = refusal(["--ecn-backlog-l4s-threshold", l4s, "--ecn-backlog-classic-threshold", classic],
-                                mentions: ["--ecn-backlog-l4s-threshold \(l4s):", "must be below --ecn-backlog-classic-threshold (\(classic))"])
-            XCTAssertEqual(error?.description.contains("\n"), false)
-        }
-        _ = refusal(["--ecn-backlog-classic-threshold", "500"], mentions: ["--ecn-backlog-l4s-threshold 1000:", "(500)"])
-        XCTAssertNotNil(runOptions(["--ecn-backlog-l4s-threshold", "4999"]))
     }
 
     func testTheExampleErrorOfTheContract() {
