@@ -9,6 +9,8 @@ repeat), as median, quartiles and min-max over all repeats given; then uring aga
 no dearer. One run's table prints medians of a few repeats; with the spread of this machine
 (+-10-15% per repeat) a median of 8 moves by about 4%, so claims about a few percent are
 read here, over repeats pooled from whole runs, and each run's own table beside it.
+Runs with `--timestamps both` also get each configuration with receive timestamps ("+ts")
+against without, per repeat, and all of them pooled.
 """
 import re
 import statistics
@@ -45,6 +47,15 @@ def main(paths):
             if swift and c:
                 ratios = [swift[k] / c[k] for k in swift if k in c]
                 print(f"{rate}/s {name:13s} Swift/C {summary(ratios)}")
+        stamped_all = []
+        for name in NAMES:
+            plain, stamped = cpu.get(("swift", name, rate)), cpu.get(("swift", name + "+ts", rate))
+            if plain and stamped:
+                ratios = [stamped[k] / plain[k] for k in stamped if k in plain]
+                stamped_all += ratios
+                print(f"{rate}/s {name:13s} +ts/without {summary(ratios)}")
+        if stamped_all:
+            print(f"{rate}/s every configuration +ts/without {summary(stamped_all)}")
         for uring, mmsg in RIVALS:
             for side in ("swift", "c"):
                 a, b = cpu.get((side, uring, rate)), cpu.get((side, mmsg, rate))

@@ -105,5 +105,13 @@ static inline int mr_udp_gro(void) { return UDP_GRO; }
 #define SO_RXQ_OVFL 40
 #endif
 static inline int mr_so_rxq_ovfl(void) { return SO_RXQ_OVFL; }
+// SO_TIMESTAMPNS picks its _OLD or _NEW value by the size of time_t, an expression Swift cannot
+// import; on 64-bit Linux both carry the same struct timespec. The kernel answers with the
+// SCM_ type matching the option set.
+#ifndef SCM_TIMESTAMPNS
+#define SCM_TIMESTAMPNS SO_TIMESTAMPNS
+#endif
+static inline int mr_so_timestampns(void) { return SO_TIMESTAMPNS; }
+static inline int mr_scm_timestampns(void) { return SCM_TIMESTAMPNS; }
 
 #endif

@@ -42,6 +42,12 @@ public struct ReceivedDatagram {
     public var source: Endpoint
     public var trafficClass: TrafficClass
     public var bytes: UnsafeRawBufferPointer
+    /// When the kernel received it, in `MonotonicClock` nanoseconds (the kernel's
+    /// SO_TIMESTAMPNS stamp, which is CLOCK_REALTIME, moved onto the monotonic clock with one
+    /// offset per turn); 0 when `EngineConfiguration.receiveTimestamps` is off. A `MonotonicClock`
+    /// read after `receive` less this is the datagram's wait in its socket's queue. The segments
+    /// of a UDP GRO buffer share their buffer's.
+    public var receivedAt: UInt64
 }
 
 /// One datagram waiting to be sent. The bytes are borrowed: they must stay valid until the

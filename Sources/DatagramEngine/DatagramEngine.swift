@@ -106,7 +106,8 @@ public final class DatagramEngine {
     /// Starts receiving on `socket`, whose datagrams carry `owner`; the engine keeps it open
     /// until `unregister`.
     public func register(_ socket: UDPSocket, owner: OwnerTag = .unowned) throws(SystemCallError) -> SocketID {
-        let id = state.table.add(socket, owner: owner, gso: state.gsoActive, gro: state.groActive)
+        let id = state.table.add(socket, owner: owner, gso: state.gsoActive, gro: state.groActive,
+                                 timestamps: configuration.receiveTimestamps)
         switch driver {
         case .poll(let poll): try addToPoller(poll, id, descriptor: socket.descriptor)
         case .ring(let ring):

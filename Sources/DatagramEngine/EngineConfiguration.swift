@@ -15,6 +15,10 @@ public struct EngineConfiguration: Sendable {
     /// buffer and is split into its datagrams. On the batched backends (never on perPacket).
     /// Every receive buffer must then hold a whole burst, 64 KiB: see `receiveBufferBytes`.
     public var gro = true
+    /// The kernel's receive timestamp on every datagram socket (SO_TIMESTAMPNS), as each
+    /// datagram's `receivedAt`: how long it waited in its socket's queue, for marking by sojourn.
+    /// Off, `receivedAt` is 0. Its cost is measured in bench/README.md ("Receive timestamps").
+    public var receiveTimestamps = false
     /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
     /// At most this many bytes of io_uring provided buffers per engine: large datagram sizes
@@ -48,12 +52,14 @@ public struct EngineConfiguration: Sendable {
     /// read, when the stream has no deadline of its own.
     public var closeLingerMilliseconds = 5_000
 
-    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048) {
+    public init(backend: Backend? = nil, batchSize: Int = 64, gso: Bool = true, gro: Bool = true, maxDatagramSize: Int = 2048,
+                receiveTimestamps: Bool = false) {
         self.backend = backend
         self.batchSize = batchSize
         self.gso = gso
         self.gro = gro
         self.maxDatagramSize = maxDatagramSize
+        self.receiveTimestamps = receiveTimestamps
     }
 
     /// The bytes of one io_uring provided buffer: the recvmsg header, source address and control

@@ -19,6 +19,9 @@ import SystemSupport
     /// Datagrams the current turn received, and whether the waker ended its wait.
     @exclusivity(unchecked) private(set) var receivedCount = 0
     var wasWoken = false
+    /// CLOCK_REALTIME less CLOCK_MONOTONIC, read at the turn's first stamped datagram (0 until
+    /// then): one pair of clock reads a turn puts every receive timestamp on the monotonic clock.
+    @exclusivity(unchecked) private var realtimeOffset: UInt64 = 0
     /// (@usableFromInline for the facade's inlinable `received(_:)` only.)
     @usableFromInline let received: UnsafeMutablePointer<ReceivedDatagram>
     /// Room for a full batch of GRO buffers, each split into its datagrams.
@@ -66,6 +69,7 @@ import SystemSupport
     func beginTurn() {
         receivedCount = 0
         wasWoken = false
+        realtimeOffset = 0
         if let streams {
             streamEvents.removeAll()
             streams.beginTurn()
@@ -92,18 +96,22 @@ import SystemSupport
         }
         guard let source, receivedCount < receivedCapacity else { return false }
         let trafficClass = TrafficClass(rawValue: metadata.trafficClass)
+        let receivedAt = metadata.timestamp == 0 ? 0 : metadata.timestamp &- monotonicOffset()
         if segment == payload.count {
-            add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass, bytes: payload))
+            add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass, bytes: payload,
+                                 receivedAt: receivedAt))
             return true
         }
         // A UDP GRO buffer: datagrams of `segment` bytes back to back, the last maybe shorter,
         // all from one source with one TOS byte (the kernel coalesces only datagrams whose IP
-        // headers agree but for length and id). Each becomes a datagram of its own, in place.
+        // headers agree but for length and id) and one receive time. Each becomes a datagram of
+        // its own, in place.
         var offset = 0
         while offset < payload.count && receivedCount < receivedCapacity {
             let length = min(segment, payload.count - offset)
             add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass,
-                                 bytes: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + length)])))
+                                 bytes: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + length)]),
+                                 receivedAt: receivedAt))
             counters.groSegments &+= 1
             offset += length
         }
@@ -120,6 +128,13 @@ import SystemSupport
             received[index].owner = .unowned
         }
         streamEvents.disown(socket)
+    }
+
+    /// The turn's CLOCK_REALTIME less CLOCK_MONOTONIC, read once, at its first stamped datagram.
+    @inline(__always)
+    private func monotonicOffset() -> UInt64 {
+        if realtimeOffset == 0 { realtimeOffset = MonotonicClock.realtimeOffset() }
+        return realtimeOffset
     }
 
     @inline(__always)

@@ -32,6 +32,9 @@ public struct RelaySettings: Sendable {
     public var ecnMarking = true
     /// Where in a limit's burst marking starts, for every limit.
     public var ecnThresholds = ECNThresholds()
+    /// The sojourn past which a worker that falls behind marks, for every table. It marks only
+    /// with `engine.receiveTimestamps` on (without, datagrams carry no receive time).
+    public var backlogThresholds = BacklogThresholds()
     /// The relay-wide egress cap (--egress-rate); nil: none.
     public var egress: EgressBucket?
 

@@ -12,6 +12,16 @@ public enum MonotonicClock {
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
+    /// CLOCK_REALTIME less this clock, now, in nanoseconds: subtracted from a kernel timestamp
+    /// (SO_TIMESTAMPNS is CLOCK_REALTIME), it gives the moment on this clock. Read it once per
+    /// turn, not per datagram: it moves only when the wall clock is set or slewed.
+    public static func realtimeOffset() -> UInt64 {
+        var real = timespec()
+        let monotonic = now()
+        clock_gettime(CLOCK_REALTIME, &real)
+        return (UInt64(real.tv_sec) &* 1_000_000_000 &+ UInt64(real.tv_nsec)) &- monotonic
+    }
+
     /// `seconds` as nanoseconds; negative values count as 0.
     public static func nanoseconds(_ seconds: Double) -> UInt64 {
         UInt64(max(0, seconds) * 1_000_000_000)

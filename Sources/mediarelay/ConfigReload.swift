@@ -74,6 +74,10 @@ extension OptionKey {
         // The workers take these at start (the thresholds with every limit, the cap's bucket).
         case .ecnL4SThreshold, .ecnClassicThreshold, .egressRate:
             false
+        // Receive timestamps are set on each socket as it is registered, and the thresholds
+        // are the workers' from their start.
+        case .ecnBacklog, .ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold:
+            false
         // The TURN server reads these at start; users and secrets may become reloadable once
         // it can swap them in (the two quotas above are atomics in TurnShared).
         case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
@@ -102,6 +106,9 @@ extension OptionKey {
         case .ecnMarking: options.ecnMarking ? "on" : "off"
         case .ecnL4SThreshold: String(options.ecnL4SThreshold)
         case .ecnClassicThreshold: String(options.ecnClassicThreshold)
+        case .ecnBacklog: options.ecnBacklog ? "on" : "off"
+        case .ecnBacklogL4SThreshold: String(options.ecnBacklogL4SThreshold)
+        case .ecnBacklogClassicThreshold: String(options.ecnBacklogClassicThreshold)
         case .logLevel: options.logLevel.rawValue
         case .drainSeconds: String(options.drainSeconds)
         case .readyThreshold: String(options.readyThreshold)

@@ -14,6 +14,10 @@ struct ServerOptions: Equatable, Sendable {
     static let maxForwardRules = 256
     /// Jumbo frames (9,000 bytes) pass by default; larger needs --max-datagram-size.
     static let defaultMaxDatagramSize = 9000
+    /// Backlog marking is off unless asked for: its receive timestamps cost about 3% more CPU
+    /// per datagram on mmsg (1-2% on perpacket, within the noise on uring), over the 2% that a
+    /// default may cost (bench/README.md, "Receive timestamps").
+    static let defaultECNBacklog = false
 
     /// Cores online now, clamped to the accepted worker range.
     static var onlineCores: Int {
@@ -43,6 +47,11 @@ struct ServerOptions: Equatable, Sendable {
     /// Percent of a limit's burst in use where ECT(1), then ECT(0), may start to be marked.
     var ecnL4SThreshold = ECNThresholds.defaultL4SPercent
     var ecnClassicThreshold = ECNThresholds.defaultClassicPercent
+    /// Receive timestamps and marking by a datagram's wait in a worker's socket queue.
+    var ecnBacklog = ServerOptions.defaultECNBacklog
+    /// Microseconds of that wait past which ECT(1), then ECT(0), is marked.
+    var ecnBacklogL4SThreshold = BacklogThresholds.defaultL4SMicroseconds
+    var ecnBacklogClassicThreshold = BacklogThresholds.defaultClassicMicroseconds
     /// Bytes per second the relay sends in all; 0: no cap.
     var egressRate = 0
     var logLevel: LogLevel = .info

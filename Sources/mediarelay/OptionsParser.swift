@@ -93,13 +93,19 @@ extension ServerOptions {
                 problem: "listen address \(rule.listen) is used by another rule; each rule needs its own"
             )
         }
-        if ecnL4SThreshold >= ecnClassicThreshold {
-            throw OptionError(
-                subject: "--ecn-l4s-threshold \(ecnL4SThreshold)",
-                problem: "must be below --ecn-classic-threshold (\(ecnClassicThreshold)): ECT(1) is marked at the shallower threshold, ECT(0) at the deeper one"
-            )
-        }
+        try Self.requireBelow(.ecnL4SThreshold, ecnL4SThreshold, .ecnClassicThreshold, ecnClassicThreshold,
+                              "ECT(1) is marked at the shallower threshold, ECT(0) at the deeper one")
+        try Self.requireBelow(.ecnBacklogL4SThreshold, ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold, ecnBacklogClassicThreshold,
+                              "ECT(1) is marked after the shorter wait, ECT(0) after the longer one")
         try validateTURN()
+    }
+
+    /// An L4S threshold must be below its classic one: the other way round (or equal), classic
+    /// senders would be marked first.
+    private static func requireBelow(_ l4s: OptionKey, _ l4sValue: Int, _ classic: OptionKey, _ classicValue: Int,
+                                     _ why: String) throws(OptionError) {
+        guard l4sValue >= classicValue else { return }
+        throw OptionError(subject: "\(l4s.flag) \(l4sValue)", problem: "must be below \(classic.flag) (\(classicValue)): \(why)")
     }
 }
 

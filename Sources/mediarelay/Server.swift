@@ -34,11 +34,13 @@ struct Server {
         settings.workers = options.workers
         settings.engine = EngineConfiguration(backend: Backend(rawValue: options.engine.rawValue),
                                               batchSize: options.batchSize, gso: options.gso, gro: options.gro,
-                                              maxDatagramSize: options.maxDatagramSize)
+                                              maxDatagramSize: options.maxDatagramSize, receiveTimestamps: options.ecnBacklog)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
         settings.ecnMarking = options.ecnMarking
         settings.ecnThresholds = ECNThresholds(l4sPercent: options.ecnL4SThreshold, classicPercent: options.ecnClassicThreshold)
+        settings.backlogThresholds = BacklogThresholds(l4sMicroseconds: options.ecnBacklogL4SThreshold,
+                                                       classicMicroseconds: options.ecnBacklogClassicThreshold)
         if options.egressRate > 0 {
             settings.egress = EgressBucket(rate: UInt64(options.egressRate), largestDatagram: options.maxDatagramSize)
         }
@@ -179,12 +181,17 @@ struct Server {
         relay.updateAlternates(options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options)))
     }
 
-    /// What the limits do with ECT datagrams, in one log line at start.
+    /// What the limits and the backlog do with ECT datagrams, in one log line at start.
     private var ecnLine: String {
         let cap = options.egressRate > 0 ? "egress cap \(options.egressRate) B/s" : "no egress cap"
-        guard options.ecnMarking else { return "ECN marking off: rate limits and the \(cap) drop only" }
+        guard options.ecnMarking else {
+            return "ECN marking off: rate limits and the \(cap) drop only" + (options.ecnBacklog ? "" : ", no receive timestamps")
+        }
+        let backlog = options.ecnBacklog
+            ? "; backlog: ECT(1) after \(options.ecnBacklogL4SThreshold) us in a socket queue, ECT(0) after \(options.ecnBacklogClassicThreshold) us"
+            : "; backlog marking off (no receive timestamps)"
         return "ECN marking on at rate limits (\(cap)): ECT(1) from \(options.ecnL4SThreshold)% of a burst in use, "
-            + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop"
+            + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop" + backlog
     }
 
     /// The addresses an alternate would reach this relay on: the relay and advertised

@@ -44,6 +44,7 @@ extension Server {
         turn.maxAllocationsPerUser = options.turnMaxAllocationsPerUser
         turn.bandwidthPerAllocation = UInt64(options.turnBandwidth)
         turn.ecnThresholds = relay.ecnThresholds
+        turn.backlogThresholds = relay.backlogThresholds
         turn.limits = options.turnLimits
         turn.alternates = options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options))
         return turn

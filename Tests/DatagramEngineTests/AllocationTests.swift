@@ -9,7 +9,8 @@ import MallocCounter
 /// through the engine and come back in (on mmsg and uring as UDP GRO buffers, split); after a
 /// warm-up the count must be zero. The sends are GSO runs (equal size and marking, the marking
 /// changing between runs), so the GSO path is what is measured, and so is the fallback resend
-/// when the kernel refuses GSO.
+/// when the kernel refuses GSO. With receive timestamps on, too: their control message is
+/// parsed and converted per datagram, still with nothing allocated.
 final class AllocationTests: XCTestCase {
     /// Each flush: four runs of 16, each run with its own size and marking (RefusedRuns).
     static let perFlush = RefusedRuns.count
@@ -17,31 +18,38 @@ final class AllocationTests: XCTestCase {
 
     func testHundredThousandDatagramsAllocateNothing() throws {
         for backend in ConformanceTests.backends {
-            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
-            let sender = try engine.register(UDPSocket(binding: Loopback.v4))
-            let receiver = try UDPSocket(binding: Loopback.v4)
-            _ = try engine.register(receiver)
-            let runs = RefusedRuns()
+            for timestamps in [false, true] {
+                try hundredThousandDatagrams(backend, timestamps: timestamps)
+            }
+        }
+    }
 
-            _ = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 6_400)  // warm-up
-            let before = engine.counters
-            malloc_counter_start()
-            let received = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 100_032)
-            let allocations = malloc_counter_stop()
-            XCTAssertEqual(received, 100_032, "\(backend)")
-            XCTAssertEqual(allocations, 0, "\(backend): heap allocations on the packet path")
-            let gsoSends = engine.counters.gsoSends - before.gsoSends
-            let gsoSegments = engine.counters.gsoSegments - before.gsoSegments
-            if backend == .perPacket {
-                XCTAssertEqual(gsoSends, 0, "perpacket never merges")
-            } else {
-                XCTAssertEqual(gsoSends, UInt64(100_032 / Self.perFlush * Self.runsPerFlush), "\(backend): every run left as one GSO send")
-                XCTAssertEqual(gsoSegments, 100_032, "\(backend): every datagram went out as a GSO segment")
-            }
-            if backend != .perPacket {
-                // The GSO sends arrive as UDP GRO buffers here, so their split is on the path measured.
-                XCTAssertGreaterThan(engine.counters.groSegments - before.groSegments, 50_000, "\(backend): GRO's split was exercised")
-            }
+    private func hundredThousandDatagrams(_ backend: Backend, timestamps: Bool) throws {
+        let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true, receiveTimestamps: timestamps))
+        let sender = try engine.register(UDPSocket(binding: Loopback.v4))
+        let receiver = try UDPSocket(binding: Loopback.v4)
+        _ = try engine.register(receiver)
+        let runs = RefusedRuns()
+
+        _ = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 6_400)  // warm-up
+        let before = engine.counters
+        malloc_counter_start()
+        let received = roundTrips(engine, runs, from: sender, to: receiver.localEndpoint, datagrams: 100_032)
+        let allocations = malloc_counter_stop()
+        XCTAssertEqual(received, 100_032, "\(backend)")
+        XCTAssertEqual(allocations, 0, "\(backend), timestamps \(timestamps): heap allocations on the packet path")
+        XCTAssertEqual(engine.received(0).receivedAt != 0, timestamps, "\(backend): stamped as configured")
+        let gsoSends = engine.counters.gsoSends - before.gsoSends
+        let gsoSegments = engine.counters.gsoSegments - before.gsoSegments
+        if backend == .perPacket {
+            XCTAssertEqual(gsoSends, 0, "perpacket never merges")
+        } else {
+            XCTAssertEqual(gsoSends, UInt64(100_032 / Self.perFlush * Self.runsPerFlush), "\(backend): every run left as one GSO send")
+            XCTAssertEqual(gsoSegments, 100_032, "\(backend): every datagram went out as a GSO segment")
+        }
+        if backend != .perPacket {
+            // The GSO sends arrive as UDP GRO buffers here, so their split is on the path measured.
+            XCTAssertGreaterThan(engine.counters.groSegments - before.groSegments, 50_000, "\(backend): GRO's split was exercised")
         }
     }
 

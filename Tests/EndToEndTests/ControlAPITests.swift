@@ -90,7 +90,9 @@ final class ControlAPITests: XCTestCase {
     func testBadOptionsStopStartUpWithOneLine() throws {
         for arguments in [["--engine", "warp"], ["--ports", "5-2"], ["--http", "0.0.0.0:9480"], ["--bogus"],
                           ["--egress-rate", "1000"], ["--ecn-marking", "yes"],
-                          ["--ecn-l4s-threshold", "60", "--ecn-classic-threshold", "40"]] {
+                          ["--ecn-l4s-threshold", "60", "--ecn-classic-threshold", "40"], ["--ecn-backlog", "yes"],
+                          ["--ecn-backlog-l4s-threshold", "50"],
+                          ["--ecn-backlog-l4s-threshold", "9000", "--ecn-backlog-classic-threshold", "3000"]] {
             let process = Process()
             process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
             process.arguments = arguments

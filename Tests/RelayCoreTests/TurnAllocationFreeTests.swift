@@ -3,6 +3,7 @@ import MallocCounter
 @testable import RelayCore
 import NetAddress
 import STUN
+import SystemSupport
 import XCTest
 
 /// TURN's packet path allocates nothing per datagram: ChannelData and Send indications from
@@ -19,6 +20,24 @@ final class TurnAllocationFreeTests: XCTestCase {
                 harness.table.flushed()
             }
             XCTAssertEqual(harness.table.counters[drop: .noPermission], 0)
+        }
+    }
+
+    /// With receive timestamps on and backlog thresholds of zero, so that every datagram is
+    /// marked for its wait: the stamp, the judgement and the count allocate nothing either.
+    func testTurnDataPathWithTimestampsAllocatesNothing() throws {
+        for backend in [Backend.perPacket, .mmsg, .uring] {
+            let harness = try TurnHarness(backend: backend, timestamps: true) {
+                $0.backlogThresholds = BacklogThresholds(l4sMicroseconds: 0, classicMicroseconds: 0)
+            }
+            try assertNoAllocations(harness, "\(backend) with timestamps") {
+                let count = harness.relay.receive(timeoutMilliseconds: 5)
+                harness.table.now = MonotonicClock.now()
+                for index in 0..<count { harness.route(harness.relay.received(index)) }
+                harness.relay.flush()
+                harness.table.flushed()
+            }
+            XCTAssertEqual(harness.table.counters.ceMarks[.backlog], 310 * 32, "\(backend): every datagram marked")
         }
     }
 

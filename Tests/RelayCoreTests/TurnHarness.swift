@@ -4,12 +4,15 @@ import Foundation
 import NetAddress
 import STUN
 import Synchronization
+import SystemSupport
 import TestPorts
 import XCTest
 
 /// A TURN table on real loopback sockets, driven on the test's thread: clients and peers are
 /// sockets of a second engine. Time is the harness's own (`advance`), so expiry tests never
-/// sleep; only waiting for datagrams uses real time, with a generous deadline.
+/// sleep; only waiting for datagrams uses real time, with a generous deadline. With receive
+/// timestamps on, the table's time is the monotonic clock instead, read at every pump as a
+/// worker reads it every turn, so that datagrams' receive times and `now` compare.
 final class TurnHarness {
     static let realm = "example.org"
     /// The relay side: one table on the test's engine, or (worker mode) whole workers.
@@ -21,6 +24,8 @@ final class TurnHarness {
     /// The relay's port range, claimed against every other test on the host.
     let ports: PortBlock
     var now: UInt64 = 1_000 * 1_000_000_000
+    /// Receive timestamps on: `now` follows `MonotonicClock`.
+    let followsMonotonicClock: Bool
     /// Datagrams the client/peer sockets received, by socket, oldest first.
     var inbox: [SocketID: [(bytes: [UInt8], trafficClass: TrafficClass, source: Endpoint)]] = [:]
 
@@ -30,9 +35,11 @@ final class TurnHarness {
     let wall = Clock()
 
     /// `turnPorts`: the most ports TURN may hold (the pool's default, half the range, when nil);
-    /// `listenOn`: the listener's address (its clients must be of its family); `egress`: a cap.
+    /// `listenOn`: the listener's address (its clients must be of its family); `egress`: a cap;
+    /// `timestamps`: the relay engine's receive timestamps, and the monotonic clock as `now`.
     init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, turnPorts: Int? = nil,
-         listenOn: String = "127.0.0.1", egress: EgressBucket? = nil, configure: (inout TurnSettings) -> Void = { _ in }) throws {
+         listenOn: String = "127.0.0.1", egress: EgressBucket? = nil, timestamps: Bool = false,
+         configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
                                       secrets: ["rest-secret"])
         var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
@@ -44,7 +51,9 @@ final class TurnHarness {
         settings.wallClock = { wall.seconds.withLock { $0 } }
         configure(&settings)
         self.ports = try ports ?? PortBlock()
-        relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false))
+        followsMonotonicClock = timestamps
+        if timestamps { now = MonotonicClock.now() }
+        relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false, receiveTimestamps: timestamps))
         table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits),
                           ports: PortPool(range: self.ports.range, turnLimit: turnPorts), now: now, egress: EgressShare(egress))
         table.shared.update(settings.alternates)
@@ -57,6 +66,7 @@ final class TurnHarness {
     /// Worker mode: `workers` relay workers whose TURN listeners share one port by SO_REUSEPORT.
     init(workers count: Int) throws {
         ports = try PortBlock()
+        followsMonotonicClock = false
         // A free port for the shared listener: taken, noted, let go.
         listener = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
         var settings = RelaySettings(ports: ports.range, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
@@ -108,8 +118,9 @@ final class TurnHarness {
     /// One turn of the relay and of the test's sockets.
     func pump() {
         if let table {
-            table.now = now
             let count = relay.receive(timeoutMilliseconds: 1)
+            if followsMonotonicClock { now = MonotonicClock.now() }
+            table.now = now
             for index in 0..<count { route(relay.received(index)) }
             relay.flush()
             table.flushed()

@@ -22,6 +22,9 @@ final class OptionsTests: XCTestCase {
         XCTAssertTrue(options.ecnMarking)
         XCTAssertEqual(options.ecnL4SThreshold, 25)
         XCTAssertEqual(options.ecnClassicThreshold, 50)
+        XCTAssertEqual(options.ecnBacklog, ServerOptions.defaultECNBacklog)
+        XCTAssertEqual(options.ecnBacklogL4SThreshold, 1000)
+        XCTAssertEqual(options.ecnBacklogClassicThreshold, 5000)
         XCTAssertEqual(options.egressRate, 0)
         XCTAssertEqual(options.logLevel, .info)
         XCTAssertEqual(options.drainSeconds, 0)
@@ -55,6 +58,10 @@ final class OptionsTests: XCTestCase {
             ("--ecn-marking", "off", { !$0.ecnMarking }),
             ("--ecn-l4s-threshold", "1", { $0.ecnL4SThreshold == 1 }),
             ("--ecn-classic-threshold", "99", { $0.ecnClassicThreshold == 99 }),
+            ("--ecn-backlog", "off", { !$0.ecnBacklog }),
+            ("--ecn-backlog", "on", { $0.ecnBacklog }),
+            ("--ecn-backlog-l4s-threshold", "100", { $0.ecnBacklogL4SThreshold == 100 }),
+            ("--ecn-backlog-classic-threshold", "1000000", { $0.ecnBacklogClassicThreshold == 1_000_000 }),
             ("--egress-rate", "12500000000", { $0.egressRate == 12_500_000_000 }),
             ("--egress-rate", "0", { $0.egressRate == 0 }),
             ("--log-level", "debug", { $0.logLevel == .debug }),
@@ -125,6 +132,10 @@ final class OptionsTests: XCTestCase {
             ("--ecn-marking", "yes", "expected one of on, off"),
             ("--ecn-l4s-threshold", "0", "1...99"),
             ("--ecn-classic-threshold", "100", "1...99"),
+            ("--ecn-backlog", "1", "expected one of on, off"),
+            ("--ecn-backlog-l4s-threshold", "99", "100...1000000"),
+            ("--ecn-backlog-l4s-threshold", "1ms", "100...1000000"),
+            ("--ecn-backlog-classic-threshold", "1000001", "100...1000000"),
             ("--egress-rate", "124999", "125000...12500000000"),
             ("--egress-rate", "12500000001", "125000...12500000000"),
             ("--log-level", "trace", "debug, info, warning, error"),
@@ -150,16 +161,25 @@ final class OptionsTests: XCTestCase {
                        "a flag has no bad-value case")
     }
 
-    /// ECT(1) is marked at the shallower threshold: thresholds the other way round (or equal)
-    /// would mark classic senders first, so start-up refuses them in one line naming both.
-    func testTheL4SThresholdMustBeBelowTheClassicOne() {
-        for (l4s, classic) in [("50", "50"), ("60", "40")] {
-            let error = refusal(["--ecn-l4s-threshold", l4s, "--ecn-classic-threshold", classic],
-                                mentions: ["--ecn-l4s-threshold \(l4s):", "must be below --ecn-classic-threshold (\(classic))"])
-            XCTAssertEqual(error?.description.contains("\n"), false)
+    /// ECT(1) is marked at the shallower threshold (of a burst) and after the shorter wait (the
+    /// backlog): thresholds the other way round (or equal) would mark classic senders first, so
+    /// start-up refuses them in one line naming both, a classic one below the L4S default too.
+    func testTheL4SThresholdsMustBeBelowTheClassicOnes() {
+        let pairs: [(l4s: String, classic: String, bad: [(String, String)], belowDefault: (String, String), good: (String, String))] = [
+            ("--ecn-l4s-threshold", "--ecn-classic-threshold", [("50", "50"), ("60", "40")], ("20", "25"), ("49", "50")),
+            ("--ecn-backlog-l4s-threshold", "--ecn-backlog-classic-threshold", [("5000", "5000"), ("8000", "2000")],
+             ("500", "1000"), ("4999", "5000")),
+        ]
+        for pair in pairs {
+            for (l4s, classic) in pair.bad {
+                let error = refusal([pair.l4s, l4s, pair.classic, classic],
+                                    mentions: ["\(pair.l4s) \(l4s):", "must be below \(pair.classic) (\(classic))"])
+                XCTAssertEqual(error?.description.contains("\n"), false)
+            }
+            let (classic, defaultL4S) = pair.belowDefault
+            _ = refusal([pair.classic, classic], mentions: ["\(pair.l4s) \(defaultL4S):", "(\(classic))"])
+            XCTAssertNotNil(runOptions([pair.l4s, pair.good.0, pair.classic, pair.good.1]))
         }
-        _ = refusal(["--ecn-classic-threshold", "20"], mentions: ["--ecn-l4s-threshold 25:", "(20)"])
-        XCTAssertNotNil(runOptions(["--ecn-l4s-threshold", "49", "--ecn-classic-threshold", "50"]))
     }
 
     func testTheExampleErrorOfTheContract() {

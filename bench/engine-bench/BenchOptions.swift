@@ -23,6 +23,11 @@ struct BenchOptions {
     /// `--pin split` (the default): the source on one CPU, the forwarder and the sink on
     /// another (Placement); `--pin off` leaves placement to the scheduler.
     var pin = true
+    /// `--timestamps off|on|both`: our forwarder without receive timestamps (the default), with
+    /// them (configurations named "+ts"), or both side by side in every repeat, with a table of
+    /// what they cost (Swift only; the C reference takes none).
+    enum Timestamps: String { case off, on, both }
+    var timestamps = Timestamps.off
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
 
@@ -59,6 +64,9 @@ struct BenchOptions {
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--burst": options.burst = number(value(), "--burst")
             case "--source-gso": options.sourceGSO = true
+            case "--timestamps":
+                guard let choice = Timestamps(rawValue: value()) else { fail("--timestamps: off, on or both") }
+                options.timestamps = choice
             case "--pin":
                 switch value() {
                 case "split": options.pin = true
@@ -66,7 +74,7 @@ struct BenchOptions {
                 default: fail("--pin: split or off")
                 }
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...] [--pin split|off]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...] [--pin split|off] [--timestamps off|on|both]")
                 print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)

@@ -38,6 +38,26 @@ enum BenchTable {
             }
         }
         return table + rivals(results, rates: rates, names: names, withReference: withReference)
+            + timestampCosts(results, rates: rates, names: names)
+    }
+
+    /// What receive timestamps cost (`--timestamps both`): each configuration with them against
+    /// without, per repeat (the two ran next to each other), as the extra CPU per datagram.
+    static func timestampCosts(_ results: [String: [Measurement]], rates: [Int], names: [String]) -> String {
+        let pairs = names.filter { names.contains($0 + Configuration.timestampSuffix) }
+        guard !pairs.isEmpty else { return "" }
+        var table = "\n| offered rate | engine | without timestamps, us/datagram | with | extra CPU per datagram, per repeat: median (min-max) |\n"
+        table += "|---:|---|---:|---:|---:|\n"
+        for rate in rates {
+            for name in pairs {
+                let plain = results["swift \(name)@\(rate)"]!.map(\.cpuMicrosecondsPerDatagram)
+                let stamped = results["swift \(name)\(Configuration.timestampSuffix)@\(rate)"]!.map(\.cpuMicrosecondsPerDatagram)
+                let extra = zip(stamped, plain).map { ($0 / $1 - 1) * 100 }
+                table += "| \(rate)/s | \(name) | \(String(format: "%.2f", median(plain))) | \(String(format: "%.2f", median(stamped))) | "
+                table += "\(spread(extra, "%+.1f%%")) |\n"
+            }
+        }
+        return table
     }
 
     /// io_uring against recvmmsg/sendmmsg on the same load, per repeat (the two ran in the same

@@ -12,7 +12,7 @@ import SystemSupport
 /// how busy the machine is, unlike CPU time (bench/profile-forwarder.sh).
 enum FixedCount {
     static func run(_ options: BenchOptions, count: Int) throws {
-        guard let configuration = configurations.first(where: { $0.name == options.only }) else {
+        guard let configuration = Configuration.named(options.only) else {
             fail("--count needs --only NAME: \(configurations.map(\.name).joined(separator: ", "))")
         }
         let forwarderCommand: [String]

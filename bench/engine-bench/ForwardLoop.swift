@@ -3,9 +3,10 @@ import NetAddress
 
 /// The engine under test in `engine-bench serve`. GRO only in the +gro configurations (run with
 /// `--source-gso`, whose bursts give it something to coalesce), as the C reference takes UDP_GRO
-/// only with +gro.
-func forwarderConfiguration(backend: Backend, gso: Bool, gro: Bool) -> EngineConfiguration {
-    EngineConfiguration(backend: backend, gso: gso, gro: gro)
+/// only with +gro; receive timestamps only in the +ts ones.
+func forwarderConfiguration(_ configuration: Configuration) -> EngineConfiguration {
+    EngineConfiguration(backend: configuration.backend, gso: configuration.gso, gro: configuration.gro,
+                        receiveTimestamps: configuration.timestamps)
 }
 
 /// The forwarding turn under test: whatever arrived leaves through `outbound` to `destination`

@@ -29,12 +29,12 @@ enum Serve {
             index += 2
         }
         guard index == arguments.count, let backendName, let listen, let destination,
-              let configuration = configurations.first(where: { $0.name == backendName }) else {
-            fail("usage: engine-bench serve --backend perpacket|mmsg[+gso][+gro]|uring[+gso][+gro] --listen HOST:PORT --to HOST:PORT [--stats FILE]")
+              let configuration = Configuration.named(backendName) else {
+            fail("usage: engine-bench serve --backend perpacket|mmsg[+gso][+gro]|uring[+gso][+gro][+ts] --listen HOST:PORT --to HOST:PORT [--stats FILE]")
         }
         let published = statsPath.map(mapStats)
         do {
-            let engine = try DatagramEngine(configuration: forwarderConfiguration(backend: configuration.backend, gso: configuration.gso, gro: configuration.gro))
+            let engine = try DatagramEngine(configuration: forwarderConfiguration(configuration))
             let inbound = try UDPSocket(binding: listen)
             _ = try engine.register(inbound)
             let outbound = try engine.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))

@@ -20,6 +20,24 @@ struct Configuration {
     let gso: Bool
     /// UDP GRO on receive: measured only with `--source-gso` (single datagrams never coalesce).
     var gro = false
+    /// Receive timestamps (`--timestamps`): the same configuration named with "+ts". Swift only:
+    /// the C reference takes none, so these run without a C counterpart.
+    var timestamps = false
+
+    static let timestampSuffix = "+ts"
+
+    /// This configuration with receive timestamps on.
+    var stamped: Configuration {
+        var copy = Configuration(name: name + Self.timestampSuffix, backend: backend, gso: gso, gro: gro)
+        copy.timestamps = true
+        return copy
+    }
+
+    /// The configuration a name says, "+ts" included.
+    static func named(_ name: String) -> Configuration? {
+        if name.hasSuffix(timestampSuffix) { return named(String(name.dropLast(timestampSuffix.count)))?.stamped }
+        return configurations.first { $0.name == name }
+    }
 }
 
 let configurations = [
@@ -140,7 +158,7 @@ if options.reference == nil {
 }
 let names = options.only.split(separator: ",").map(String.init)
 if let unknown = names.first(where: { name in !configurations.contains { $0.name == name } }) {
-    fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", "))")
+    fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", ")) (--timestamps adds +ts)")
 }
 // The source is this thread: pinned before any forwarder or sink is started.
 let placement = options.pin ? Placement.split() : nil
@@ -148,21 +166,29 @@ placement?.pinSource()
 if options.pin && placement == nil {
     FileHandle.standardError.write(Data("engine-bench: fewer than two CPUs allowed (or more than 64): placement left to the scheduler\n".utf8))
 }
-let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }
+let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }.flatMap { configuration in
+    switch options.timestamps {
+    case .off: [configuration]
+    case .on: [configuration.stamped]
+    // Side by side in every repeat, which goes first alternating by repeat as Swift and C do.
+    case .both: [configuration, configuration.stamped]
+    }
+}
 var results: [String: [Measurement]] = [:]
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
-        for configuration in measured {
+        for configuration in repeatIndex % 2 == 0 && options.timestamps == .both ? alternated(measured) : measured {
             // Swift and C side by side, which goes first alternating by repeat. The C lines name
             // the engine "C:NAME", one word, so scripts that read these lines (compare-commits)
             // still find the rate and CPU in the same columns.
-            var sides: [String?] = [nil] + (options.reference.map { [$0] } ?? [])
+            var sides: [String?] = [nil] + (configuration.timestamps ? [] : options.reference.map { [$0] } ?? [])
             if repeatIndex % 2 == 0 { sides.reverse() }
             for reference in sides {
                 let measurement = try run(configuration, reference: reference, rate: rate, options: options, placement: placement)
                 let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
                 results[key, default: []].append(measurement)
-                let name = ((reference == nil ? "" : "C:") + configuration.name).padding(toLength: 15, withPad: " ", startingAt: 0)
+                let label = (reference == nil ? "" : "C:") + configuration.name
+                let name = label.padding(toLength: max(15, label.count), withPad: " ", startingAt: 0)
                 FileHandle.standardError.write(Data(String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%\n",
                                                            repeatIndex, name as NSString, rate,
                                                            measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram,
@@ -170,6 +196,11 @@ for repeatIndex in 1...options.repeats {
             }
         }
     }
+}
+
+/// Each configuration's plain and "+ts" runs in the other order, so neither always runs second.
+func alternated(_ measured: [Configuration]) -> [Configuration] {
+    stride(from: 0, to: measured.count, by: 2).flatMap { [measured[$0 + 1], measured[$0]] }
 }
 
 let table = BenchTable.render(results, rates: options.rates, names: measured.map(\.name), withReference: options.reference != nil)

@@ -55,6 +55,9 @@
 enum { BATCH = 64, SEND_CAPACITY = 1024, MAX_DATAGRAM = 2048, CONTROL = 64, MAX_SEGMENTS = 64,
        MAX_GSO_BYTES = 65000, URING_BUFFERS = 4096, NAME_LENGTH = 32, STASH_CAPACITY = 4096 + 16384,
        GRO_BUFFER = 65536, MAX_GRO_SEGMENTS = 64, URING_GRO_BUFFERS = 256 };
+// A receive's control space, the engine's ReceiveMetadata.capacity: the drop counter, UDP_GRO
+// and the TOS byte at once (a smaller one loses the TOS byte, which the kernel writes last).
+#define RX_CONTROL (3 * CMSG_SPACE(sizeof(int)))
 enum { PERPACKET, MMSG, URING };
 enum { TAG_RECEIVE = 1, TAG_SEND = 2, TAG_WAKE = 3 };
 #define TAG(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
@@ -81,7 +84,7 @@ static int outgoing_count;
 static struct mmsghdr rx_headers[BATCH], tx_headers[SEND_CAPACITY];
 static struct iovec rx_iovecs[BATCH], tx_iovecs[SEND_CAPACITY];
 static struct sockaddr_storage rx_names[BATCH], tx_names[SEND_CAPACITY];
-static char rx_control[BATCH][CONTROL] __attribute__((aligned(16))), tx_control[SEND_CAPACITY][CONTROL] __attribute__((aligned(16)));
+static char rx_control[BATCH][RX_CONTROL] __attribute__((aligned(16))), tx_control[SEND_CAPACITY][CONTROL] __attribute__((aligned(16)));
 static char *rx_payloads;  // BATCH buffers of rx_size bytes
 static size_t rx_size;
 static struct message messages[SEND_CAPACITY];
@@ -354,7 +357,7 @@ static void send_with_sendmmsg(void) {
 static void receive_with_poller(void) {
     struct epoll_event events[BATCH];
     for (int i = 0; i < rx_used; i++) {
-        rx_headers[i].msg_hdr = (struct msghdr){ &rx_names[i], sizeof rx_names[i], &rx_iovecs[i], 1, rx_control[i], CONTROL, 0 };
+        rx_headers[i].msg_hdr = (struct msghdr){ &rx_names[i], sizeof rx_names[i], &rx_iovecs[i], 1, rx_control[i], RX_CONTROL, 0 };
         rx_headers[i].msg_len = 0;
     }
     int ready = epoll_wait(epoll_fd, events, BATCH, 20);
@@ -517,7 +520,7 @@ static void setup_ring(void) {
     if (result != 0) { errno = -result; fail("io_uring_queue_init_params"); }
     // With GRO a buffer must hold a whole coalesced burst: fewer, larger buffers, as the engine.
     uring_buffers = gro ? URING_GRO_BUFFERS : URING_BUFFERS;
-    buffer_size = sizeof(struct io_uring_recvmsg_out) + NAME_LENGTH + CONTROL + (gro ? GRO_BUFFER : MAX_DATAGRAM);
+    buffer_size = sizeof(struct io_uring_recvmsg_out) + NAME_LENGTH + RX_CONTROL + (gro ? GRO_BUFFER : MAX_DATAGRAM);
     if (posix_memalign((void **)&buffer_ring, getpagesize(), uring_buffers * sizeof(struct io_uring_buf))) fail("posix_memalign");
     memset(buffer_ring, 0, uring_buffers * sizeof(struct io_uring_buf));
     if (!(buffers = aligned_alloc(64, uring_buffers * buffer_size))) fail("aligned_alloc");
@@ -529,7 +532,7 @@ static void setup_ring(void) {
     for (int id = 0; id < (int)uring_buffers; id++) recycle(id);
     commit_recycled();
     template.msg_namelen = NAME_LENGTH;
-    template.msg_controllen = CONTROL;
+    template.msg_controllen = RX_CONTROL;
     for (int leg = 0; leg < leg_count; leg++) arm(leg);
     arm_wake();
 }

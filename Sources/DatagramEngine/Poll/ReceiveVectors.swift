@@ -11,8 +11,6 @@ import NetAddress
 /// that slot. A datagram longer than `payloadSize` arrives truncated (MSG_TRUNC): the engine
 /// counts it and drops it.
 final class ReceiveVectors {
-    static let controlSize = 64
-
     let capacity: Int
     let payloadSize: Int
     private let headers: UnsafeMutablePointer<mr_mmsghdr>
@@ -28,7 +26,7 @@ final class ReceiveVectors {
         iovecs = .allocate(capacity: capacity)
         addresses = .allocate(capacity: capacity)
         addresses.initialize(repeating: sockaddr_storage(), count: capacity)
-        control = .allocate(byteCount: capacity * ReceiveVectors.controlSize, alignment: 16)
+        control = .allocate(byteCount: capacity * ReceiveMetadata.capacity, alignment: 16)
         payloads = .allocate(byteCount: capacity * payloadSize, alignment: 64)
         for slot in 0..<capacity {
             iovecs[slot] = iovec(iov_base: payloads + slot * payloadSize, iov_len: payloadSize)
@@ -51,8 +49,8 @@ final class ReceiveVectors {
                 msg_name: UnsafeMutableRawPointer(addresses + slot),
                 msg_namelen: socklen_t(MemoryLayout<sockaddr_storage>.size),
                 msg_iov: iovecs + slot, msg_iovlen: 1,
-                msg_control: control + slot * ReceiveVectors.controlSize,
-                msg_controllen: ReceiveVectors.controlSize, msg_flags: 0)
+                msg_control: control + slot * ReceiveMetadata.capacity,
+                msg_controllen: ReceiveMetadata.capacity, msg_flags: 0)
             headers[slot].msg_len = 0
         }
     }

@@ -14,7 +14,7 @@ final class Ring {
     static let submissionEntries: UInt32 = 2048
     static let completionEntries: UInt32 = 16384
     static let nameLength = 32      // sockaddr_in6 (28) rounded up so control stays aligned
-    static let controlLength = 64
+    static let controlLength = ReceiveMetadata.capacity
     static let headerLength = MemoryLayout<io_uring_recvmsg_out>.size + nameLength + controlLength
     static let bufferGroup: UInt16 = 0
 

@@ -42,10 +42,11 @@ final class SocketTable {
     private var free: [Int32] = []
     private(set) var activeCount = 0
 
-    func add(_ socket: UDPSocket, owner: OwnerTag = .unowned, gso: Bool, gro: Bool = false) -> SocketID {
+    func add(_ socket: UDPSocket, owner: OwnerTag = .unowned, gso: Bool, gro: Bool = false, timestamps: Bool = false) -> SocketID {
         let slot = take(.datagram(socket), descriptor: socket.descriptor, owner: owner)
         entries[slot].gsoEnabled = gso && socket.supportsGSO
         entries[slot].groEnabled = gro && UDPSocket.enableGRO(socket.descriptor)
+        if timestamps { UDPSocket.enableTimestamps(socket.descriptor) }
         entries[slot].ipv4 = socket.family == Int32(AF_INET)
         return SocketID(slot: Int32(slot), generation: entries[slot].generation)
     }

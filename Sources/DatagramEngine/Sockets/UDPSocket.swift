@@ -101,6 +101,13 @@ public final class UDPSocket {
         return true
     }
 
+    /// Asks the kernel for each datagram's receive time (SO_TIMESTAMPNS). A kernel that refuses
+    /// (none since 2.6.22) leaves the datagrams unstamped, which marks nothing.
+    static func enableTimestamps(_ fd: Int32) {
+        var on: Int32 = 1
+        SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, mr_so_timestampns(), &on, socklen_t(MemoryLayout<Int32>.size))) }
+    }
+
     /// Asks the kernel to coalesce bursts for this socket (UDP_GRO, Linux 5.0); false when it
     /// refuses, and the socket then receives one datagram per call as before.
     static func enableGRO(_ fd: Int32) -> Bool {

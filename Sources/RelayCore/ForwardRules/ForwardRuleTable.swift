@@ -43,7 +43,8 @@ final class ForwardRuleTable {
     @exclusivity(unchecked) var clientsByRule: [[Endpoint: Int32]] = []
     var clientCount = 0
     @exclusivity(unchecked) var drops = DropCounts()
-    /// CE marks set at the egress cap (rules have no limit of their own).
+    /// CE marks set at the egress cap and for the worker's backlog (rules have no limit of
+    /// their own).
     @exclusivity(unchecked) var marks = CEMarkCounts()
     @exclusivity(unchecked) var random = MarkingRandom()
     var clientsCreated: UInt64 = 0
@@ -85,7 +86,7 @@ final class ForwardRuleTable {
         }
         rules[rule].lastClient = (datagram.source, Int32(client))
         clients[client]!.lastHeard = now
-        guard let marking = egressAdmits(datagram, rules[rule].rule.policy.apply(datagram.trafficClass)) else { return }
+        guard let marking = outgoing(datagram, rules[rule].rule.policy) else { return }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: rules[rule].rule.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
     }
@@ -98,12 +99,25 @@ final class ForwardRuleTable {
         // the relay a reflector towards its clients.
         guard datagram.source == rules[rule].rule.upstream else { return drops.add(.unknownSource) }
         clients[client]!.lastHeard = now
-        guard let marking = egressAdmits(datagram, rules[rule].rule.policy.apply(datagram.trafficClass)) else { return }
+        guard let marking = outgoing(datagram, rules[rule].rule.policy) else { return }
         engine.enqueue(socket: rules[rule].listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
     }
 
+    /// The marking `datagram` leaves with: the rule's policy, then CE when it waited past the
+    /// backlog threshold; nil when the egress cap drops it (counted). Rules mark as
+    /// `--ecn-marking` said at start.
+    @inline(__always)
+    private func outgoing(_ datagram: ReceivedDatagram, _ policy: MarkingPolicy) -> TrafficClass? {
+        var marking = policy.apply(datagram.trafficClass)
+        if settings.backlogThresholds.marks(marking.ecn, receivedAt: datagram.receivedAt, now: now) && settings.ecnMarking {
+            marking = marking.markedCE
+            marks.add(.backlog)
+        }
+        return egressAdmits(datagram, marking)
+    }
+
     /// The egress cap's verdict on `datagram` leaving with `marking`: the marking to send with,
-    /// or nil when the cap drops it (counted). Rules mark as `--ecn-marking` said at start.
+    /// or nil when the cap drops it (counted).
     @inline(__always)
     private func egressAdmits(_ datagram: ReceivedDatagram, _ marking: TrafficClass) -> TrafficClass? {
         guard egress.isOn else { return marking }

@@ -7,8 +7,8 @@ public enum CEMarkCause: Int, Sendable, CaseIterable {
     case rateLimit
     /// The relay-wide --egress-rate past its threshold.
     case egress
-    /// The worker's own backlog (a datagram's sojourn in its socket queue). Not measured yet:
-    /// it needs the kernel's receive timestamps in the engine, which are to come; always 0.
+    /// The worker's own backlog: a datagram's sojourn in its socket queue, from the kernel's
+    /// receive timestamp, past `BacklogThresholds` (0 while receive timestamps are off).
     case backlog
 
     public var name: String {

@@ -44,6 +44,8 @@ final class SessionTable {
     let egress: EgressShare
     /// Where in a limit's burst marking starts (the relay's setting, the same for every leg).
     let thresholds: ECNThresholds
+    /// The sojourn past which a datagram is marked for the worker's own backlog.
+    let backlog: BacklogThresholds
     /// The addresses that reach this relay, built once from the settings (see `isRelayOwn`).
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
@@ -75,6 +77,7 @@ final class SessionTable {
         self.opener = opener
         self.egress = egress
         thresholds = settings.ecnThresholds
+        backlog = settings.backlogThresholds
         ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
         self.now = now
@@ -102,6 +105,12 @@ final class SessionTable {
                 drops.add(.rateLimit)
                 return
             }
+        }
+        // After the limits (a datagram they mark is CE, never marked twice), before the egress
+        // cap's drop per destination: the wait is the received datagram's, counted once.
+        if backlog.marks(marking.ecn, receivedAt: datagram.receivedAt, now: now) && legs[leg].ecnMarking {
+            marking = marking.markedCE
+            count(leg, .backlog)
         }
         legs[leg].counters.packetsIn &+= 1
         legs[leg].counters.bytesIn &+= UInt64(datagram.bytes.count)

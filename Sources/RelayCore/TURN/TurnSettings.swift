@@ -28,6 +28,9 @@ public struct TurnSettings: Sendable {
     /// Where in the quota's burst (and the egress cap's) ECT datagrams start being marked CE;
     /// whether they are is in `TurnShared.ecnMarking`.
     public var ecnThresholds = ECNThresholds()
+    /// The sojourn past which ECT datagrams are marked CE when the worker falls behind (with
+    /// the engine's receive timestamps on); whether they are is the allocation's marking setting.
+    public var backlogThresholds = BacklogThresholds()
     /// Permissions per allocation: each is a peer the relay talks to for the client.
     public var maxPermissions = 64
     /// The reloadable quotas at start; the workers read the ones in force from `TurnShared`.

@@ -79,7 +79,7 @@ extension TurnTable {
             let stunOnly = !connections[c].spoke && handled == 0
             switch StreamFrame.front(of: rest, maximum: TurnStreamLimits.maxMessage, stunOnly: stunOnly) {
             case .message(let length, let consumed):
-                fromClient(client, UnsafeRawBufferPointer(rebasing: rest[0..<length]), TrafficClass(rawValue: 0))
+                fromClient(client, UnsafeRawBufferPointer(rebasing: rest[0..<length]), TrafficClass(rawValue: 0), receivedAt: 0)
                 offset += consumed
                 handled += 1
                 continue

@@ -96,22 +96,24 @@ final class TurnTable {
     /// A datagram on a listener: ChannelData, a Send indication or a request.
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
-        fromClient(TurnClient(listener: datagram.socket, address: datagram.source), datagram.bytes, datagram.trafficClass)
+        fromClient(TurnClient(listener: datagram.socket, address: datagram.source), datagram.bytes, datagram.trafficClass,
+                   receivedAt: datagram.receivedAt)
     }
 
     /// One message from `client`, a datagram or one cut from its stream (`TurnTable+Streams`):
     /// ChannelData, a Send indication or a request. `received` is the IP header's traffic class
     /// of a datagram; a message from a stream has none of its own (RFC 8656 section 15: the
-    /// relay sends it on with its default DSCP and Not-ECT), so it comes as zero.
+    /// relay sends it on with its default DSCP and Not-ECT), so it comes as zero, and with no
+    /// receive time (`receivedAt` 0: never marked for backlog, being Not-ECT anyway).
     @inline(__always)
-    func fromClient(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
+    func fromClient(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
         guard bytes.count > 0 else { return counters.add(.malformed) }
         let first = bytes[0]
         if ChannelData.isChannelData(first) {
-            channelData(client, bytes, received)
+            channelData(client, bytes, received, receivedAt: receivedAt)
         } else if first & 0xC0 == 0 {
-            stun(client, bytes, received)
+            stun(client, bytes, received, receivedAt: receivedAt)
         } else {
             counters.add(.malformed)
         }
@@ -130,7 +132,7 @@ final class TurnTable {
     /// ChannelData from a client: the channel's entry says where to and whether its permission
     /// still holds, so past the client's allocation this is one lookup.
     @inline(__always)
-    func channelData(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
+    func channelData(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         guard let (channel, length) = ChannelData.parse(bytes) else { return counters.add(.malformed) }
         guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
         guard let binding = allocations[a].channels.binding(number: channel), binding.expires > now else {
@@ -138,12 +140,12 @@ final class TurnTable {
         }
         guard binding.permissionExpires > now else { return refused(a, .noPermission) }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
-        guard toPeer(a, binding.peer, payload, received) else { return }
+        guard toPeer(a, binding.peer, payload, received, receivedAt: receivedAt) else { return }
         allocations[a].counters.channelDataIn &+= 1
         counters.channelDataToPeers &+= 1
     }
 
-    func stun(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
+    func stun(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         let index: AttributeIndex
         do {
             index = try AttributeIndex(parsing: bytes)
@@ -151,7 +153,7 @@ final class TurnTable {
             return counters.add(.malformed)
         }
         switch index.type.messageClass {
-        case .indication where index.type.method == .send: sendIndication(client, index, bytes, received)
+        case .indication where index.type.method == .send: sendIndication(client, index, bytes, received, receivedAt: receivedAt)
         case .request: request(client, index, bytes)
         default: break  // other indications and responses: a server ignores them
         }
@@ -159,7 +161,8 @@ final class TurnTable {
 
     /// A Send indication: its DATA goes to its XOR-PEER-ADDRESS if permitted. Never answered.
     @inline(__always)
-    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass) {
+    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass,
+                        receivedAt: UInt64) {
         guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
         guard let peerSlot = index.first(.xorPeerAddress), let dataSlot = index.first(.data),
               let peer = XORAddress.decode(value(peerSlot, bytes), index.transactionID) else {
@@ -173,15 +176,16 @@ final class TurnTable {
             return counters.add(.forbiddenPeer)
         }
         guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
-        guard toPeer(a, peer, value(dataSlot, bytes), received) else { return }
+        guard toPeer(a, peer, value(dataSlot, bytes), received, receivedAt: receivedAt) else { return }
         allocations[a].counters.indicationsIn &+= 1
         counters.indicationsToPeers &+= 1
     }
 
     /// Sends `payload` from the allocation's relayed socket to `peer` (whose permission the
     /// caller has checked) when the bandwidth quota has room; counts the drop otherwise.
+    /// `receivedAt` is the datagram's receive time (0: unknown), for marking by backlog.
     @inline(__always)
-    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass) -> Bool {
+    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) -> Bool {
         guard let relay = allocations[a].relay(for: peer) else {
             refused(a, .noPermission)
             return false
@@ -193,7 +197,9 @@ final class TurnTable {
             return false
         }
         var marking = settings.marking.apply(received)
-        guard policed(a, payload.count, &marking), egressAdmits(a, payload.count, &marking) else { return false }
+        guard policed(a, payload.count, &marking) else { return false }
+        markBacklog(a, receivedAt, &marking)
+        guard egressAdmits(a, payload.count, &marking) else { return false }
         engine.enqueue(socket: relay.socket, to: peer, trafficClass: marking, bytes: payload)
         allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
@@ -217,6 +223,7 @@ final class TurnTable {
         let payload = datagram.bytes
         var marking = settings.marking.apply(datagram.trafficClass)
         guard policed(a, payload.count, &marking) else { return }
+        markBacklog(a, datagram.receivedAt, &marking)
         let client = allocations[a].client
         let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
         // The egress cap counts what goes on the wire: the payload with its framing. Over a
@@ -301,6 +308,16 @@ final class TurnTable {
             refused(a, .egress)
             return false
         }
+    }
+
+    /// CE in `marking` when the datagram, received at `receivedAt`, waited in its socket's queue
+    /// past the backlog threshold of its codepoint (`BacklogThresholds`). After the quota (which
+    /// may have marked it already), before the egress cap.
+    @inline(__always)
+    func markBacklog(_ a: Int, _ receivedAt: UInt64, _ marking: inout TrafficClass) {
+        guard settings.backlogThresholds.marks(marking.ecn, receivedAt: receivedAt, now: now), allocations[a].ecnMarking else { return }
+        marking = marking.markedCE
+        count(a, .backlog)
     }
 
     @inline(__always)
