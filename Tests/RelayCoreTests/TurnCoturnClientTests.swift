@@ -48,36 +48,14 @@ final class TurnCoturnClientTests: XCTestCase {
             ("dual allocation", ["-Z", "-e", "::1"]),
             ("DONT-FRAGMENT, 10 clients", ["-g", "-m", "10"]),
         ]
-        // All at once (uclient takes ~4 s whatever it sends), each into its own file.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("turn-uclient-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var running: [(name: String, process: Process, output: URL, arguments: [String])] = []
-        for (index, (name, flags)) in modes.enumerated() {
-            var arguments = ["-u", "alice", "-w", "secret", "-p", String(listener.port), "-e", "127.0.0.1",
-                             "-r", String(peerPort), "-n", "10", "-m", "2", "-z", "5", "-l", "160"]
-            arguments += flags
-            arguments.append("127.0.0.1")
-            let output = directory.appendingPathComponent("\(index).log")
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/turnutils_uclient")
-            process.arguments = arguments
-            let handle = try FileHandle(forWritingTo: output)
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
-            running.append((name, process, output, arguments))
-        }
-        let deadline = DispatchWorkItem { for entry in running where entry.process.isRunning { entry.process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: deadline)
-        defer { deadline.cancel() }
-        for (name, process, file, arguments) in running {
-            process.waitUntilExit()
-            let output = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        let runs = try UclientRun.runAll(modes.map { name, flags in
+            (name, ["-u", "alice", "-w", "secret", "-p", String(listener.port), "-e", "127.0.0.1",
+                    "-r", String(peerPort), "-n", "10", "-m", "2", "-z", "5", "-l", "160"] + flags + ["127.0.0.1"])
+        })
+        for run in runs {
             // 255 when it gave up (a refused Allocate), SIGTERM's 15 when stopped at the deadline.
-            XCTAssertEqual(process.terminationStatus, 0, "\(name)\n\(output.suffix(600))")
-            XCTAssertEqual(TURNClientVerdict.problems(in: output, arguments: arguments), [], "\(name)\n\(output.suffix(600))")
+            XCTAssertEqual(run.status, 0, "\(run.name)\n\(run.output.suffix(600))")
+            XCTAssertEqual(TURNClientVerdict.problems(in: run.output, arguments: run.arguments), [], "\(run.name)\n\(run.output.suffix(600))")
         }
     }
 }
