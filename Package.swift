@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "NetAddress", "MallocCounter", "TestSupport"]),
-        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress"]),
+        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
         .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TestPorts", "TestSupport"]),

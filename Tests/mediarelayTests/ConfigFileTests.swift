@@ -1,12 +1,16 @@
 import Foundation
 import Glibc
 import NetAddress
+import TestSupport
 import XCTest
 
 @testable import mediarelay
 
 final class ConfigFileTests: XCTestCase {
-    let fullConfig = """
+    /// Every key of the contract once. `tls_cert` and `tls_key` are loaded at start, so a test
+    /// that parses this gives files that load (CertificateFixture).
+    func fullConfig(cert: String = "cert.pem", key: String = "key.pem") -> String {
+        """
         {
           "engine": "mmsg", "gso": "off", "gro": "off", "workers": 3,
           "forward": ["127.0.0.1:7777=127.0.0.1:9000", "[::1]:7778=[::1]:9001"],
@@ -22,13 +26,19 @@ final class ConfigFileTests: XCTestCase {
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
           "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
           "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0,
-          "turn_alternates": ["127.0.0.2:3478", "tls:[::1]:5349"], "turn_alternate_domain": "turn.example.org"
+          "turn_alternates": ["127.0.0.2:3478", "tls:[::1]:5349"], "turn_alternate_domain": "turn.example.org",
+          "turn_tcp": ["127.0.0.1:3478", "[::1]:3479"], "turn_tls": ["127.0.0.1:5349"],
+          "tls_cert": "\(cert)", "tls_key": "\(key)",
+          "turn_max_connections": 2000, "turn_max_connections_per_source": 20
         }
         """
+    }
     let usersFile = "# static users\nbob:pw:2\n"
 
-    func testEveryKeyIsRead() {
-        guard let options = runOptions(["--config", "c.json"], files: ["c.json": fullConfig, "users.txt": usersFile]) else { return }
+    func testEveryKeyIsRead() throws {
+        let certificates = try CertificateFixture()
+        let config = fullConfig(cert: certificates.server.certificate, key: certificates.server.key)
+        guard let options = runOptions(["--config", "c.json"], files: ["c.json": config, "users.txt": usersFile]) else { return }
         XCTAssertEqual(options.configPath, "c.json")
         XCTAssertEqual(options.engine, .mmsg)
         XCTAssertFalse(options.gso)
@@ -73,6 +83,12 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.turnUnauthenticatedRate, 0)
         XCTAssertEqual(options.turnAlternates.map(\.description), ["127.0.0.2:3478", "tls:[::1]:5349"])
         XCTAssertEqual(options.turnAlternateDomain, "turn.example.org")
+        XCTAssertEqual(options.turnTCPListeners, [HostPort(host: "127.0.0.1", port: 3478), HostPort(host: "::1", port: 3479)])
+        XCTAssertEqual(options.turnTLSListeners, [HostPort(host: "127.0.0.1", port: 5349)])
+        XCTAssertEqual(options.tlsCert, certificates.server.certificate)
+        XCTAssertEqual(options.tlsKey, certificates.server.key)
+        XCTAssertEqual(options.turnMaxConnections, 2000)
+        XCTAssertEqual(options.turnMaxConnectionsPerSource, 20)
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
@@ -85,17 +101,20 @@ final class ConfigFileTests: XCTestCase {
             "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
             "turn_max_channels", "turn_unauthenticated_rate", "turn_alternates", "turn_alternate_domain",
+            "turn_tcp", "turn_tls", "tls_cert", "tls_key", "turn_max_connections", "turn_max_connections_per_source",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {
-            XCTAssertTrue(fullConfig.contains("\"\(key)\""), "the full config test does not cover \(key)")
+            XCTAssertTrue(fullConfig().contains("\"\(key)\""), "the full config test does not cover \(key)")
         }
     }
 
-    func testFlagsWinOverTheFile() {
+    func testFlagsWinOverTheFile() throws {
+        let certificates = try CertificateFixture()
+        let config = fullConfig(cert: certificates.server.certificate, key: certificates.server.key)
         guard let options = runOptions(
             ["--engine=uring", "--config", "c.json", "--workers", "1", "--forward", "127.0.0.1:1=127.0.0.1:2", "--control-token", "flag"],
-            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": fullConfig, "users.txt": usersFile]
+            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": config, "users.txt": usersFile]
         ) else { return }
         XCTAssertEqual(options.engine, .uring)
         XCTAssertEqual(options.workers, 1)

@@ -1,10 +1,13 @@
+import TestSupport
 import XCTest
 
 @testable import mediarelay
 
 final class ConfigReloadTests: XCTestCase {
-    /// Every key differs between these two, so each one's fate on reload is checked.
-    private let before = """
+    /// Every key differs between these two, so each one's fate on reload is checked. The
+    /// certificates are loaded at parse time, so each side names a pair that loads.
+    private func before(_ tls: CertificateFixture.Server) -> String {
+        """
         {"engine": "mmsg", "gso": "off", "gro": "off", "workers": 3, "forward": ["127.0.0.1:7777=127.0.0.1:9000"],
          "ports": "41000-41099", "relay_address": "::", "advertise_address": "192.0.2.1", "http": "0.0.0.0:9480",
          "control_token": "old-token", "dscp": "zero", "service_class": "signaling", "ecn": "clear",
@@ -16,9 +19,13 @@ final class ConfigReloadTests: XCTestCase {
          "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_allowed_peer": ["127.0.0.0/8"],
          "turn_denied_peer": ["127.0.0.9"], "turn_max_allocations": 10, "turn_max_allocations_per_user": 1,
          "turn_bandwidth": 1000, "turn_port_share": 10, "turn_max_channels": 100, "turn_unauthenticated_rate": 10,
-         "ready_threshold": 0.9, "turn_alternates": ["127.0.0.2:3478"], "turn_alternate_domain": "old.example.org"}
+         "ready_threshold": 0.9, "turn_alternates": ["127.0.0.2:3478"], "turn_alternate_domain": "old.example.org",
+         "turn_tcp": ["127.0.0.1:3478"], "turn_tls": ["127.0.0.1:5349"], "tls_cert": "\(tls.certificate)",
+         "tls_key": "\(tls.key)", "turn_max_connections": 100, "turn_max_connections_per_source": 10}
         """
-    private let after = """
+    }
+    private func after(_ tls: CertificateFixture.Server) -> String {
+        """
         {"engine": "uring", "gso": "on", "gro": "on", "workers": 4, "forward": ["127.0.0.1:7778=127.0.0.1:9000"],
          "ports": "42000-42099", "relay_address": "0.0.0.0", "advertise_address": "192.0.2.2", "http": "0.0.0.0:9481",
          "control_token": "new-token", "dscp": "class", "service_class": "interactiveVoice", "ecn": "preserve",
@@ -30,13 +37,17 @@ final class ConfigReloadTests: XCTestCase {
          "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_allowed_peer": ["::1"],
          "turn_denied_peer": ["127.0.0.8"], "turn_max_allocations": 20, "turn_max_allocations_per_user": 2,
          "turn_bandwidth": 2000, "turn_port_share": 20, "turn_max_channels": 200, "turn_unauthenticated_rate": 0,
-         "ready_threshold": 1, "turn_alternates": ["127.0.0.3:3478", "tls:127.0.0.3:5349"], "turn_alternate_domain": "new.example.org"}
+         "ready_threshold": 1, "turn_alternates": ["127.0.0.3:3478", "tls:127.0.0.3:5349"], "turn_alternate_domain": "new.example.org",
+         "turn_tcp": ["127.0.0.1:3479"], "turn_tls": ["127.0.0.1:443"], "tls_cert": "\(tls.certificate)",
+         "tls_key": "\(tls.key)", "turn_max_connections": 200, "turn_max_connections_per_source": 20}
         """
+    }
     private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n"]
 
     func testReloadableKeysAreAppliedAndTheRestWaitForARestart() throws {
-        let old = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before]) { $1 }))
-        let new = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": after]) { $1 }))
+        let certificates = try CertificateFixture()
+        let old = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before(certificates.server)]) { $1 }))
+        let new = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": after(certificates.secondServer)]) { $1 }))
         for key in OptionKey.allCases {
             XCTAssertNotEqual(key.text(in: old), key.text(in: new), "the fixture does not change \(key.configKey)")
         }
@@ -64,11 +75,16 @@ final class ConfigReloadTests: XCTestCase {
         }
         XCTAssertTrue(summary.contains("turn_user (changed)") && summary.contains("turn_secret (changed)"), summary)
         XCTAssertTrue(summary.contains("turn_realm (running old.example)"), summary)
+        // A certbot renewal: new TLS connections get the new pair; listeners wait for a restart.
+        let (oldCert, newCert) = (OptionError.quoted(certificates.server.certificate), OptionError.quoted(certificates.secondServer.certificate))
+        XCTAssertTrue(summary.contains("tls_cert \(oldCert) -> \(newCert) (new TLS connections)"), summary)
+        XCTAssertTrue(summary.contains("turn_tcp (running 127.0.0.1:3478)") && summary.contains("turn_tls (running 127.0.0.1:5349)"), summary)
         XCTAssertFalse(summary.contains("\n"))
     }
 
     func testAnUnchangedFileSaysSo() throws {
-        let options = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before]) { $1 }))
+        let certificates = try CertificateFixture()
+        let options = try XCTUnwrap(runOptions(["--config", "c.json"], files: usersFiles.merging(["c.json": before(certificates.server)]) { $1 }))
         XCTAssertEqual(ConfigReload(running: options, reloaded: options).summary, "nothing changed")
     }
 }

@@ -54,8 +54,8 @@ final class FleetOptionsTests: XCTestCase {
     }
 
     func testAlternatesNeedAListenerAndComeOnce() {
-        refusal(["--turn-alternate", "127.0.0.2:3478"], mentions: ["--turn-alternate:", "without a --turn listener"])
-        refusal(["--turn-alternate-domain", "turn.example.org"], mentions: ["--turn-alternate-domain:", "without a --turn listener"])
+        refusal(["--turn-alternate", "127.0.0.2:3478"], mentions: ["--turn-alternate:", "without a TURN listener"])
+        refusal(["--turn-alternate-domain", "turn.example.org"], mentions: ["--turn-alternate-domain:", "without a TURN listener"])
         refusal(base + ["--turn-alternate", "127.0.0.2:3478", "--turn-alternate", "127.0.0.2:3478"],
                 mentions: ["--turn-alternate 127.0.0.2:3478:", "given twice"])
         refusal(base + ["--turn-alternate-domain", String(repeating: "a", count: 64) + ".org"], mentions: ["a DNS name"])

@@ -14,7 +14,8 @@ final class HelpTextTests: XCTestCase {
         "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
-        "--turn-alternate-domain", "--help", "--version",
+        "--turn-alternate-domain", "--turn-tcp", "--turn-tls", "--tls-cert", "--tls-key", "--turn-max-connections",
+        "--turn-max-connections-per-source", "--help", "--version",
     ]
 
     func testHelpMentionsEveryFlagOfTheContract() {

@@ -57,8 +57,8 @@ final class TURNOptionsTests: XCTestCase {
                 XCTAssertTrue(check(options), "\(arguments) did not take effect")
             }
         }
-        XCTAssertEqual(Set(good.map(\.0)), Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") }),
-                       "a TURN flag has no good-value case")
+        XCTAssertEqual(Set(good.map(\.0)), Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") && !streamTURNFlags.contains($0) }),
+                       "a TURN flag has no good-value case (TURN over TCP and TLS: TURNStreamOptionsTests)")
     }
 
     func testEveryTURNOptionRefusesABadValueWithOneLineNamingIt() {
@@ -111,7 +111,8 @@ final class TURNOptionsTests: XCTestCase {
         }
         refusal(base + ["--turn-users-file", ""], mentions: ["--turn-users-file :", "a readable text file"])
         let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-users-file"])
-        XCTAssertEqual(checked, Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") }), "a TURN flag has no bad-value case")
+        XCTAssertEqual(checked, Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") && !streamTURNFlags.contains($0) }),
+                       "a TURN flag has no bad-value case (TURN over TCP and TLS: TURNStreamOptionsTests)")
     }
 
     func testTheReloadableQuotasAreCheckedInTheConfigFileToo() {
@@ -187,10 +188,10 @@ final class TURNOptionsTests: XCTestCase {
     func testChecksAcrossOptions() {
         refusal(["--turn", "127.0.0.1:3478"], mentions: ["--turn 127.0.0.1:3478:", "needs credentials", "open relay"])
         XCTAssertNotNil(runOptions(["--turn", "127.0.0.1:3478", "--turn-secret", "s"]), "a secret alone is enough")
-        refusal(["--turn-user", "a:b"], mentions: ["--turn-user:", "without a --turn listener"])
-        refusal(["--turn-secret", "s"], mentions: ["--turn-secret:", "without a --turn listener"])
-        refusal(["--turn-allowed-peer", "127.0.0.0/8"], mentions: ["--turn-allowed-peer:", "without a --turn listener"])
-        refusal(["--turn-denied-peer", "127.0.0.0/8"], mentions: ["--turn-denied-peer:", "without a --turn listener"])
+        refusal(["--turn-user", "a:b"], mentions: ["--turn-user:", "without a TURN listener", "--turn-tls HOST:PORT"])
+        refusal(["--turn-secret", "s"], mentions: ["--turn-secret:", "without a TURN listener", "--turn-tls HOST:PORT"])
+        refusal(["--turn-allowed-peer", "127.0.0.0/8"], mentions: ["--turn-allowed-peer:", "without a TURN listener", "--turn-tls HOST:PORT"])
+        refusal(["--turn-denied-peer", "127.0.0.0/8"], mentions: ["--turn-denied-peer:", "without a TURN listener", "--turn-tls HOST:PORT"])
         refusal(base + ["--turn", "127.0.0.1:3478"], mentions: ["--turn 127.0.0.1:3478:", "given twice"])
         refusal(base + ["--forward", "127.0.0.1:3478=127.0.0.1:9"], mentions: ["--turn 127.0.0.1:3478:", "--forward 127.0.0.1:3478=127.0.0.1:9"])
         refusal(base + ["--turn-user", "base:other"], mentions: ["user \"base\" is given twice"])
