@@ -104,7 +104,8 @@ final class KubernetesManifestTests: XCTestCase {
         XCTAssertEqual(service.value(at: "spec.selector") as? [String: String], ["app.kubernetes.io/name": "mediarelay"])
     }
 
-    /// The certificate lands where the DaemonSet mounts it and where config.next.json reads it.
+    /// The certificate lands where the DaemonSet mounts it and where config.json reads it, and
+    /// the Secret is required: the relay runs TLS and would not start without the pair.
     func testTheTLSSecretFollowsCertManagersLayout() throws {
         let manifests = try KubernetesManifestFixture()
         let certificate = try XCTUnwrap(manifests.document(kind: "Certificate", name: "mediarelay-tls"))
@@ -112,24 +113,23 @@ final class KubernetesManifestTests: XCTestCase {
         let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
         let volumes = daemonSet.value(at: "spec.template.spec.volumes") as? [[String: Any]] ?? []
         let volume = try XCTUnwrap(volumes.first { ($0["secret"] as? [String: Any])?["secretName"] as? String == secretName })
+        XCTAssertNotEqual((volume["secret"] as? [String: Any])?["optional"] as? Bool, true, "config.json runs TLS: the Secret is not optional")
+        // Group-readable only: fsGroup gives the relay's group the key, nobody else.
+        XCTAssertEqual((volume["secret"] as? [String: Any])?["defaultMode"] as? Int, 0o440)
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup") as? Int,
+                       daemonSet.value(at: "spec.template.spec.securityContext.runAsGroup") as? Int)
         let mounts = manifests.relayContainer?["volumeMounts"] as? [[String: Any]] ?? []
         let mountPath = try XCTUnwrap(mounts.first { $0["name"] as? String == volume["name"] as? String }?["mountPath"] as? String)
-        let next = try manifests.relayConfig("config.next.json").object
-        XCTAssertEqual(next["tls_cert"] as? String, mountPath + "/tls.crt")
-        XCTAssertEqual(next["tls_key"] as? String, mountPath + "/tls.key")
+        let config = try manifests.relayConfig("config.json").object
+        XCTAssertEqual(config["tls_cert"] as? String, mountPath + "/tls.crt")
+        XCTAssertEqual(config["tls_key"] as? String, mountPath + "/tls.key")
     }
 
-    /// config.next.json is config.json plus the keys the relay does not have yet, so the two
-    /// cannot drift apart before the switch.
-    func testTheNextConfigOnlyAddsTheKeysStillToCome() throws {
+    /// The ConfigMap holds the config the relays run and nothing else: the keys of TURN over
+    /// TCP and TLS have left the config.next.json that waited for them.
+    func testTheConfigMapHoldsOnlyTheRunningConfig() throws {
         let manifests = try KubernetesManifestFixture()
-        let running = try manifests.relayConfig("config.json")
-        let next = try manifests.relayConfig("config.next.json")
-        XCTAssertFalse(running.object.isEmpty, "config.json did not parse: \(running.text)")
-        XCTAssertFalse(next.object.isEmpty, "config.next.json did not parse: \(next.text)")
-        for (key, value) in running.object {
-            XCTAssertEqual(next.object[key].map { "\($0)" }, "\(value)", "config.next.json differs from config.json at \(key)")
-        }
-        XCTAssertEqual(Set(next.object.keys).subtracting(running.object.keys), DaemonSetCommandTests.keysStillToCome)
+        let data = manifests.document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"] as? [String: Any]
+        XCTAssertEqual(data.map { Set($0.keys) }, ["config.json"])
     }
 }
