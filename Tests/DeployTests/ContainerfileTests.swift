@@ -77,4 +77,16 @@ final class ContainerfileTests: XCTestCase {
             }
         }
     }
+
+    /// The image documents the ports the relay listens on as the fleet runs it: every port the
+    /// DaemonSet declares (HTTP, TURN over UDP, TCP and TLS) and the relayed range.
+    func testRunStageExposesThePortsTheDaemonSetDeclares() throws {
+        let run = try XCTUnwrap(ContainerfileFixture().runStage)
+        let exposed = Set(run.instructions.filter { $0.hasPrefix("EXPOSE ") }.flatMap { $0.split(separator: " ").dropFirst().map { $0.lowercased() } })
+        let container = try XCTUnwrap(KubernetesManifestFixture().relayContainer)
+        let declared = (container["ports"] as? [[String: Any]] ?? []).map { "\($0["containerPort"] ?? "?")/\(($0["protocol"] as? String ?? "TCP").lowercased())" }
+        XCTAssertFalse(declared.isEmpty)
+        XCTAssertEqual(Set(declared).subtracting(exposed), [], "declared by the DaemonSet, not exposed by the image")
+        XCTAssertTrue(exposed.contains("40000-40999/udp"), "the relayed port range")
+    }
 }
