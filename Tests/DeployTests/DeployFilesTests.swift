@@ -16,6 +16,10 @@ let contractMetricFamilies: Set<String> = [
     "mediarelay_turn_allocation_events_total", "mediarelay_turn_allocations_refused_total",
     "mediarelay_turn_auth_failures_total", "mediarelay_turn_drops_total", "mediarelay_turn_datagrams_total",
     "mediarelay_turn_bytes_total",
+    // TURN by the client's transport (udp, tcp, tls): connections, their closes, TLS handshakes.
+    "mediarelay_turn_connections", "mediarelay_turn_connections_opened_total", "mediarelay_turn_connections_closed_total",
+    "mediarelay_turn_tls_handshakes_total", "mediarelay_turn_transport_allocations_total",
+    "mediarelay_turn_transport_datagrams_total", "mediarelay_turn_transport_bytes_total",
 ]
 
 /// A histogram's samples belong to the family named without these suffixes.
