@@ -33,7 +33,8 @@ final class HelpTextTests: XCTestCase {
         }
         for expected in ["auto, perpacket, mmsg, uring", "40000-40999", "127.0.0.1:9480", "interactiveVoice",
                          "MEDIARELAY_CONTROL_TOKEN", "idle_timeout_seconds", "1...256", "0...3600", "1...86400", "1...1024",
-                         "512...65507", "Receive buffers per worker", "--batch-size x --max-datagram-size"] {
+                         "512...65507", "Receive buffers per worker", "--batch-size x --max-datagram-size",
+                         "load the TLS", "certificate and key again", "within 10 s", "after 60 s", "answered 442"] {
             XCTAssertTrue(help.contains(expected), "help does not mention \(expected)")
         }
     }
