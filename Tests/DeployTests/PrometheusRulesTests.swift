@@ -17,7 +17,7 @@ final class PrometheusRulesTests: XCTestCase {
     }
 
     /// The TURN alerts fire on the series that should fire them and on nothing else: a relay
-    /// refusing connections at its cap, and one whose TLS clients fail their handshakes (an
+    /// near or at its connection cap, and one whose TLS clients fail their handshakes (an
     /// expired certificate), but not one whose failures are scanners, clients giving up, a few
     /// refusals among many handshakes, or too few to judge. `promtool test rules` evaluates
     /// the real alerts.yml over made-up counters, annotations included.
@@ -37,6 +37,18 @@ final class PrometheusRulesTests: XCTestCase {
                     values: '0x60'
                   - series: 'mediarelay_turn_connections_closed_total{job="mediarelay",instance="fine",worker="0",transport="tcp",reason="per_source_limit"}'
                     values: '0+600x60'
+                  - series: 'mediarelay_capacity_in_use{job="mediarelay",instance="full",resource="turn_connections"}'
+                    values: '3800x60'
+                  - series: 'mediarelay_capacity_total{job="mediarelay",instance="full",resource="turn_connections"}'
+                    values: '4000x60'
+                  - series: 'mediarelay_capacity_in_use{job="mediarelay",instance="fine",resource="turn_connections"}'
+                    values: '3000x60'
+                  - series: 'mediarelay_capacity_total{job="mediarelay",instance="fine",resource="turn_connections"}'
+                    values: '4000x60'
+                  - series: 'mediarelay_capacity_in_use{job="mediarelay",instance="fine",resource="sessions"}'
+                    values: '9999x60'
+                  - series: 'mediarelay_capacity_total{job="mediarelay",instance="fine",resource="sessions"}'
+                    values: '10000x60'
                   - series: 'mediarelay_turn_tls_handshakes_total{job="mediarelay",instance="expired",worker="0",result="failed_protocol"}'
                     values: '0+30x60'
                   - series: 'mediarelay_turn_tls_handshakes_total{job="mediarelay",instance="expired",worker="0",result="completed"}'
@@ -63,6 +75,13 @@ final class PrometheusRulesTests: XCTestCase {
                           description: "1 connections/s closed on accept for capacity. Add relays, or raise turn_max_connections with the memory limit and LimitNOFILE."
                   - eval_time: 10m
                     alertname: MediarelayTURNConnectionsRefused
+                  - eval_time: 20m
+                    alertname: MediarelayTURNConnectionsNearCap
+                    exp_alerts:
+                      - exp_labels: {severity: warning, job: mediarelay, instance: full, resource: turn_connections}
+                        exp_annotations:
+                          summary: "full: TURN connections above 90% of --turn-max-connections"
+                          description: "New TCP and TLS clients are closed on accept at the cap. Add relays, or raise turn_max_connections with the memory limit and LimitNOFILE."
                   - eval_time: 45m
                     alertname: MediarelayTLSHandshakesFailing
                     exp_alerts:
