@@ -329,7 +329,7 @@ enum OptionKey: String, CaseIterable, Sendable {
                 + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
         case .turnAlternate:
             "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
-                + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients, once TLS listeners exist"
+                + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients"
         case .turnAlternateDomain: "ALTERNATE-DOMAIN sent with redirects of TLS clients (the alternates' certificate name)"
         case .turnTCP: "TURN listener over TCP (turn:HOST:PORT?transport=tcp), usually port 3478"
         case .turnTLS: "TURN listener over TLS (turns:HOST:PORT?transport=tcp), usually port 443 or 5349; needs --tls-cert and --tls-key"

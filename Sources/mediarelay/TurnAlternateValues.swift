@@ -3,7 +3,7 @@ import RelayCore
 
 /// One `--turn-alternate [tls:]HOST:PORT`: a sibling relay a new TURN client is sent to (300
 /// Try Alternate) when this one is full or draining. Plain entries serve UDP clients (and TCP
-/// ones once the relay has them: a TURN port takes both); `tls:` entries wait for TLS listeners.
+/// ones: a TURN port takes both); `tls:` entries are for clients over TLS.
 struct TurnAlternateSpec: Equatable, Hashable, Sendable, CustomStringConvertible {
     static let tlsPrefix = "tls:"
     static let accepted = "HOST:PORT or tls:HOST:PORT with an IP literal, [addr]:port for IPv6, not a wildcard, PORT in 1...65535"
@@ -62,15 +62,17 @@ extension ServerOptions {
     /// sent there would reach straight back. A listener on a wildcard is reached on every address
     /// of the host, so its port on a loopback address or one of `ownAddresses` (the relay and
     /// advertised addresses; the interfaces too, at start and on reload) is ours as well; and
-    /// behind a 1:1 NAT the advertised address reaches every listener's port. `tls:` entries are
-    /// not compared: no TLS listener exists yet. They are left out of what the TURN server
-    /// names, not refused, so one list of the whole fleet can be given to every node.
+    /// behind a 1:1 NAT the advertised address reaches every listener's port. A plain entry is
+    /// compared with the UDP and TCP listeners (its clients come over either), a `tls:` one
+    /// with the TLS listeners. They are left out of what the TURN server names, not refused,
+    /// so one list of the whole fleet can be given to every node.
     func alternatesThatAreThisRelay(ownAddresses: [Endpoint]) -> [TurnAlternateSpec] {
-        let listeners = turnListeners.map(\.endpoint)
+        let plain = (turnListeners + turnTCPListeners).map(\.endpoint)
+        let tls = turnTLSListeners.map(\.endpoint)
         let own = Set(ownAddresses.map(Self.address))
         let advertised = Endpoint(host: advertiseAddress, port: 0).map(Self.address)
         return turnAlternates.filter { alternate in
-            guard !alternate.tls else { return false }
+            let listeners = alternate.tls ? tls : plain
             let target = alternate.endpoint
             let host = Self.address(target)
             let local = target.isLoopback || own.contains(host)

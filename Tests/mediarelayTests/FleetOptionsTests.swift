@@ -1,6 +1,7 @@
 import Foundation
 import NetAddress
 import RelayCore
+import TestSupport
 import XCTest
 
 @testable import mediarelay
@@ -45,8 +46,14 @@ final class FleetOptionsTests: XCTestCase {
         // Another port, another host, or an IPv6 address an IPv4 wildcard does not take: a sibling.
         XCTAssertEqual(ours(wildcard + ["--turn-alternate", "127.0.0.5:3479", "--turn-alternate", "198.51.100.5:3478",
                                         "--turn-alternate", "[::1]:3478"]), [])
-        // TLS listeners do not exist yet, so no tls: entry can be one of them.
+        // A tls: entry is compared with the TLS listeners, a plain one with UDP and TCP.
         XCTAssertEqual(ours(base + ["--turn-alternate", "tls:127.0.0.1:3478"]), [])
+        let certificates = try CertificateFixture()
+        let streams = base + ["--turn-tcp", "127.0.0.1:3479", "--turn-tls", "127.0.0.1:5349",
+                              "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key]
+        XCTAssertEqual(ours(streams + ["--turn-alternate", "tls:127.0.0.1:5349", "--turn-alternate", "tls:127.0.0.1:3479",
+                                       "--turn-alternate", "127.0.0.1:3479", "--turn-alternate", "127.0.0.1:5349"]),
+                       ["tls:127.0.0.1:5349", "127.0.0.1:3479"])
         // The interfaces count as own (at start and on reload).
         let anyAddress = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--turn-alternate", "10.1.2.3:3478"]
         XCTAssertEqual(ours(anyAddress, own: ["10.1.2.3"]), ["10.1.2.3:3478"])
