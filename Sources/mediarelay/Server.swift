@@ -217,9 +217,12 @@ struct Server {
             limit.rlim_cur = limit.rlim_max
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
-        let needed = UInt64(options.ports.count) + UInt64(options.workers * max(1, options.forwards.count)) + 256
+        // Each TURN connection over TCP or TLS is a descriptor too.
+        let streams = options.turnTCPListeners.isEmpty && options.turnTLSListeners.isEmpty ? 0 : options.turnMaxConnections
+        let needed = UInt64(options.ports.count) + UInt64(options.workers * max(1, options.forwards.count)) + UInt64(streams) + 256
         if limit.rlim_cur < needed {
-            log.warning("the descriptor limit (\(limit.rlim_cur)) is below the \(needed) the port range may need; raise LimitNOFILE / ulimit -n")
+            let what = streams > 0 ? "the port range and --turn-max-connections" : "the port range"
+            log.warning("the descriptor limit (\(limit.rlim_cur)) is below the \(needed) \(what) may need; raise LimitNOFILE / ulimit -n")
         }
     }
 
