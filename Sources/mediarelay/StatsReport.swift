@@ -4,6 +4,7 @@ import Glibc
 import NetAddress
 import RelayCore
 import RelayHTTP
+import TLS
 import SystemSupport
 
 /// /v1/stats and /metrics, from the workers' latest snapshots and the kernel's accounting of
@@ -24,6 +25,8 @@ struct StatsReport {
     let portsTotal: Int
     /// What can refuse new work, and how much of it is taken (also what /readyz judges).
     let capacity: Capacity
+    /// The certificate new TLS connections get (nil without TLS listeners).
+    let certificate: TLSServerContext?
 
     init(relay: Relay, engine: String, engineReason: String, started: Date) {
         workers = relay.stats()
@@ -52,6 +55,7 @@ struct StatsReport {
         portsInUse = relay.settings.ports.held
         portsTotal = relay.settings.ports.range.count
         capacity = Capacity(relay: relay, workers: workers)
+        certificate = relay.settings.turnShared.tlsContext
     }
 
     var cpuNanosecondsPerPacket: Double {
@@ -108,6 +112,11 @@ struct StatsReport {
         object["ports_in_use"] = portsInUse
         object["ports_total"] = portsTotal
         object["capacity"] = capacity.json
+        if let certificate {
+            object["tls_certificate"] = ["subject": certificate.subject, "serial": certificate.serialNumber,
+                                         "not_after": certificate.notAfter,
+                                         "seconds_until_expiry": certificate.secondsUntilExpiry] as [String: Any]
+        }
         object["per_worker"] = workers.map { worker -> [String: Any] in
             var counters = StatsReport.counters(worker)
             counters["worker"] = worker.worker
@@ -184,6 +193,13 @@ struct StatsReport {
         text.gauge("mediarelay_ports_total", help: "Ports in the relay's range.", value: portsTotal)
         text.gauge("mediarelay_forward_clients", help: "Forward-rule clients with an upstream socket.", value: total.forwardClients)
         capacity.prometheus(into: &text)
+        if let certificate {
+            // An expiry an operator can alert on before browsers refuse the relay (a renewal
+            // that did not reach it: a failed hook, a SIGHUP never sent).
+            text.gauge("mediarelay_tls_certificate_expiry_seconds",
+                       help: "Seconds until the TLS listeners' certificate expires (negative: expired).",
+                       value: certificate.secondsUntilExpiry)
+        }
         return text
     }
 }

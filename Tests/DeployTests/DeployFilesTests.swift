@@ -20,6 +20,7 @@ let contractMetricFamilies: Set<String> = [
     "mediarelay_turn_connections", "mediarelay_turn_connections_opened_total", "mediarelay_turn_connections_closed_total",
     "mediarelay_turn_tls_handshakes_total", "mediarelay_turn_transport_allocations_total",
     "mediarelay_turn_transport_datagrams_total", "mediarelay_turn_transport_bytes_total",
+    "mediarelay_tls_certificate_expiry_seconds",
     // What /readyz judges, by resource (allocations, sessions, ports, turn_ports, turn_connections).
     "mediarelay_capacity_in_use", "mediarelay_capacity_total",
 ]

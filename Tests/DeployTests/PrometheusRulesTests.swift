@@ -65,6 +65,10 @@ final class PrometheusRulesTests: XCTestCase {
                     values: '0+60x60'
                   - series: 'mediarelay_turn_tls_handshakes_total{job="mediarelay",instance="quiet",worker="0",result="failed_protocol"}'
                     values: '0+0.3x60'
+                  - series: 'mediarelay_tls_certificate_expiry_seconds{job="mediarelay",instance="stale"}'
+                    values: '500000-60x180'
+                  - series: 'mediarelay_tls_certificate_expiry_seconds{job="mediarelay",instance="renewed"}'
+                    values: '5000000-60x180'
                 alert_rule_test:
                   - eval_time: 30m
                     alertname: MediarelayTURNConnectionsRefused
@@ -82,6 +86,15 @@ final class PrometheusRulesTests: XCTestCase {
                         exp_annotations:
                           summary: "full: TURN connections above 90% of --turn-max-connections"
                           description: "New TCP and TLS clients are closed on accept at the cap. Add relays, or raise turn_max_connections with the memory limit and LimitNOFILE."
+                  - eval_time: 30m
+                    alertname: MediarelayTLSCertificateExpiresSoon
+                  - eval_time: 2h
+                    alertname: MediarelayTLSCertificateExpiresSoon
+                    exp_alerts:
+                      - exp_labels: {severity: warning, job: mediarelay, instance: stale}
+                        exp_annotations:
+                          summary: "stale: the TLS certificate of TURN expires within a week"
+                          description: "It expires in 5d 16h 53m 20s. Renew it and reload the relay (SIGHUP); its log then says: SIGHUP: TLS certificate ..., serial ..."
                   - eval_time: 45m
                     alertname: MediarelayTLSHandshakesFailing
                     exp_alerts:

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Runs the real `mediarelay` binary. These fail until the server's main is wired to the
@@ -39,7 +40,12 @@ final class RunningServerTests: XCTestCase {
     }
 
     func testEveryMetricUsedByDashboardsAndAlertsIsExposed() throws {
-        let server = try ServerProcess(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299"])
+        // TURN over TLS too, for the metrics only a relay with a certificate has.
+        let certificates = try CertificateFixture()
+        let tls = try freeTCPPort()
+        let server = try ServerProcess(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
+                                                   "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key,
+                                                   "--turn-secret", "s"])
         let line = server.waitForLine(containing: "http listening on ", timeout: 20)
         let listening = try XCTUnwrap(line, "no `http listening on HOST:PORT` line within 20 s (or the server exited first, running: \(server.process.isRunning)); stderr: \(server.stderr)")
         let address = try XCTUnwrap(listening.components(separatedBy: "http listening on ").last?.split(separator: " ").first)
@@ -63,4 +69,19 @@ final class RunningServerTests: XCTestCase {
         server.signal(SIGTERM)
         _ = server.waitForExit(timeout: 10)
     }
+}
+
+/// A TCP port free on 127.0.0.1 now (bound, read, let go).
+private func freeTCPPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+    return UInt16(bigEndian: address.sin_port)
 }
