@@ -225,10 +225,12 @@ for repeatIndex in 1...options.repeats {
                 let measurement = try run(configuration, side: side, rate: rate, options: options, placement: placement)
                 results["\(side.key) \(configuration.name)@\(rate)", default: []].append(measurement)
                 let label = side.prefix + configuration.name
-                var line = String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%",
+                // Per datagram delivered too: what the executable's table compares (pool-ratios.py).
+                var line = String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%  %.2f us/delivered",
                                   repeatIndex, label.padding(toLength: max(15, label.count), withPad: " ", startingAt: 0) as NSString,
-                                  rate, measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram, measurement.delivered * 100)
-                if let worker = measurement.workerMicrosecondsPerDelivered { line += String(format: "  worker %.2f us/datagram", worker) }
+                                  rate, measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram, measurement.delivered * 100,
+                                  measurement.cpuMicrosecondsPerDelivered)
+                if let worker = measurement.workerMicrosecondsPerDelivered { line += String(format: "  worker %.2f us/delivered", worker) }
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }
         }
