@@ -47,22 +47,8 @@ struct BenchOptions {
             case "--repeats": options.repeats = number(value(), "--repeats")
             case "--size": options.size = number(value(), "--size")
             case "--out": options.output = value()
-            case "--c-forwarder":
-                let path = value()
-                if path == "none" {
-                    options.reference = nil
-                } else {
-                    guard access(path, X_OK) == 0 else { fail("--c-forwarder \(path): not an executable (make reference builds it)") }
-                    options.reference = path
-                }
-            case "--executable":
-                let path = value()
-                if path == "none" {
-                    options.executable = nil
-                } else {
-                    guard access(path, X_OK) == 0 else { fail("--executable \(path): not an executable (swift build -c release builds it)") }
-                    options.executable = path
-                }
+            case "--c-forwarder": options.reference = program(value(), "--c-forwarder", cure: "make reference builds it")
+            case "--executable": options.executable = program(value(), "--executable", cure: "swift build -c release builds it")
             case "--count": options.count = number(value(), "--count")
             case "--only": options.only = value()
             case "--side":
@@ -91,6 +77,13 @@ struct BenchOptions {
               options.count.map({ $0 >= 1 }) ?? true, (1...1024).contains(options.burst) else { fail("values out of range") }
         return options
     }
+}
+
+/// A program to run, or nil for "none".
+func program(_ path: String, _ option: String, cure: String) -> String? {
+    guard path != "none" else { return nil }
+    guard access(path, X_OK) == 0 else { fail("\(option) \(path): not an executable (\(cure))") }
+    return path
 }
 
 func number(_ text: String, _ option: String) -> Int {
