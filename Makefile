@@ -102,16 +102,18 @@ bench-deps:
 			{ echo "make: ERROR: could not install $$tool (apt-get install $$tool)" >&2; exit 1; }; }; \
 	done
 
-# The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md).
-# A quick look by default (about 3 minutes). The figures in bench/README.md come from
-# `make bench BENCH_SECONDS=1 BENCH_REPEATS=16`, about 10 minutes: a median of 3 repeats moves
-# by several percent on a shared 2-core machine.
+# The engine benchmark: a forwarder per backend at fixed rates, side by side (bench/README.md):
+# the harness, the C reference and the relay executable (issue 20). A quick look by default
+# (about 4 minutes). The figures in bench/README.md come from `make bench BENCH_SECONDS=1
+# BENCH_REPEATS=16`, about 12 minutes: a median of 3 repeats moves by several percent on a
+# shared 2-core machine.
 BENCH_SECONDS ?= 2
 BENCH_REPEATS ?= 3
 bench: release reference
 	.build/release/engine-bench --c-forwarder .build/reference/forwarder --rates 50000,200000 --seconds $(BENCH_SECONDS) --repeats $(BENCH_REPEATS) --out bench/results/engine.md
 
-# Instructions and system calls per datagram, ours against the C reference (bench/README.md).
+# Instructions and system calls per datagram, ours against the C reference and the relay
+# executable against ours (bench/README.md).
 profile: release reference bench-deps
 	bench/profile-forwarder.sh
 

@@ -56,7 +56,8 @@ let package = Package(
             dependencies: ["LoadGen"]
         ),
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing"], path: "bench/engine-bench"),
+        // LoadGen for its HTTP client alone: the relay executable's /v1/stats (RelayProcess).
+        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing", "LoadGen"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),

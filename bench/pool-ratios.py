@@ -11,13 +11,19 @@ no dearer. One run's table prints medians of a few repeats; with the spread of t
 read here, over repeats pooled from whole runs, and each run's own table beside it.
 Runs with `--timestamps both` also get each configuration with receive timestamps ("+ts")
 against without, per repeat, and all of them pooled.
+With the relay executable in the runs (engine-bench --executable): executable/C and
+executable/harness per repeat, for its whole process and its worker thread, each over CPU per
+datagram delivered at the sink, as engine-bench's executable table.
 """
 import re
 import statistics
 import sys
 from collections import defaultdict
 
-LINE = re.compile(r"repeat (\d+)\s+(C:)?(\S+)\s+(\d+)/s\s+([\d.]+) us/datagram")
+LINE = re.compile(r"repeat (\d+)\s+(C:|exe:)?(\S+)\s+(\d+)/s\s+([\d.]+) us/datagram")
+DELIVERED = re.compile(r"([\d.]+) us/delivered")
+WORKER = re.compile(r"worker ([\d.]+) us/delivered")
+SIDES = {None: "swift", "C:": "c", "exe:": "exe"}
 NAMES = ["perpacket", "mmsg", "mmsg+gso", "uring", "uring+gso", "mmsg+gso+gro", "uring+gso+gro"]
 RIVALS = [("uring", "mmsg"), ("uring+gso", "mmsg+gso")]
 
@@ -33,14 +39,19 @@ def main(paths):
     if not paths:
         sys.exit("usage: pool-ratios.py ENGINE-BENCH-STDERR...")
     cpu = defaultdict(dict)  # (side, name, rate) -> {(file, repeat): us/datagram}
+    delivered = defaultdict(dict)  # the same per datagram delivered; side "worker": the executable's worker thread
     for path in paths:
         with open(path) as lines:
             for line in lines:
                 match = LINE.match(line)
                 if match:
-                    side = "c" if match.group(2) else "swift"
+                    side = SIDES[match.group(2)]
                     key = (side, match.group(3), int(match.group(4)))
-                    cpu[key][(path, int(match.group(1)))] = float(match.group(5))
+                    run = (path, int(match.group(1)))
+                    cpu[key][run] = float(match.group(5))
+                    for found, name in ((DELIVERED.search(line), side), (WORKER.search(line), "worker")):
+                        if found:
+                            delivered[(name,) + key[1:]][run] = float(found.group(1))
     for rate in sorted({key[2] for key in cpu}):
         for name in NAMES:
             swift, c = cpu.get(("swift", name, rate)), cpu.get(("c", name, rate))
@@ -56,6 +67,13 @@ def main(paths):
                 print(f"{rate}/s {name:13s} +ts/without {summary(ratios)}")
         if stamped_all:
             print(f"{rate}/s every configuration +ts/without {summary(stamped_all)}")
+        for name in NAMES:
+            for side, over in (("exe", "c"), ("worker", "c"), ("exe", "swift"), ("worker", "swift")):
+                a, b = delivered.get((side, name, rate)), delivered.get((over, name, rate))
+                if a and b:
+                    ratios = [a[k] / b[k] for k in a if k in b]
+                    label = {"exe": "executable", "worker": "exe worker", "c": "C", "swift": "harness"}
+                    print(f"{rate}/s {name:13s} {label[side]}/{label[over]} {summary(ratios)}")
         for uring, mmsg in RIVALS:
             for side in ("swift", "c"):
                 a, b = cpu.get((side, uring, rate)), cpu.get((side, mmsg, rate))

@@ -42,7 +42,7 @@ public final class Relay: Sendable {
         for shared in workers {
             let settings = self.settings
             let shares = ruleShares
-            spawned.append(WorkerThread {
+            spawned.append(WorkerThread(name: "mr-worker-\(shared.index)") {
                 let worker: Worker
                 do throws(SystemCallError) {
                     worker = try Worker(shared: shared, settings: settings, ruleShares: shares)

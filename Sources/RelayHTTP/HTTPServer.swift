@@ -82,6 +82,7 @@ public final class HTTPServer: Sendable {
         let (listenFD, wakeFD, limits, handler) = (self.listenFD, wakeReadFD, self.limits, self.handler)
         let (priorityPaths, served) = (self.priorityPaths, self.served)
         let thread = Thread {
+            ThreadName.set("mediarelay-http")
             ServeLoop(listenFD: listenFD, wakeFD: wakeFD, limits: limits, priorityPaths: priorityPaths, served: served,
                       handler: handler).run()
             finished.signal()

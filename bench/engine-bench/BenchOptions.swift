@@ -11,7 +11,7 @@ struct BenchOptions {
     var output: String?
     /// `--only NAME[,NAME...]`: measure only these configurations.
     /// `--count N` (FixedCount): forward exactly N datagrams through one forwarder, `--only`
-    /// NAME (one), `--side` swift or c, under `--wrap` (a command line split at spaces), in bursts.
+    /// NAME (one), `--side` swift, c or exe, under `--wrap` (a command line split at spaces), in bursts.
     var count: Int?
     var only = ""
     var side = "swift"
@@ -30,6 +30,10 @@ struct BenchOptions {
     var timestamps = Timestamps.off
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
+    static let defaultExecutable = ".build/release/mediarelay"
+    /// The relay executable, measured beside the harness with a forward rule (RelayProcess); by
+    /// default .build/release/mediarelay when it was built.
+    var executable: String? = access(BenchOptions.defaultExecutable, X_OK) == 0 ? BenchOptions.defaultExecutable : nil
 
     static func parse(_ arguments: [String]) -> BenchOptions {
         var options = BenchOptions()
@@ -48,19 +52,13 @@ struct BenchOptions {
             case "--repeats": options.repeats = number(value(), "--repeats")
             case "--size": options.size = number(value(), "--size")
             case "--out": options.output = value()
-            case "--c-forwarder":
-                let path = value()
-                if path == "none" {
-                    options.reference = nil
-                } else {
-                    guard access(path, X_OK) == 0 else { fail("--c-forwarder \(path): not an executable (make reference builds it)") }
-                    options.reference = path
-                }
+            case "--c-forwarder": options.reference = program(value(), "--c-forwarder", cure: "make reference builds it")
+            case "--executable": options.executable = program(value(), "--executable", cure: "swift build -c release builds it")
             case "--count": options.count = number(value(), "--count")
             case "--only": options.only = value()
             case "--side":
                 options.side = value()
-                guard options.side == "swift" || options.side == "c" else { fail("--side: swift or c") }
+                guard ["swift", "c", "exe"].contains(options.side) else { fail("--side: swift, c or exe") }
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--burst": options.burst = number(value(), "--burst")
             case "--source-gso": options.sourceGSO = true
@@ -74,8 +72,8 @@ struct BenchOptions {
                 default: fail("--pin: split or off")
                 }
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--source-gso] [--only NAME,...] [--pin split|off] [--timestamps off|on|both]")
-                print("engine-bench --count N --only NAME [--side swift|c] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--executable PATH|none] [--source-gso] [--only NAME,...] [--pin split|off] [--timestamps off|on|both]")
+                print("engine-bench --count N --only NAME [--side swift|c|exe] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)
             default: fail("unknown option \(arguments[index])")
@@ -87,6 +85,13 @@ struct BenchOptions {
               options.count.map({ $0 >= 1 }) ?? true, (1...1024).contains(options.burst) else { fail("values out of range") }
         return options
     }
+}
+
+/// A program to run, or nil for "none".
+func program(_ path: String, _ option: String, cure: String) -> String? {
+    guard path != "none" else { return nil }
+    guard access(path, X_OK) == 0 else { fail("\(option) \(path): not an executable (\(cure))") }
+    return path
 }
 
 func number(_ text: String, _ option: String) -> Int {

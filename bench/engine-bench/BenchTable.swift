@@ -60,6 +60,41 @@ enum BenchTable {
         return table
     }
 
+    /// The relay executable beside the harness and C, per backend (issue 20): CPU per datagram
+    /// delivered at the sink for all three (the one count the executable has of a window), the
+    /// executable's whole process, its worker thread alone and the rest (main and HTTP threads,
+    /// the median of the repeats' differences), and the ratios of the repeats' runs, median
+    /// (min-max). Syscalls and GSO segments per datagram: the harness's over the
+    /// window, the executable's over its whole run (its /v1/stats).
+    static func executable(_ results: [String: [Measurement]], rates: [Int], names: [String], withReference: Bool) -> String {
+        var table = "| offered rate | engine | executable us/datagram, median (min-max) | its worker thread | its other threads | harness | C "
+        table += "| executable/C, median (min-max) | worker thread/C | executable/harness | worker thread/harness "
+        table += "| syscalls/datagram executable, harness | sent as GSO segments executable, harness | delivered executable, harness, C |\n"
+        table += "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        for rate in rates {
+            for name in names {
+                let exe = results["exe \(name)@\(rate)"]!
+                let harness = results["swift \(name)@\(rate)"]!
+                let c = withReference ? results["c \(name)@\(rate)"] : nil
+                let process = exe.map(\.cpuMicrosecondsPerDelivered)
+                let worker = exe.map { $0.workerMicrosecondsPerDelivered ?? .nan }
+                func ratios(_ values: [Double], _ over: [Measurement]?) -> String {
+                    over.map { spread(zip(values, $0).map { $0 / $1.cpuMicrosecondsPerDelivered }, "%.2fx") } ?? "-"
+                }
+                func medians(_ value: (Measurement) -> Double, _ format: String, _ sides: [[Measurement]?]) -> String {
+                    sides.map { $0.map { String(format: format, median($0.map(value))) } ?? "-" }.joined(separator: ", ")
+                }
+                let others = median(zip(process, worker).map { $0 - $1 })
+                table += "| \(rate)/s | \(name) | \(spread(process, "%.2f")) | \(spread(worker, "%.2f")) | \(String(format: "%.3f", others)) "
+                table += "| \(spread(harness.map(\.cpuMicrosecondsPerDelivered), "%.2f")) | \(c.map { spread($0.map(\.cpuMicrosecondsPerDelivered), "%.2f") } ?? "-") "
+                table += "| \(ratios(process, c)) | \(ratios(worker, c)) | \(ratios(process, harness)) | \(ratios(worker, harness)) "
+                table += "| \(medians(\.syscallsPerDatagram, "%.3f", [exe, harness])) | \(medians({ $0.gsoShare * 100 }, "%.0f%%", [exe, harness])) "
+                table += "| \(medians({ $0.delivered * 100 }, "%.1f%%", [exe, harness, c])) |\n"
+            }
+        }
+        return table
+    }
+
     /// io_uring against recvmmsg/sendmmsg on the same load, per repeat (the two ran in the same
     /// repeat, minutes apart at most): the issue's "uring no dearer than mmsg on one flow".
     static func rivals(_ results: [String: [Measurement]], rates: [Int], names: [String], withReference: Bool) -> String {

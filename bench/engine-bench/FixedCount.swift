@@ -4,8 +4,8 @@ import Glibc
 import NetAddress
 import SystemSupport
 
-/// `engine-bench --count N`: one forwarder (ours as `engine-bench serve`, or the C reference)
-/// as a child process, started under an optional wrapper such as valgrind or strace
+/// `engine-bench --count N`: one forwarder (ours as `engine-bench serve`, the C reference or
+/// the relay executable) as a child process, started under an optional wrapper such as valgrind or strace
 /// (`--wrap "valgrind --tool=callgrind"`), sent exactly N datagrams in bursts of `--burst` at
 /// `--rates`' first rate, then stopped with SIGTERM once it has forwarded them (or has stalled).
 /// Counting instructions or system calls over a fixed number of datagrams does not depend on
@@ -15,20 +15,22 @@ enum FixedCount {
         guard let configuration = Configuration.named(options.only) else {
             fail("--count needs --only NAME: \(configurations.map(\.name).joined(separator: ", "))")
         }
-        let forwarderCommand: [String]
-        if options.side == "c" {
+        let side: Side
+        switch options.side {
+        case "c":
             guard let reference = options.reference else { fail("--side c needs the C reference (--c-forwarder PATH)") }
-            forwarderCommand = [reference]
-        } else {
-            forwarderCommand = ourServeCommand
+            side = .reference(reference)
+        case "exe":
+            guard let executable = options.executable else { fail("--side exe needs the relay (--executable PATH)") }
+            side = .executable(executable)
+        default:
+            side = .harness
         }
-        var command = options.wrap + forwarderCommand
-        if !options.wrap.isEmpty, !command[0].hasPrefix("/") { command = ["/usr/bin/env"] + command }
 
         let (sink, destination, stopSink) = startSink()
         defer { stopSink() }
         sink.with { sink.measuring = true }
-        let forwarder = try ForwarderProcess(command: command, backend: configuration.name, destination: destination)
+        let forwarder = try side.start(configuration, destination: destination, wrap: options.wrap)
         let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
         let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
         let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
@@ -51,18 +53,22 @@ enum FixedCount {
             next += interval
             MonotonicClock.sleep(until: next)
         }
-        // Wait for the last of them; stop early when nothing moved for two seconds (a drop).
-        var last = forwarder.counters().forwarded
+        // Wait for the last of them; stop early when nothing moved for two seconds (a drop). The
+        // relay executable's own count is a snapshot up to 100 ms old: its datagrams are counted
+        // at the sink, and its syscalls and GSO sends by strace, not here.
+        func forwarded() throws -> UInt64 { try forwarder.read().counters?.forwarded ?? sink.with { sink.sunk } }
+        var last = try forwarded()
         var still = 0
         while last < UInt64(count) && still < 200 {
             usleep(10_000)
-            let now = forwarder.counters().forwarded
+            let now = try forwarded()
             still = now == last ? still + 1 : 0
             last = now
         }
-        let counters = forwarder.counters()
+        let counters = try forwarder.read().counters
         forwarder.stop()
         let sunk = sink.with { sink.sunk }
-        print("\(options.side) \(configuration.name) sent \(count) forwarded \(counters.forwarded) syscalls \(counters.syscalls) gso \(counters.gso) sunk \(sunk)")
+        let engine = counters.map { "syscalls \($0.syscalls) gso \($0.gso)" } ?? "syscalls - gso -"
+        print("\(options.side) \(configuration.name) sent \(count) forwarded \(counters?.forwarded ?? sunk) \(engine) sunk \(sunk)")
     }
 }

@@ -3,12 +3,6 @@ import Foundation
 import Glibc
 import NetAddress
 
-func seconds(of clock: clockid_t) -> Double {
-    var now = timespec()
-    clock_gettime(clock, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
 /// A forwarder under test as a child process of one thread, so that its process CPU clock is its
 /// forwarding thread's: ours as `engine-bench serve`, or the C reference
 /// (bench/reference/forwarder.c), started and measured exactly alike. Both store their counters
@@ -16,7 +10,7 @@ func seconds(of clock: clockid_t) -> Double {
 /// to run as a thread of this process, beside the source and the sink; a thread that shares
 /// their address space switches to and from them more cheaply than a process does, so the two
 /// sides were not the same kind of run.
-final class ForwarderProcess {
+final class ForwarderProcess: ForwarderUnderTest {
     let process = Process()
     let target: Endpoint
     private let clock: clockid_t
@@ -48,9 +42,7 @@ final class ForwarderProcess {
             throw BenchError("\(path) said \(text), expected listening on HOST:PORT")
         }
         target = address
-        var clock = clockid_t()
-        guard clock_getcpuclockid(process.processIdentifier, &clock) == 0 else { throw BenchError("clock_getcpuclockid failed") }
-        self.clock = clock
+        clock = try processCPUClock(process.processIdentifier)
         let fd = open(statsPath, O_RDWR)
         guard fd >= 0, let mapped = mmap(nil, 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != MAP_FAILED else {
             throw BenchError("cannot map \(statsPath)")
@@ -59,15 +51,18 @@ final class ForwarderProcess {
         stats = mapped
     }
 
-    /// CPU seconds (user + system) of the forwarder, from its kernel CPU clock.
-    func cpuSeconds() -> Double { seconds(of: clock) }
+    /// One thread: the pid is the forwarding thread's.
+    func pin(_ placement: Placement) { placement.pinForwarder(process.processIdentifier) }
 
-    /// Datagrams forwarded, syscalls made, datagrams sent as GSO segments: cumulative.
-    func counters() -> (forwarded: UInt64, syscalls: UInt64, gso: UInt64) {
+    func read() -> ForwarderReading {
+        ForwarderReading(cpuSeconds: seconds(of: clock), workerCPUSeconds: nil, counters: lifetimeCounters())
+    }
+
+    func lifetimeCounters() -> ForwarderCounters {
         // Aligned 8-byte loads of values the forwarder stores with relaxed atomics: whole values,
         // at worst one turn old.
         func load(_ index: Int) -> UInt64 { (stats + index * 8).load(as: UInt64.self) }
-        return (load(1), load(2), load(3))
+        return ForwarderCounters(forwarded: load(1), syscalls: load(2), gso: load(3))
     }
 
     func stop() {
@@ -77,25 +72,8 @@ final class ForwarderProcess {
         // remains the way to stop it should it not see the flag.
         (stats + 7 * 8).storeBytes(of: UInt64(1), as: UInt64.self)
         for _ in 0..<3000 where process.isRunning { usleep(10_000) }
-        guard process.isRunning else {
-            munmap(stats, 64)
-            unlink(statsPath)
-            return
-        }
-        // Under a wrapper that runs the forwarder as its child (strace) the forwarder is told,
-        // not the wrapper, which would leave it running; the wrapper then ends with it.
-        let pid = process.processIdentifier
-        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
-        let forwarders = children.split(separator: " ").compactMap { pid_t($0) }
-        if forwarders.isEmpty { process.terminate() }
-        for child in forwarders { kill(child, SIGTERM) }
-        process.waitUntilExit()
+        terminate(process)
         munmap(stats, 64)
         unlink(statsPath)
     }
-}
-
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,4 +1,5 @@
 import CURing
+import Foundation
 import Glibc
 
 /// Where each part of a measurement runs (`--pin`). Left to the scheduler, the source, the
@@ -32,10 +33,21 @@ struct Placement {
     func pinSink() { pin(0, forwarderMask, "sink") }
     /// Pins a single-threaded forwarder process.
     func pinForwarder(_ pid: pid_t) { pin(pid, forwarderMask, "forwarder") }
+    /// Pins every thread of a forwarder process (the relay executable: its worker, its HTTP and
+    /// its main thread), as a process of one thread is pinned whole; threads it starts later
+    /// inherit the mask from their creator.
+    func pinForwarderThreads(_ pid: pid_t) {
+        for thread in threads(of: pid) { pin(thread, forwarderMask, "forwarder") }
+    }
 
     private func pin(_ pid: pid_t, _ mask: UInt64, _ what: String) {
         if mr_cpu_mask_set(pid, mask) != 0 {
             fail("cannot pin the \(what) (sched_setaffinity: \(String(cString: strerror(errno)))); --pin off leaves placement to the scheduler")
         }
     }
+}
+
+/// The thread ids of a process, from /proc/PID/task.
+func threads(of pid: pid_t) -> [pid_t] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).compactMap { pid_t($0) }.sorted()
 }

@@ -12,7 +12,9 @@ import SystemSupport
 // ratio to the C limit. CPU is the forwarder process's kernel CPU clock (user + system; one
 // thread), read from outside at the start and end of the measured window, for both alike; syscalls
 // come from each forwarder's own counter (one io_uring_enter counts one). Configurations are
-// interleaved inside each repeat so machine drift falls on all.
+// interleaved inside each repeat so machine drift falls on all. With `--executable`, the relay
+// itself (`mediarelay`, one worker, a forward rule) runs as a third side in every repeat,
+// measured the same way plus its worker thread alone (RelayProcess), in a table of its own.
 
 struct Configuration {
     let name: String
@@ -50,9 +52,57 @@ let configurations = [
     Configuration(name: "uring+gso+gro", backend: .uring, gso: true, gro: true),
 ]
 
+/// Who forwards in a run: our engine as `engine-bench serve` (the harness), the C reference, or
+/// the relay executable with a forward rule.
+enum Side {
+    case harness
+    case reference(String)
+    case executable(String)
+
+    /// The side's name in the results and in `--side`.
+    var key: String {
+        switch self {
+        case .harness: "swift"
+        case .reference: "c"
+        case .executable: "exe"
+        }
+    }
+
+    /// Before the configuration's name in the per-repeat lines: "C:mmsg", "exe:mmsg", one word,
+    /// so scripts that read these lines (compare-commits, pool-ratios) still find the rate and
+    /// CPU in the same columns.
+    var prefix: String {
+        switch self {
+        case .harness: ""
+        case .reference: "C:"
+        case .executable: "exe:"
+        }
+    }
+
+    /// Starts this side's forwarder for `configuration`, under `wrap` (valgrind, strace) if given.
+    func start(_ configuration: Configuration, destination: Endpoint, wrap: [String] = []) throws -> any ForwarderUnderTest {
+        switch self {
+        case .harness:
+            try ForwarderProcess(command: wrapped(ourServeCommand, in: wrap), backend: configuration.name, destination: destination)
+        case .reference(let path):
+            try ForwarderProcess(command: wrapped([path], in: wrap), backend: configuration.name, destination: destination)
+        case .executable(let path):
+            try RelayProcess(command: wrapped([path], in: wrap), wrapped: !wrap.isEmpty, configuration: configuration,
+                             destination: destination)
+        }
+    }
+}
+
 struct Measurement {
     var delivered: Double
+    /// CPU per datagram forwarded in the window, by the forwarder's own count; the relay
+    /// executable, which has no exact count of a window, per datagram delivered.
     var cpuMicrosecondsPerDatagram: Double
+    /// CPU per datagram the sink counted in the window: the one denominator every side has, so
+    /// the executable's table compares all three over it.
+    var cpuMicrosecondsPerDelivered: Double
+    /// The relay executable's worker thread alone, per datagram delivered.
+    var workerMicrosecondsPerDelivered: Double?
     var syscallsPerDatagram: Double
     var gsoShare: Double
 }
@@ -91,12 +141,12 @@ func startSink(placement: Placement? = nil) -> (sink: Sink, destination: Endpoin
     })
 }
 
-func run(_ configuration: Configuration, reference: String?, rate: Int, options: BenchOptions, placement: Placement?) throws -> Measurement {
+func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOptions, placement: Placement?) throws -> Measurement {
     let (sink, destination, stopSink) = startSink(placement: placement)
     defer { stopSink() }
 
-    let forwarder = try ForwarderProcess(command: reference.map { [$0] } ?? ourServeCommand, backend: configuration.name, destination: destination)
-    if let placement { placement.pinForwarder(forwarder.process.processIdentifier) }
+    let forwarder = try side.start(configuration, destination: destination)
+    if let placement { forwarder.pin(placement) }
     defer { forwarder.stop() }
     let target = forwarder.target
 
@@ -115,10 +165,10 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
     var sent = 0
     var offered = 0
     var elapsed = 0.0
-    var before: (cpu: Double, counters: (forwarded: UInt64, syscalls: UInt64, gso: UInt64))?
+    var before: ForwarderReading?
     while elapsed < warmup + options.seconds {
         if before == nil && elapsed >= warmup {
-            before = (forwarder.cpuSeconds(), forwarder.counters())
+            before = try forwarder.read()
             sink.with { sink.measuring = true }
             offered = 0
         }
@@ -134,14 +184,28 @@ func run(_ configuration: Configuration, reference: String?, rate: Int, options:
         elapsed = Double(MonotonicClock.now() - start) / 1e9
     }
     usleep(100_000)  // let the last bursts through
-    let cpu = forwarder.cpuSeconds() - before!.cpu
-    let after = forwarder.counters()
-    let sunk = sink.with { sink.measuring = false; return sink.sunk }
-    let forwarded = Double(max(after.forwarded - before!.counters.forwarded, 1))
-    return Measurement(delivered: Double(sunk) / Double(max(offered, 1)),
+    let after = try forwarder.read()
+    let sunk = Double(max(sink.with { sink.measuring = false; return sink.sunk }, UInt64(1)))
+    let cpu = after.cpuSeconds - before!.cpuSeconds
+    // The window's own counters where the forwarder has them; else (the relay executable) the
+    // ratios over its whole run, read now that the window is over, and the sink's count.
+    let forwarded: Double
+    let counted: (syscalls: Double, gso: Double, forwarded: Double)
+    if let start = before!.counters, let end = after.counters {
+        forwarded = Double(max(end.forwarded - start.forwarded, 1))
+        counted = (Double(end.syscalls - start.syscalls), Double(end.gso - start.gso), forwarded)
+    } else {
+        forwarded = sunk
+        let total = try forwarder.lifetimeCounters()
+        counted = (Double(total.syscalls), Double(total.gso), Double(max(total.forwarded, 1)))
+    }
+    let worker = after.workerCPUSeconds.flatMap { end in before!.workerCPUSeconds.map { (end - $0) * 1e6 / sunk } }
+    return Measurement(delivered: sunk / Double(max(offered, 1)),
                        cpuMicrosecondsPerDatagram: cpu * 1e6 / forwarded,
-                       syscallsPerDatagram: Double(after.syscalls - before!.counters.syscalls) / forwarded,
-                       gsoShare: Double(after.gso - before!.counters.gso) / forwarded)
+                       cpuMicrosecondsPerDelivered: cpu * 1e6 / sunk,
+                       workerMicrosecondsPerDelivered: worker,
+                       syscallsPerDatagram: counted.syscalls / counted.forwarded,
+                       gsoShare: counted.gso / counted.forwarded)
 }
 
 /// Our forwarder as a process: this program's `serve`.
@@ -175,24 +239,26 @@ let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.
     }
 }
 var results: [String: [Measurement]] = [:]
+let sides: [Side] = [.harness] + (options.reference.map { [.reference($0)] } ?? []) + (options.executable.map { [.executable($0)] } ?? [])
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
         for configuration in repeatIndex % 2 == 0 && options.timestamps == .both ? alternated(measured) : measured {
-            // Swift and C side by side, which goes first alternating by repeat. The C lines name
-            // the engine "C:NAME", one word, so scripts that read these lines (compare-commits)
-            // still find the rate and CPU in the same columns.
-            var sides: [String?] = [nil] + (configuration.timestamps ? [] : options.reference.map { [$0] } ?? [])
-            if repeatIndex % 2 == 0 { sides.reverse() }
-            for reference in sides {
-                let measurement = try run(configuration, reference: reference, rate: rate, options: options, placement: placement)
-                let key = "\(reference == nil ? "swift" : "c") \(configuration.name)@\(rate)"
-                results[key, default: []].append(measurement)
-                let label = (reference == nil ? "" : "C:") + configuration.name
-                let name = label.padding(toLength: max(15, label.count), withPad: " ", startingAt: 0)
-                FileHandle.standardError.write(Data(String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%\n",
-                                                           repeatIndex, name as NSString, rate,
-                                                           measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram,
-                                                           measurement.delivered * 100).utf8))
+            // Every side in the same repeat; which goes first turns with the repeat (with two
+            // sides, alternating). A "+ts" configuration is the harness's alone: C and the
+            // executable take no receive timestamps.
+            let present = configuration.timestamps ? [Side.harness] : sides
+            let first = (repeatIndex - 1) % present.count
+            for side in present[first...] + present[..<first] {
+                let measurement = try run(configuration, side: side, rate: rate, options: options, placement: placement)
+                results["\(side.key) \(configuration.name)@\(rate)", default: []].append(measurement)
+                let label = side.prefix + configuration.name
+                // Per datagram delivered too: what the executable's table compares (pool-ratios.py).
+                var line = String(format: "repeat %d  %@ %7d/s  %.2f us/datagram  %.3f syscalls/datagram  delivered %.1f%%  %.2f us/delivered",
+                                  repeatIndex, label.padding(toLength: max(15, label.count), withPad: " ", startingAt: 0) as NSString,
+                                  rate, measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram, measurement.delivered * 100,
+                                  measurement.cpuMicrosecondsPerDelivered)
+                if let worker = measurement.workerMicrosecondsPerDelivered { line += String(format: "  worker %.2f us/delivered", worker) }
+                FileHandle.standardError.write(Data((line + "\n").utf8))
             }
         }
     }
@@ -203,7 +269,10 @@ func alternated(_ measured: [Configuration]) -> [Configuration] {
     stride(from: 0, to: measured.count, by: 2).flatMap { [measured[$0 + 1], measured[$0]] }
 }
 
-let table = BenchTable.render(results, rates: options.rates, names: measured.map(\.name), withReference: options.reference != nil)
+var table = BenchTable.render(results, rates: options.rates, names: measured.map(\.name), withReference: options.reference != nil)
+if options.executable != nil {
+    table += "\n" + BenchTable.executable(results, rates: options.rates, names: measured.map(\.name), withReference: options.reference != nil)
+}
 print(table, terminator: "")
 if let output = options.output {
     try table.write(toFile: output, atomically: true, encoding: .utf8)
