@@ -37,7 +37,7 @@ import re, statistics, sys
 from collections import defaultdict
 out, runs = sys.argv[1], int(sys.argv[2])
 line = re.compile(r"repeat (\d+)\s+(\S+)\s+(\d+)/s .*?([\d.]+) us/delivered")
-ratios = defaultdict(list)  # (build, engine, rate) -> exe/C per repeat
+ratios = defaultdict(list)  # (build, run, engine, rate) -> exe/C per repeat
 for build in ("old", "new"):
     for run in range(1, runs + 1):
         seen = defaultdict(dict)
@@ -50,15 +50,21 @@ for build in ("old", "new"):
             seen[(engine, rate, repeat)][side or "swift"] = cpu
         for (engine, rate, _), sides in seen.items():
             if "exe" in sides and "C" in sides:
-                ratios[(build, engine, rate)].append(sides["exe"] / sides["C"])
+                ratios[(build, run, engine, rate)].append(sides["exe"] / sides["C"])
+def pooled(build, engine, rate, runs_wanted):
+    return [r for run in runs_wanted for r in ratios.get((build, run, engine, rate), [])]
 def summary(values):
     values = sorted(values)
     q = statistics.quantiles(values, n=4) if len(values) >= 4 else [values[0], statistics.median(values), values[-1]]
-    return f"{statistics.median(values):.3f} (IQR {q[0]:.3f}-{q[2]:.3f}, n={len(values)})"
-print("| engine | rate | old exe/C | new exe/C | new/old |")
-print("|---|---:|---:|---:|---:|")
-for (build, engine, rate) in sorted(k for k in ratios if k[0] == "old"):
-    old, new = ratios[("old", engine, rate)], ratios.get(("new", engine, rate), [])
-    if new:
-        print(f"| {engine} | {rate} | {summary(old)} | {summary(new)} | {statistics.median(new) / statistics.median(old):.3f} |")
+    return f"{statistics.median(values):.3f} ({q[0]:.3f}-{q[2]:.3f})"
+keys = sorted({(k[2], k[3]) for k in ratios})
+# Each whole pair of runs on its own (the claim must hold in each), then all pooled.
+for label, wanted in [(f"pair {i}", [i]) for i in range(1, runs + 1)] + [("pooled", list(range(1, runs + 1)))]:
+    print(f"\n{label}: executable/C per repeat, median (quartiles)\n")
+    print("| engine | rate | old exe/C | new exe/C | new/old |")
+    print("|---|---:|---:|---:|---:|")
+    for engine, rate in keys:
+        old, new = pooled("old", engine, rate, wanted), pooled("new", engine, rate, wanted)
+        if old and new:
+            print(f"| {engine} | {rate} | {summary(old)} | {summary(new)} | {statistics.median(new) / statistics.median(old):.3f} |")
 PY
