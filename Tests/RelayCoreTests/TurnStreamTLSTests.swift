@@ -38,6 +38,25 @@ final class TurnStreamTLSTests: XCTestCase {
         }
     }
 
+    /// Each record is decrypted into the connection's plaintext buffer, which the next record
+    /// reuses before the flush sends what the last one relayed: every payload must still leave
+    /// as it came, with a record per message sent back to back (many records in one turn) and
+    /// with every message in one record.
+    func testEveryPayloadLeavesIntactWhenManyRecordsArriveInOneTurn() throws {
+        let certificates = try CertificateFixture()
+        let context = try TLSClientContext(trusting: certificates.caCertificate)
+        for backend in [Backend.perPacket, .mmsg, .uring] {
+            let relay = try TurnStreamRelay(backend: backend, certificate: (certificates.server.certificate, certificates.server.key))
+            let peer = try PlainUDPPeer()
+            let client = try StreamTurnClient(to: try XCTUnwrap(relay.tls), tls: context)
+            _ = try client.allocate(channel: 0x4000, to: peer.address)
+            for payload in payloads { client.write(paddedChannelData(0x4000, payload)) }
+            XCTAssertEqual(peer.receiveAll(), payloads, "\(backend), a record per message")
+            client.write(payloads.flatMap { paddedChannelData(0x4000, $0) })
+            XCTAssertEqual(peer.receiveAll(), payloads, "\(backend), every message in one record")
+        }
+    }
+
     func testALPNStunTurnIsTakenWhenOffered() throws {
         let certificates = try CertificateFixture()
         let relay = try TurnStreamRelay(certificate: (certificates.server.certificate, certificates.server.key))

@@ -66,8 +66,11 @@ extension TurnTable {
     }
 
     /// Handles every whole message at the front of `bytes` as from connection `c`'s client;
-    /// returns the bytes used, and the framing error that stopped it, if any.
-    func messages(_ c: Int, _ bytes: UnsafeRawBufferPointer) -> (used: Int, failure: StreamFrameError?) {
+    /// returns the bytes used, and the framing error that stopped it, if any. The engine sends
+    /// a relayed payload from where it lies, at the flush: `bytes` that are written over before
+    /// then (a TLS connection's plaintext, reused for its next record) are `reusedBeforeFlush`,
+    /// and each message is copied into the arena first.
+    func messages(_ c: Int, _ bytes: UnsafeRawBufferPointer, reusedBeforeFlush: Bool = false) -> (used: Int, failure: StreamFrameError?) {
         let client = connections[c].client(c)
         var offset = 0
         var handled = 0
@@ -79,7 +82,12 @@ extension TurnTable {
             let stunOnly = !connections[c].spoke && handled == 0
             switch StreamFrame.front(of: rest, maximum: TurnStreamLimits.maxMessage, stunOnly: stunOnly) {
             case .message(let length, let consumed):
-                fromClient(client, UnsafeRawBufferPointer(rebasing: rest[0..<length]), TrafficClass(rawValue: 0), receivedAt: 0)
+                var message = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+                if reusedBeforeFlush, let copy = room(length) {
+                    copy.copyMemory(from: message)
+                    message = UnsafeRawBufferPointer(copy)
+                }
+                fromClient(client, message, TrafficClass(rawValue: 0), receivedAt: 0)
                 offset += consumed
                 handled += 1
                 continue

@@ -71,7 +71,7 @@ extension TurnTable {
             switch tls.readPlaintext(into: plaintext.space) {
             case .bytes(let count):
                 plaintext.count += count
-                let (used, failure) = messages(c, plaintext.held)
+                let (used, failure) = messages(c, plaintext.held, reusedBeforeFlush: true)
                 guard connections[c].live && !connections[c].closing else { return false }
                 plaintext.consume(used)
                 if failure != nil {
