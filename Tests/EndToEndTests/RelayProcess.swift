@@ -59,6 +59,25 @@ final class RelayProcess {
 
     enum RelayError: Error { case didNotStart(String) }
 
+    /// Runs mediarelay with `arguments` to its exit (SIGKILL after a generous deadline, which
+    /// fails the test) and returns the status and what it wrote on stderr: for start-up that
+    /// must stop.
+    static func runToExit(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("mediarelay")
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let exited = eventually(seconds: 20) { !process.isRunning }
+        if !exited { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        XCTAssertTrue(exited, "mediarelay \(arguments) did not exit by itself", file: file, line: line)
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationStatus, text)
+    }
+
     var log: String { lines.text }
 
     /// SIGTERM, then the exit status (waits at most 20 s).

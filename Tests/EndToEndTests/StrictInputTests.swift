@@ -5,31 +5,13 @@ import XCTest
 
 /// Inputs that used to hang start-up, leak a Cocoa error domain, or be half-accepted.
 final class StrictInputTests: XCTestCase {
-    /// Runs mediarelay to its exit (SIGKILL after a generous deadline) and returns the status
-    /// and what it wrote on stderr.
-    private func runToExit(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let exited = eventually(seconds: 20) { !process.isRunning }
-        if !exited { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        XCTAssertTrue(exited, "mediarelay \(arguments) did not exit by itself")
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, text)
-    }
-
     /// A FIFO hung start-up with no output; a directory said "NSCocoaErrorDomain error 256".
     func testAConfigThatIsNotARegularFileStopsStartUpNamingIt() throws {
         let config = try ConfigFixture(self, "{}")
         let fifo = config.directory.appendingPathComponent("fifo.json").path
         XCTAssertEqual(mkfifo(fifo, 0o600), 0)
         for (path, kind) in [(fifo, "a FIFO"), (config.directory.path, "a directory"), ("/dev/null", "a character device")] {
-            let (status, stderr) = try runToExit(["--config", path, "--http", "127.0.0.1:0"])
+            let (status, stderr) = try RelayProcess.runToExit(["--config", path, "--http", "127.0.0.1:0"])
             XCTAssertEqual(status, 2, stderr)
             XCTAssertEqual(stderr.split(separator: "\n").count, 1, stderr)
             XCTAssertTrue(stderr.contains("config \(path): is \(kind)"), stderr)
@@ -39,7 +21,7 @@ final class StrictInputTests: XCTestCase {
 
     func testADuplicateConfigKeyStopsStartUpNamingIt() throws {
         let config = try ConfigFixture(self, #"{"ports": "47500-47509", "workers": 1, "ports": "47510-47519"}"#)
-        let (status, stderr) = try runToExit(["--config", config.path, "--http", "127.0.0.1:0"])
+        let (status, stderr) = try RelayProcess.runToExit(["--config", config.path, "--http", "127.0.0.1:0"])
         XCTAssertEqual(status, 2, stderr)
         XCTAssertTrue(stderr.contains(#"key "ports": appears more than once"#), stderr)
     }
