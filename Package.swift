@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TestPorts", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TLS", "TestPorts", "TestSupport"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
         .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
