@@ -121,6 +121,10 @@ final class Worker {
         forwardRules.expireClients()
         sessions.expire()
         turnTable?.expire()
+        if let turnTable, turnTable.tlsSessionsEnded > 0 {
+            turnTable.tlsSessionsEnded = 0
+            HeapTrim.releaseFreePages()
+        }
     }
 
     /// A command from the control plane, run between batches.

@@ -198,6 +198,7 @@ extension TurnTable {
         }
         shared.releaseConnection(from: connection.peer)
         openConnections[connection.transport.rawValue] -= 1
+        if connection.transport == .tls { tlsSessionsEnded += 1 }
         connections[c] = .vacant
         freeConnections.append(Int32(c))
     }

@@ -58,6 +58,9 @@ final class TurnTable {
     /// TLS handshakes put off to the next turn, and the handshake steps left this turn.
     var deferredHandshakes: [Int32] = []
     var handshakeBudget = 0
+    /// TLS connections gone since the worker last gave freed heap back (`HeapTrim`): their
+    /// sessions were the connections' only heap memory.
+    var tlsSessionsEnded = 0
     /// TLS records on their way from a session to its stream's output.
     let cipherScratch = ScratchBytes(capacity: 32 << 10)
     @exclusivity(unchecked) var random = MarkingRandom()
