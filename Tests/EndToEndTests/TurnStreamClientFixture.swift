@@ -3,13 +3,13 @@ import Glibc
 import LoadGen
 import NetAddress
 import STUN
+import TestSupport
 import TLS
 
 /// A TURN client of the real relay over one TCP connection to 127.0.0.1, or TLS over it
 /// (the TLS module's client session: ciphertext moved between it and the socket here), with
-/// deadlines on every wait. It cuts the relay's messages out of the stream with its own few
-/// lines (a look at each header), not with the relay's framer, so the framing is checked from
-/// outside; its requests are `SigningTurnClient`'s.
+/// deadlines on every wait. It cuts the relay's messages out of the stream as a client does
+/// (`StreamMessageCut`), not with the relay's framer; its requests are `SigningTurnClient`'s.
 final class TurnStreamClientFixture: SigningTurnClient {
     let descriptor: Int32
     let username: String
@@ -26,24 +26,12 @@ final class TurnStreamClientFixture: SigningTurnClient {
     /// that small from the start.
     init(port: UInt16, tls context: TLSClientContext? = nil, receiveBufferBytes: Int32? = nil,
          username: String = "alice", password: String = "secret") throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw LoadError("socket: errno \(errno)") }
-        var one: Int32 = 1
-        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        if var bytes = receiveBufferBytes {
-            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
-            close(descriptor)
-            throw LoadError("connect to 127.0.0.1:\(port): errno \(code)")
+        let descriptor = try LoopbackTCP.connect(port: port) { descriptor in
+            var one: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if var bytes = receiveBufferBytes {
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+            }
         }
         self.descriptor = descriptor
         self.username = username
@@ -146,16 +134,7 @@ final class TurnStreamClientFixture: SigningTurnClient {
     func readMessage(seconds: Double = 5) throws -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
-            if received.count >= 4 {
-                let length = Int(received[2]) << 8 | Int(received[3])
-                let channelData = received[0] & 0xC0 == 0x40
-                let size = channelData ? 4 + length : 20 + length
-                let padded = channelData ? (size + 3) & ~3 : size
-                if received.count >= padded {
-                    defer { received.removeFirst(padded) }
-                    return Array(received[0..<size])
-                }
-            }
+            if let message = StreamMessageCut.next(from: &received) { return message }
             guard try receive(until: deadline) else { return nil }
         }
     }

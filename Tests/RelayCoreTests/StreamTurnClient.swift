@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 import NetAddress
 import STUN
+import TestSupport
 import TLS
 import XCTest
 
 /// A TURN client over one TCP connection (or TLS over it, through the TLS module's client
-/// session), blocking with deadlines. It cuts the relay's answers out of the stream with its
-/// own few lines (a 4-byte look at each header), not with the relay's `StreamFrame`, so the
-/// framing is checked from outside. How its bytes are cut into segments is the caller's
+/// session), blocking with deadlines. It cuts the relay's answers out of the stream as a
+/// client does (`StreamMessageCut`), not with the relay's `StreamFrame`, so the framing is
+/// checked from outside. How its bytes are cut into segments is the caller's
 /// choice: `write(_:segments:)`.
 final class StreamTurnClient {
     let descriptor: Int32
@@ -149,17 +150,7 @@ final class StreamTurnClient {
     func readMessage(seconds: Double = 5) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
-            if received.count >= 4 {
-                let length = Int(received[2]) << 8 | Int(received[3])
-                let channelData = received[0] & 0xC0 == 0x40
-                let size = channelData ? 4 + length : 20 + length
-                let padded = channelData ? (size + 3) & ~3 : size
-                if received.count >= padded {
-                    let message = Array(received[0..<size])
-                    received.removeFirst(padded)
-                    return message
-                }
-            }
+            if let message = StreamMessageCut.next(from: &received) { return message }
             guard Date() < deadline, readMore() else { return nil }
         }
     }
