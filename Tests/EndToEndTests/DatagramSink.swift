@@ -11,6 +11,11 @@ final class DatagramSink {
         socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: host, port: port), tos: 0)
     }
 
+    /// Reads a socket another helper sends on (a TURN client's, a peer's).
+    init(socket: LoadGen.UDPSocket) {
+        self.socket = socket
+    }
+
     /// Every datagram waiting now or arriving within `seconds`.
     func drain(seconds: Double = 0) -> [[UInt8]] {
         var arrived: [[UInt8]] = []

@@ -135,6 +135,10 @@ final class RelayProcess {
 
     /// A number in the stats JSON, at a path of keys ("drops", "unknown_source").
     static func number(_ object: [String: Any], _ keys: String...) -> Int? {
+        number(object, keys)
+    }
+
+    static func number(_ object: [String: Any], _ keys: [String]) -> Int? {
         var value: Any? = object
         for key in keys { value = (value as? [String: Any])?[key] }
         return value as? Int
