@@ -47,13 +47,12 @@ final class TurnStreamFloodTests: XCTestCase {
         stalled.append(tricklers)
         let message = Self.neverCompletedBinding()
 
-        var peak = idle
         let accepted = try drive(traffic, &health, relay, trickling: tricklers, message) { stats in
             RelayProcess.number(stats, "turn", "transports", "tls", "connections") == Self.connections
                 && RelayProcess.number(stats, "turn", "transports", "tcp", "connections") == Self.connections
         }
         XCTAssertTrue(accepted, "the relay did not hold all \(2 * Self.connections) connections at once")
-        peak = try ProcessFootprint(pid: pid)
+        let peak = try ProcessFootprint(pid: pid)
 
         // The relay closes each at its deadline (10 s after accepting it); the tricklers trickle on.
         let closed = try drive(traffic, &health, relay, trickling: tricklers, message, seconds: 40) { stats in
