@@ -36,6 +36,10 @@ public struct EngineCounters: Sendable, SummedCounters {
     public var receiveRestarts: UInt64 = 0
     /// io_uring receives that ended with a lasting error and were not re-armed.
     public var receiveFailures: UInt64 = 0
+    /// io_uring receives of sockets being closed whose last completion did not come within
+    /// 200 ms of the cancellation (and a shutdown for reading): released without it
+    /// (`RingBackend.unregister`). Never expected; counted so that it shows.
+    public var receiveCancelsForced: UInt64 = 0
     /// Connections accepted as streams, and those refused at accept (no free stream: reset at
     /// once) or failed there (EMFILE, ENFILE, ENOBUFS: the backlog keeps them for later turns).
     public var streamsAccepted: UInt64 = 0
@@ -54,7 +58,7 @@ public struct EngineCounters: Sendable, SummedCounters {
     /// The plain counters `merge` sums (CountersMergeTests checks none is missing).
     public static var summedFields: [WritableKeyPath<EngineCounters, UInt64>] {
         [\.datagramsIn, \.bytesIn, \.datagramsOut, \.bytesOut, \.syscalls, \.receiveBatches, \.kernelDrops,
-         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures,
+         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures, \.receiveCancelsForced,
          \.streamsAccepted, \.streamsRefused, \.acceptErrors, \.streamBytesIn, \.streamBytesOut, \.streamWritesRefused,
          \.streamsClosed]
     }
