@@ -232,11 +232,13 @@ start_server() {
 # mediarelay's TURN over TCP and TLS listeners (issue 18: --turn-tcp, --turn-tls, --tls-cert,
 # --tls-key), kept apart here so that this line alone changes if the relay's options do. A
 # build without them refuses to start, and the target is reported as not measured.
+# Every client comes from 127.0.0.1 here, so the per-source cap (500 by default, for one office
+# behind a NAT) is raised to the run's size, as coturn has none.
 mediarelay_stream_listeners() {
-    local port=$1 tls_port=$2
+    local port=$1 tls_port=$2 cap="--turn-max-connections-per-source 10000"
     case "$transport" in
-        tcp) echo "--turn-tcp 127.0.0.1:$port" ;;
-        tls) echo "--turn-tls 127.0.0.1:$tls_port --tls-cert $workdir/server.pem --tls-key $workdir/server.key" ;;
+        tcp) echo "--turn-tcp 127.0.0.1:$port $cap" ;;
+        tls) echo "--turn-tls 127.0.0.1:$tls_port --tls-cert $workdir/server.pem --tls-key $workdir/server.key $cap" ;;
     esac
 }
 

@@ -89,6 +89,7 @@ struct StatsReport {
             "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
             "gro_segments": engine.groSegments,
             "receive_restarts": engine.receiveRestarts, "receive_failures": engine.receiveFailures,
+            "receive_cancels_forced": engine.receiveCancelsForced,
             "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
             "sessions_created": stats.lifecycle.sessionsCreated, "sessions_deleted": stats.lifecycle.sessionsDeleted,
             "sessions_expired": stats.lifecycle.sessionsExpired, "forward_clients_created": stats.lifecycle.clientsCreated,
