@@ -46,9 +46,12 @@ final class ECNMarkingTests: XCTestCase {
         CodepointFlowHarness.assertDroppedUnmarked(outcomes[2], "1.5x packets, marking off")
         CodepointFlowHarness.assertMarkedPastTheLimit(outcomes[4], "1.5x bytes")
         // Marking never changes what the bucket drops: the flows with marking on and off were
-        // sent side by side into equal buckets.
+        // sent side by side into equal buckets. Their senders' pacing still differs by a few
+        // datagrams on a loaded machine (400 against 393 seen in a full clean-clone run), so
+        // within 3% of what arrived, at least 6.
         for codepoint in 0..<4 {
-            XCTAssertEqual(Double(outcomes[1][codepoint].arrived), Double(outcomes[2][codepoint].arrived), accuracy: 6,
+            let tolerance = max(6, 0.03 * Double(outcomes[2][codepoint].arrived))
+            XCTAssertEqual(Double(outcomes[1][codepoint].arrived), Double(outcomes[2][codepoint].arrived), accuracy: tolerance,
                            "\(CodepointFlowHarness.names[codepoint]) arrived with marking on and off")
         }
         // "ecn": "clear" sends Not-ECT; nothing is marked; drops as usual.

@@ -27,6 +27,11 @@ public struct TURNClientVerdict: Equatable, Sendable {
     /// uclient's TLS connections refused for an old protocol version and retried
     /// (`isTLSVersionProbe`), not counted as errors.
     public var tlsProbes: [String]
+    /// 437 answers to an Allocate uclient sent again, as a new transaction, after its first
+    /// went unanswered for a while (a loaded machine): the server must refuse a second
+    /// allocation on the 5-tuple (RFC 8656 section 7.2), and uclient goes on with the first.
+    /// Not errors by themselves: the totals still say whether every byte came through.
+    public var retriedAllocates: [String]
 
     /// nil when the output lacks the byte totals or the loss line after them.
     public init?(parsing output: String) {
@@ -36,11 +41,14 @@ public struct TURNClientVerdict: Equatable, Sendable {
         var errors: [String] = []
         var redirects: [String] = []
         var tlsProbes: [String] = []
+        var retriedAllocates: [String] = []
         for (index, line) in output.split(whereSeparator: \.isNewline).enumerated() {
             if line.contains("error 300 (Try Alternate)") {
                 redirects.append(String(line))
             } else if Self.isTLSVersionProbe(line) {
                 tlsProbes.append(String(line))
+            } else if line.contains("error 437 (Allocation Mismatch)") {
+                retriedAllocates.append(String(line))
             } else if line.lowercased().contains("error") {
                 errors.append(String(line))
             }
@@ -63,6 +71,7 @@ public struct TURNClientVerdict: Equatable, Sendable {
         self.errors = errors
         self.redirects = redirects
         self.tlsProbes = tlsProbes
+        self.retriedAllocates = retriedAllocates
     }
 
     /// uclient over TLS (`-S`) opens each connection with a TLS method picked from several,

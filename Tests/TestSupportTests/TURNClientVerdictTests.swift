@@ -95,6 +95,15 @@ final class TURNClientVerdictTests: XCTestCase {
         XCTAssertFalse(TURNClientVerdict.problems(in: failed, arguments: Self.echoedArguments).isEmpty)
     }
 
+    func testAnAllocateRetriedAsANewTransactionIsNotAnErrorWhenEveryByteCameBack() throws {
+        let retried = "0: : error 437 (Allocation Mismatch)\n" + Self.echoed
+        let verdict = try XCTUnwrap(TURNClientVerdict(parsing: retried))
+        XCTAssertEqual(verdict.retriedAllocates.count, 1)
+        XCTAssertEqual(TURNClientVerdict.problems(in: retried, arguments: Self.echoedArguments), [])
+        // Without the summary it is still a failure.
+        XCTAssertFalse(TURNClientVerdict.problems(in: "0: : error 437 (Allocation Mismatch)\n", arguments: Self.echoedArguments).isEmpty)
+    }
+
     func testLossFails() throws {
         let verdict = try XCTUnwrap(TURNClientVerdict(parsing: Self.lossy))
         XCTAssertEqual(verdict.lostPackets, 10)
