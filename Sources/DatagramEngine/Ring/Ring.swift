@@ -241,12 +241,6 @@ final class Ring {
         io_uring_prep_send(entry, descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
     }
 
-    /// Cancels every operation in flight on `descriptor` (a closing stream's receive and send).
-    func prepareCancelAll(descriptor: Int32, tag: RingTag) {
-        let entry = nextSubmission(tag: tag)
-        io_uring_prep_cancel_fd(entry, descriptor, UInt32(IORING_ASYNC_CANCEL_ALL))
-    }
-
     /// Keeps the streams' buffers alive as long as this ring: receives and sends in flight
     /// point into them, and `deinit` ends those (io_uring_queue_exit) before it lets go.
     func lend(_ buffers: StreamBuffers) { streamBuffers = buffers }

@@ -170,7 +170,9 @@ final class RingStreams {
     private func service() {
         streams.takeService { index in
             let stream = streams[index]
-            let tag = RingTag(.streamReceive, generation: stream.socket.generation, slot: Int(stream.socket.slot))
+            let (generation, slot) = (stream.socket.generation, Int(stream.socket.slot))
+            let tag = RingTag(.streamReceive, generation: generation, slot: slot)
+            let cancel = RingTag(.streamCancel, generation: generation, slot: slot)
             switch stream.phase {
             case .open:
                 guard !stream.receiveInFlight else { return }
@@ -183,17 +185,21 @@ final class RingStreams {
             case .draining:
                 // The owner closed it: no more input wanted, only the output sent.
                 if stream.receiveInFlight && !stream.receiveCancelled {
-                    ring.prepareCancel(of: tag, tag: RingTag(.streamCancel, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
+                    ring.prepareCancel(of: tag, tag: cancel)
                     streams[index].receiveCancelled = true
                 }
             case .closing:
-                if stream.receiveInFlight || stream.sendInFlight {
-                    guard !stream.allCancelled else { return }
-                    ring.prepareCancelAll(descriptor: stream.descriptor,
-                                          tag: RingTag(.streamCancel, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
-                    streams[index].allCancelled = true
-                } else {
-                    streams.finish(index)
+                guard stream.receiveInFlight || stream.sendInFlight else { return streams.finish(index) }
+                // Each operation cancelled by its own tag: the kernel finds a tag by hashing,
+                // where a cancel by descriptor walks every armed request of the ring (thousands
+                // with thousands of connections; 3% of a worker's CPU at 2,000 TLS clients).
+                if stream.receiveInFlight && !stream.receiveCancelled {
+                    ring.prepareCancel(of: tag, tag: cancel)
+                    streams[index].receiveCancelled = true
+                }
+                if stream.sendInFlight && !stream.sendCancelled {
+                    ring.prepareCancel(of: RingTag(.streamSend, generation: generation, slot: slot), tag: cancel)
+                    streams[index].sendCancelled = true
                 }
             case .free, .closed:
                 break

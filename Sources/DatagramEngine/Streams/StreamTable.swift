@@ -41,11 +41,11 @@ final class StreamTable {
         var inServiceList = false
         var inSendList = false
         /// io_uring: a receive or a send is in flight (the kernel holds its buffer), and
-        /// whether the receive's (draining) or all operations' (closing) cancellation was asked for.
+        /// whether its cancellation was asked for (the receive's when draining, both when closing).
         var receiveInFlight = false
         var sendInFlight = false
         var receiveCancelled = false
-        var allCancelled = false
+        var sendCancelled = false
         /// epoll: registered, and with which events.
         var polled = false
         var interest: UInt32 = 0
