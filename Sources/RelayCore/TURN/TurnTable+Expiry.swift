@@ -61,7 +61,7 @@ extension TurnTable {
         stats.permissions = permissionCount
         stats.channels = channelCount
         stats.transports = transportCounters
-        for transport in TurnTransport.allCases { stats.openConnections[transport.rawValue] = openConnections[transport.rawValue] }
+        stats.openConnections = openConnections
         return stats
     }
 
