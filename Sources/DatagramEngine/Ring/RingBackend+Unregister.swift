@@ -39,9 +39,10 @@ extension RingBackend {
             streams.toArm.removeAll { $0.slot == slot && $0.generation == generation }
             if streams.toArm.count < waiting { return false }
         } else {
-            let waiting = toArm.count
+            let waiting = toArm.count + starved.count
             toArm.removeAll { $0.slot == slot && $0.generation == generation }
-            if toArm.count < waiting { return false }
+            starved.removeAll { $0.slot == slot && $0.generation == generation }
+            if toArm.count + starved.count < waiting { return false }
         }
         ring.prepareCancel(of: RingTag(operation, generation: generation, slot: slot),
                            tag: RingTag(.cancel, generation: generation, slot: slot))
