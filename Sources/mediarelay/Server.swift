@@ -59,11 +59,6 @@ struct Server {
                 // Any worker may be given every connection (SO_REUSEPORT), so each has room for all.
                 settings.engine.streamLimit = options.turnMaxConnections
                 settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
-                // io_uring's streams lose completions when thousands of clients connect at once
-                // (2,000 uclient clients over TCP: resets and stalled cancellations, while mmsg
-                // serves them all), so `auto` takes mmsg with stream listeners until that is
-                // found; `--engine uring` still asks for it.
-                if options.engine == .auto { settings.engine.backend = .mmsg }
             }
             settings.turn = turnSettings(settings)
         }
@@ -94,9 +89,6 @@ struct Server {
             return 1
         }
         log.info("engine \(engine.backend.rawValue) (\(engine.reason)), \(relay.workerCount) worker(s), gso \(options.gso ? "on" : "off"), gro \(options.gro ? "on" : "off")")
-        if options.engine == .auto && relay.settings.engine.streamLimit > 0 {
-            log.info("engine auto took mmsg because TURN listens on TCP or TLS: io_uring's streams are not yet reliable with thousands of connections (--engine uring to use them anyway)")
-        }
         for rule in relay.settings.rules { log.info("forwarding \(rule.listen) -> \(rule.upstream)") }
         log.info("session ports \(options.ports.low)-\(options.ports.high) on \(options.relayAddress), advertised as \(options.advertiseAddress)")
         log.info(ecnLine)
