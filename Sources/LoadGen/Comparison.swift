@@ -31,7 +31,7 @@ public struct Comparison: Sendable {
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
         // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
         // drain, stop), plus about 1 ms per session created.
-        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.profile == .constant ? 0 : $1.load.streams) }
+        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.streams) }
         log("compare: \(plan.count) runs of \(String(format: "%g", options.seconds)) s, about \(Int(estimate)) s in all")
         var records: [RunRecord] = []
         for (i, planned) in plan.enumerated() {
@@ -73,13 +73,22 @@ public struct Comparison: Sendable {
     /// The control token of a relay off loopback (`--relay-host`).
     var token: String { "compare-\(getpid())" }
 
-    /// The relay's engines, and the C per-packet forwarder when `--reference` names it (or those
-    /// `--engines` picks), each at every worker count asked for (the C forwarder, which has one
-    /// thread, at one only).
+    /// The relay's engines (those `--engines` names, or all), and with `--reference` the C
+    /// forwarders: c-perpacket (unless `--engines` leaves it out), or with `--references all`
+    /// the counterpart of each relay engine that runs; and any c-NAME `--engines` names. Each at
+    /// every worker count asked for (the C forwarder, which has one thread, at one only).
     public var engines: [EngineSetting] {
-        var chosen = EngineSetting.all + EngineSetting.videoGRO + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
-        if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
-        return options.workers.flatMap { count in chosen.filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
+        let names = options.engines
+        let relay = (EngineSetting.all + EngineSetting.videoGRO).filter { names?.contains($0.name) ?? true }
+        var references: [EngineSetting] = []
+        if options.reference != nil {
+            switch options.references {
+            case .perpacket: references = names == nil ? [EngineSetting.cPerPacket] : []
+            case .all: references = relay.map(EngineSetting.reference(for:))
+            }
+            references += EngineSetting.references.filter { names?.contains($0.name) == true && !references.contains($0) }
+        }
+        return options.workers.flatMap { count in (relay + references).filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
     }
 
     func runOne(_ planned: PlannedRun) -> RunRecord {
@@ -91,6 +100,10 @@ public struct Comparison: Sendable {
             // runs in a network namespace of the benchmark's own, so the command line is fine).
             let address = host == "127.0.0.1" ? [] : ["--relay-address", host, "--control-token", token]
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + address + [
+                // The C reference forwarder's fixed sizes (forwarder.c's BATCH and MAX_DATAGRAM),
+                // so a relay row and its C counterpart hold the same buffers (with 9000 the
+                // relay's uring ring has half the C one's); every load's datagrams fit.
+                "--batch-size", "64", "--max-datagram-size", "2048",
                 // The `http listening on` line is written at every log level.
                 "--workers", String(planned.engine.workers), "--http", "\(host.contains(":") ? "[\(host)]" : host):0",
                 "--ports", "40000-44999", "--log-level", "warning",
@@ -109,10 +122,10 @@ public struct Comparison: Sendable {
         return measure(planned, options: o, server: server)
     }
 
-    /// The C per-packet forwarder serving the same flows as the relay's sessions: one pair of
-    /// sockets per session (listed in a file), each latching onto its first source, driven by
-    /// the generator exactly as in session mode (same sockets, latching, pacing); its figures
-    /// come from its counters file and its process CPU clock instead of /v1/stats.
+    /// The C reference forwarder (one backend) serving the same flows as the relay's sessions:
+    /// one pair of sockets per session (listed in a file), each latching onto its first source,
+    /// driven by the generator exactly as in session mode (same sockets, latching, pacing); its
+    /// figures come from its counters file and its process CPU clock instead of /v1/stats.
     func runReference(_ planned: PlannedRun) -> RunRecord {
         let stats = "/tmp/mediarelay-load-\(getpid())-reference.stats"
         let legs = "/tmp/mediarelay-load-\(getpid())-reference.legs"
@@ -131,6 +144,7 @@ public struct Comparison: Sendable {
         var o = loadOptions(planned, pid: server.pid)
         o.legs = legs
         o.forwarderStats = stats
+        o.forwarderEngine = planned.engine.reportedReferenceName
         return measure(planned, options: o, server: server)
     }
 

@@ -4,16 +4,21 @@ public struct EngineSetting: Sendable, Equatable {
     public let arguments: [String]
     /// The relay's --workers.
     public var workers = 1
-    /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the
-    /// per-packet baseline written in plain C, so the saving that is batching's alone shows.
+    /// The C reference forwarder (bench/reference/forwarder.c) instead of the relay: the same
+    /// loop written in plain C, the limit the relay's backend is measured against.
     public var reference = false
+    /// For a C reference: the relay setting whose backend, GSO and GRO it runs with, the row
+    /// it is compared with run by run.
+    public var counterpart: String?
     /// The profiles this setting runs at (nil: every load).
     public var profiles: [TrafficProfile]?
 
-    public init(name: String, arguments: [String], reference: Bool = false, profiles: [TrafficProfile]? = nil) {
+    public init(name: String, arguments: [String], reference: Bool = false, counterpart: String? = nil,
+                profiles: [TrafficProfile]? = nil) {
         self.name = name
         self.arguments = arguments
         self.reference = reference
+        self.counterpart = counterpart
         self.profiles = profiles
     }
 
@@ -38,13 +43,47 @@ public struct EngineSetting: Sendable, Equatable {
     /// The same engine with `count` workers, named `NAME w<count>` when more than one.
     public func with(workers count: Int) -> EngineSetting {
         var copy = EngineSetting(name: count == 1 ? name : "\(name) w\(count)", arguments: arguments, reference: reference,
-                                 profiles: profiles)
+                                 counterpart: counterpart, profiles: profiles)
         copy.workers = count
         return copy
     }
 
-    /// The C per-packet forwarder, run by `compare --reference PATH`.
-    public static let cPerPacket = EngineSetting(name: "c-perpacket", arguments: ["--backend", "perpacket"], reference: true)
+    /// The value after `flag` in the arguments.
+    func value(of flag: String) -> String? {
+        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    }
+
+    /// The C reference forwarder with `relay`'s backend: `c-NAME`, run with `--backend` written
+    /// from the relay's own `--engine`, `--gso` and `--gro`, so the two cannot differ in GSO or
+    /// GRO by a slip of the hand; at the same loads.
+    public static func reference(for relay: EngineSetting) -> EngineSetting {
+        let backend = (relay.value(of: "--engine") ?? "perpacket") + (relay.value(of: "--gso") == "on" ? "+gso" : "")
+            + (relay.value(of: "--gro") == "on" ? "+gro" : "")
+        return EngineSetting(name: "c-\(relay.name)", arguments: ["--backend", backend], reference: true, counterpart: relay.name,
+                             profiles: relay.profiles)
+    }
+
+    /// The C counterpart of every relay setting: c-perpacket, c-mmsg, c-uring, c-uring+gso, and
+    /// at video loads c-mmsg+gso and c-mmsg+gso+gro.
+    public static let references: [EngineSetting] = (all + videoGRO).map(reference(for:))
+
+    /// The C per-packet forwarder, run by `compare --reference PATH` (the only one unless
+    /// `--references all` or `--engines` asks for more).
+    public static let cPerPacket = reference(for: all[0])
+
+    /// The name the C forwarder's figures go under: `c-` and its backend without +gso or +gro,
+    /// as the relay reports `uring` for uring with GSO.
+    var reportedReferenceName: String {
+        "c-" + (value(of: "--backend") ?? "perpacket").prefix { $0 != "+" }
+    }
+}
+
+/// Which C reference forwarders `compare --reference PATH` runs (`--references`).
+public enum ReferenceSet: String, CaseIterable, Sendable {
+    /// c-perpacket alone, the baseline of what batching saves (`make demo`).
+    case perpacket
+    /// The counterpart of every relay engine that runs, each with the relay's backend.
+    case all
 }
 
 /// An offered load: a profile, stream count and (constant profile) rate and size.

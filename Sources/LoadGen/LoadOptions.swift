@@ -42,6 +42,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var legs: String?
     /// The C reference forwarder's counters file, read with `relayPID` in place of /v1/stats.
     public var forwarderStats: String?
+    /// The name the C reference forwarder's figures go under (`relay_engine`): its backend,
+    /// which it does not report itself.
+    public var forwarderEngine = "c-perpacket"
     /// Seconds at the start whose datagrams are left out of the latency figures.
     public var warmup = 0.5
     /// The relay's process id, to read its CPU from /proc next to /v1/stats.
@@ -82,8 +85,10 @@ public struct CompareOptions: Sendable, Equatable {
     public var quick = false
     /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
     public var check = false
-    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`.
+    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`,
+    /// or as the counterpart of each relay engine (`references`).
     public var reference: String?
+    public var references = ReferenceSet.perpacket
     /// Loads and engines by name (nil: all), and the relay's worker counts to run each engine with.
     public var loads: [String]?
     public var engines: [String]?

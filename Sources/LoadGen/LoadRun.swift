@@ -35,7 +35,7 @@ public struct LoadRun: Sendable {
         }
         let stats: StatsSource?
         if let path = options.forwarderStats, let pid = options.relayPID {
-            stats = .reference(ReferenceStats(path: path, pid: pid))
+            stats = .reference(ReferenceStats(path: path, pid: pid, engine: options.forwarderEngine))
         } else {
             stats = control.map { .relay($0) }
         }

@@ -122,7 +122,7 @@ public enum OptionParser {
 
     static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
         var o = CompareOptions()
-        var serverGiven = false, repeatsGiven = false, secondsGiven = false
+        var serverGiven = false, repeatsGiven = false, secondsGiven = false, referencesGiven = false
         var cursor = ArgumentCursor(arguments)
         func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
         while let name = cursor.next() {
@@ -136,6 +136,7 @@ public enum OptionParser {
             case "--quick": o.quick = true
             case "--check": o.check = true
             case "--reference": o.reference = try value(name)
+            case "--references": o.references = try choice("compare \(name)", try value(name)); referencesGiven = true
             case "--loads":
                 let labels = try list(name, try value(name))
                 for label in labels where LoadPoint.named(label) == nil {
@@ -144,7 +145,7 @@ public enum OptionParser {
                 o.loads = labels
             case "--engines":
                 let names = try list(name, try value(name))
-                let known = (EngineSetting.all + EngineSetting.videoGRO + [EngineSetting.cPerPacket]).map(\.name)
+                let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
                 for engine in names where !known.contains(engine) {
                     throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
                 }
@@ -158,6 +159,12 @@ public enum OptionParser {
             }
         }
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
+        if o.reference == nil {
+            if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
+            if let c = o.engines?.first(where: { name in EngineSetting.references.contains { $0.name == name } }) {
+                throw LoadError("compare --engines \(c): needs --reference PATH (the C forwarder, built by make reference)")
+            }
+        }
         if o.quick {
             if !repeatsGiven { o.repeats = 1 }
             if !secondsGiven { o.seconds = 1 }

@@ -141,14 +141,37 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
                        "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, NNNk, voiceN, videoN")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
-                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, c-perpacket")
+                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, "
+                       + "c-perpacket, c-mmsg, c-uring, c-uring+gso, c-mmsg+gso, c-mmsg+gso+gro")
+    }
+
+    func testCReferencesPerBackend() throws {
+        func engines(_ arguments: [String]) throws -> [String] {
+            guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s"] + arguments) else { throw LoadError("not compare") }
+            return Comparison(options: c, log: { _ in }).engines.map(\.name)
+        }
+        let relay = ["perpacket", "mmsg", "uring", "uring+gso", "mmsg+gso", "mmsg+gso+gro"]
+        XCTAssertEqual(try engines([]), relay)
+        XCTAssertEqual(try engines(["--reference", "r"]), relay + ["c-perpacket"], "make demo's default: the C per-packet forwarder alone")
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all"]), relay + relay.map { "c-" + $0 })
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all", "--engines", "mmsg,uring+gso"]),
+                       ["mmsg", "uring+gso", "c-mmsg", "c-uring+gso"], "the counterparts of the relay engines that run")
+        XCTAssertEqual(try engines(["--reference", "r", "--engines", "mmsg,c-uring"]), ["mmsg", "c-uring"])
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all", "--engines", "uring,c-perpacket", "--workers", "1,2"]),
+                       ["uring", "c-uring", "c-perpacket", "uring w2"])
+        XCTAssertEqual(error(["compare", "--server", "s", "--references", "all"]),
+                       "compare --references: only with --reference PATH (the C forwarder, built by make reference)")
+        XCTAssertEqual(error(["compare", "--server", "s", "--engines", "mmsg,c-mmsg"]),
+                       "compare --engines c-mmsg: needs --reference PATH (the C forwarder, built by make reference)")
+        XCTAssertEqual(error(["compare", "--server", "s", "--reference", "r", "--references", "some"]),
+                       "compare --references some: accepted: perpacket, all")
     }
 
     func testHelpDocumentsEveryOptionWithDefault() {
         for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
-                       "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
+                       "--reference", "--references", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
                        "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain",
                        "--turn-transport", "--tls-ca", "--turn-peer", "--turn-send-indications"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")

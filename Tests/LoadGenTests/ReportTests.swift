@@ -149,7 +149,7 @@ final class ReportTests: XCTestCase {
         let md = ComparisonReport.markdown(records: recs, cells: cells,
                                            machine: MachineInfo(kernel: "6.1.0", cpuModel: "Test CPU", cores: 2, date: "2026-01-01"),
                                            options: CompareOptions(), loads: LoadPoint.standard)
-        XCTAssertTrue(md.contains("c-perpacket is the C per-packet forwarder"), md)
+        XCTAssertTrue(md.contains("c-perpacket is the C reference forwarder"), md)
         XCTAssertTrue(md.contains("Against the C per-packet forwarder (bench/reference; the saving that is batching's alone):\n\n"
                                   + "- mmsg: 50k -50.0 % (not met)"), md)
     }
