@@ -195,11 +195,14 @@ public struct Comparison: Sendable {
         log("compare: wrote \(out).md, \(out).csv, \(out).svg")
     }
 
-    /// One line per engine that runs at every load (the video-only GRO pair is in the table).
+    /// One line per engine that runs at every load (the video-only GRO pair is in the table),
+    /// through the constant loads with the first one's stream count: loads of one rate over 20
+    /// and over 200 sessions would put two points on one x (those are left to the tables).
     func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
-        engines.filter { $0.profiles == nil }.map { engine in
+        let streams = loads.first { $0.profile == .constant }?.streams
+        return engines.filter { $0.profiles == nil }.map { engine in
             let mine = cells.filter { $0.engine == engine.name }
-            let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
+            let line = mine.filter { $0.load.profile == .constant && $0.load.streams == streams }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             return ChartSeries(name: engine.name, points: line, marker: marker)
         }

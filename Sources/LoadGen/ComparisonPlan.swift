@@ -96,8 +96,10 @@ public struct LoadPoint: Sendable, Equatable {
     /// Video: each frame leaves the generator as one GSO send (`--sender-gso`).
     public var senderGSO = false
 
-    public static func constant(_ rate: Double) -> LoadPoint {
-        LoadPoint(label: "\(Int(rate / 1000))k", profile: .constant, streams: 20, rate: rate, size: 200)
+    /// `rate` datagrams/s of 200 B over `streams` streams (sessions), labelled `NNNk`, or
+    /// `NNNkxS` for other than 20 streams.
+    public static func constant(_ rate: Double, streams: Int = 20) -> LoadPoint {
+        LoadPoint(label: "\(Int(rate / 1000))k" + (streams == 20 ? "" : "x\(streams)"), profile: .constant, streams: streams, rate: rate, size: 200)
     }
 
     /// `streams` video streams at the default 2 Mbit/s, each frame sent as one GSO send.
@@ -110,16 +112,25 @@ public struct LoadPoint: Sendable, Equatable {
     public static let standard: [LoadPoint] = [constant(10_000), constant(20_000), constant(50_000), constant(100_000), constant(200_000),
                                                LoadPoint(label: "voice2000", profile: .voice, streams: 2000, rate: 0, size: 0), video(200)]
 
-    /// A load by its label: a standard one, `NNNk` (constant, 20 streams of 200 B), `voiceN` or
-    /// `videoN` (N streams). Nil for anything else.
+    /// A load by its label: a standard one, `NNNk` (constant, NNN thousand datagrams/s of 200 B
+    /// over 20 streams, NNN 1...2000), `NNNkxS` (the same over S streams, 1...10000), `voiceN` or
+    /// `videoN` (N streams, 1...10000). Nil for anything else.
     public static func named(_ label: String) -> LoadPoint? {
         if let known = standard.first(where: { $0.label == label }) { return known }
-        if label.hasSuffix("k"), let thousands = Int(label.dropLast()), (1...2000).contains(thousands) { return constant(Double(thousands * 1000)) }
-        if label.hasPrefix("voice"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) {
+        if label.hasPrefix("voice"), let n = count(label.dropFirst(5), 1...10000) {
             return LoadPoint(label: label, profile: .voice, streams: n, rate: 0, size: 0)
         }
-        if label.hasPrefix("video"), let n = Int(label.dropFirst(5)), (1...10000).contains(n) { return video(n) }
-        return nil
+        if label.hasPrefix("video"), let n = count(label.dropFirst(5), 1...10000) { return video(n) }
+        let parts = label.split(separator: "x", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts[0].hasSuffix("k"), let thousands = count(parts[0].dropLast(), 1...2000) else { return nil }
+        guard let streams = parts.count == 1 ? 20 : count(parts[1], 1...10000) else { return nil }
+        return constant(Double(thousands * 1000), streams: streams)
+    }
+
+    /// Decimal digits only (no sign, no spaces) within `range`.
+    private static func count(_ text: Substring, _ range: ClosedRange<Int>) -> Int? {
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(text), range.contains(n) else { return nil }
+        return n
     }
 
     public var offeredRate: Double { profile == .constant ? rate : TrafficShape(profile: profile, streams: streams, rate: 0, size: 0, bitrate: TrafficProfile.defaultVideoBitrate, tos: nil).datagramsPerSecond }

@@ -108,7 +108,9 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
                          c-perpacket, and report the CPU saved against it as well as against perpacket
   --references R         perpacket | all [perpacket]: with all, also c-NAME beside each relay engine NAME
                          that runs, the C forwarder with NAME's backend, GSO and GRO; all doubles the runs
-  --loads L,...          only these loads: the labels above, NNNk (constant, 20 streams), voiceN, videoN [all]
+  --loads L,...          only these loads: the labels above, NNNk (NNN thousand datagrams/s of 200 B over 20
+                         streams), NNNkxS (the same over S streams: 50kx200 is 50k/s over 200 sessions),
+                         voiceN, videoN (N streams) [all]
   --engines E,...        only these engines: perpacket, mmsg, uring, uring+gso, mmsg+gso and mmsg+gso+gro
                          (video loads only), and with --reference c-NAME for any of them [all]
   --workers N,...        run each relay engine with each of these worker counts (named "E wN" above 1) [1]

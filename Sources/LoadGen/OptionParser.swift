@@ -140,7 +140,8 @@ public enum OptionParser {
             case "--loads":
                 let labels = try list(name, try value(name))
                 for label in labels where LoadPoint.named(label) == nil {
-                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), NNNk, voiceN, videoN")
+                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
+                                    + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
                 }
                 o.loads = labels
             case "--engines":

@@ -20,4 +20,18 @@ final class ComparisonPlanTests: XCTestCase {
         XCTAssertEqual(EngineSetting.references.map(\.reportedReferenceName),
                        ["c-perpacket", "c-mmsg", "c-uring", "c-uring", "c-mmsg", "c-mmsg"], "as the relay reports uring for uring+gso")
     }
+
+    func testLoadLabels() {
+        XCTAssertEqual(LoadPoint.named("50kx200"), LoadPoint.constant(50_000, streams: 200))
+        XCTAssertEqual(LoadPoint.named("50kx200")?.label, "50kx200")
+        XCTAssertEqual(LoadPoint.named("50kx20"), LoadPoint.constant(50_000), "20 streams is the plain label")
+        XCTAssertEqual(LoadPoint.named("50kx20")?.label, "50k")
+        XCTAssertEqual(LoadPoint.named("1kx10000")?.streams, 10_000)
+        XCTAssertEqual(LoadPoint.named("2000k")?.rate, 2_000_000)
+        XCTAssertEqual(LoadPoint.named("voice2000"), LoadPoint.standard[5])
+        XCTAssertEqual(LoadPoint.named("video7")?.streams, 7)
+        for bad in ["", "k", "50", "50kx", "50kx0", "x20", "50kx-1", "+50k", "voice", "voice+3", "video0", "voice10x5", "50kx1e3"] {
+            XCTAssertNil(LoadPoint.named(bad), bad)
+        }
+    }
 }

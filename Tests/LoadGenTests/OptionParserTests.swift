@@ -139,10 +139,26 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(comparison.engines.map(\.workers), [1, 1, 2])
         XCTAssertEqual(c.serverPrefix, ["ip", "netns", "exec", "x"])
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
-                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, NNNk, voiceN, videoN")
+                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, "
+                       + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
                        "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, "
                        + "c-perpacket, c-mmsg, c-uring, c-uring+gso, c-mmsg+gso, c-mmsg+gso+gro")
+    }
+
+    func testConstantLoadsOverManySessions() throws {
+        guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--loads", "50k,50kx200,200kx200"]) else { return XCTFail() }
+        let loads = Comparison(options: c, log: { _ in }).loads
+        XCTAssertEqual(loads.map(\.label), ["50k", "50kx200", "200kx200"])
+        XCTAssertEqual(loads.map(\.streams), [20, 200, 200])
+        XCTAssertEqual(loads.map(\.offeredRate), [50_000, 50_000, 200_000], "the rate is the total over every stream")
+        XCTAssertEqual(loads.map(\.profile), [.constant, .constant, .constant])
+        // Each bad label is named alone, on one line, the good ones beside it accepted.
+        for bad in ["50kx0", "50kx", "x200", "50kx10001", "50kx2.5", "50kx+3", "50kx200x2", "0kx200", "2001kx200", "50k x200", "50x200", "kx200"] {
+            let said = error(["compare", "--server", "s", "--loads", "20k,\(bad),voice10"])
+            XCTAssertTrue(said?.hasPrefix("compare --loads \(bad): accepted: ") == true, "\(bad): \(said ?? "accepted")")
+            XCTAssertEqual(said?.contains("\n"), false)
+        }
     }
 
     func testCReferencesPerBackend() throws {
