@@ -51,8 +51,9 @@ public struct Comparison: Sendable {
             }
         }
         let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))
-        let table = ComparisonTable.text(cells)
-        print(table)
+        print(ComparisonTable.text(cells))
+        let pairs = CounterpartTable.pairs(records: records, cells: cells)
+        if !pairs.isEmpty { print("\n" + ComparisonTable.text(columns: CounterpartTable.columns, rows: CounterpartTable.rows(pairs))) }
         try write(records: records, cells: cells)
         if options.check {
             // One JSON line last on stdout, so a test can assert the agreement without parsing Markdown.

@@ -30,6 +30,7 @@ public enum ComparisonReport {
         s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
         let base = (options.out as NSString).lastPathComponent
         s += "Charts: [\(base).svg](\(base).svg); every run: [\(base).csv](\(base).csv).\n\n"
+        s += CounterpartTable.markdown(CounterpartTable.pairs(records: records, cells: cells))
         s += aims(cells) + "\n"
         s += cpuCheck(records)
         let failures = records.filter { $0.error != nil }

@@ -107,7 +107,9 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
                          the same flows (a socket pair per session, latching like the relay's legs): as
                          c-perpacket, and report the CPU saved against it as well as against perpacket
   --references R         perpacket | all [perpacket]: with all, also c-NAME beside each relay engine NAME
-                         that runs, the C forwarder with NAME's backend, GSO and GRO; all doubles the runs
+                         that runs, the C forwarder with NAME's backend, GSO and GRO; all doubles the runs.
+                         Every engine that ran beside its C counterpart gets a row of relay/C in PREFIX.md,
+                         the median (min-max) of the ratios of runs in the same repeat
   --loads L,...          only these loads: the labels above, NNNk (NNN thousand datagrams/s of 200 B over 20
                          streams), NNNkxS (the same over S streams: 50kx200 is 50k/s over 200 sessions),
                          voiceN, videoN (N streams) [all]
