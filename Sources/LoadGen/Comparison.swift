@@ -7,10 +7,14 @@ import Glibc
 public struct Comparison: Sendable {
     public let options: CompareOptions
     public let log: @Sendable (String) -> Void
+    /// With `--pin split`: where the relay and the generator's threads go (nil if this machine
+    /// cannot split, which `run` refuses).
+    let placement: CPUPlacement?
 
     public init(options: CompareOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
+        placement = options.pin == .split ? CPUPlacement.split() : nil
     }
 
     /// The loads to run: those `--loads` names, the standard ones, or only 100k for the CPU
@@ -26,6 +30,16 @@ public struct Comparison: Sendable {
         }
         if let reference = options.reference, access(reference, X_OK) != 0 {
             throw LoadError("--reference \(reference): not an executable file (build it first: make reference)")
+        }
+        if options.pin == .split {
+            guard let placement else {
+                throw LoadError("--pin split: needs at least two allowed CPUs, and at most 64 (--pin off leaves placement to the scheduler)")
+            }
+            // This thread's mask is inherited by every thread and process started from here on
+            // (the relay and C forwarder are moved to their CPU once they are up).
+            do { try CPUPlacement.pin(thread: 0, to: placement.sourceMask) } catch {
+                throw LoadError("--pin split: \(error.message)")
+            }
         }
         let engines = self.engines
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
@@ -117,6 +131,7 @@ public struct Comparison: Sendable {
                 log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
             }
         }
+        if let failure = place(server) { return RunRecord(run: planned, result: nil, error: failure) }
         var o = loadOptions(planned, pid: server.pid)
         o.relay = "http://\(server.http)"
         if options.relayHost != "127.0.0.1" { o.token = token }
@@ -142,11 +157,20 @@ public struct Comparison: Sendable {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
         defer { server.stop() }
+        if let failure = place(server) { return RunRecord(run: planned, result: nil, error: failure) }
         var o = loadOptions(planned, pid: server.pid)
         o.legs = legs
         o.forwarderStats = stats
         o.forwarderEngine = planned.engine.reportedReferenceName
         return measure(planned, options: o, server: server)
+    }
+
+    /// With `--pin split`, every thread of the started relay or C forwarder onto the forwarder's
+    /// CPU; nil when done (or not asked), else why not.
+    func place(_ server: ServerProcess) -> String? {
+        guard let placement else { return nil }
+        do { try CPUPlacement.pin(process: server.pid, to: placement.forwarderMask) } catch { return "--pin split: \(error.message)" }
+        return nil
     }
 
     func loadOptions(_ planned: PlannedRun, pid: Int32) -> LoadOptions {
@@ -162,6 +186,7 @@ public struct Comparison: Sendable {
         o.warmup = Self.warmup(seconds: options.seconds)
         o.relayPID = pid
         o.progress = false
+        o.placement = placement
         return o
     }
 

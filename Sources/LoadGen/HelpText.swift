@@ -8,7 +8,7 @@ usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
        mediarelay-load compare --server PATH [--reference PATH [--references perpacket|all]] [--out PREFIX] [--repeats N]
                                [--seconds S] [--quick] [--check] [--loads L,...] [--engines E,...] [--workers N,...]
-                               [--relay-host ADDR] [--server-prefix CMD]
+                               [--relay-host ADDR] [--server-prefix CMD] [--pin off|split]
 
 Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
 preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
@@ -118,6 +118,12 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
   --workers N,...        run each relay engine with each of these worker counts (named "E wN" above 1) [1]
   --relay-host ADDR      the address the relay binds and answers on (sessions and HTTP) [127.0.0.1]
   --server-prefix CMD    start the relay and the C forwarder under CMD, e.g. "ip netns exec NAME" [none]
+  --pin P                off | split [off]. split: the generator's sending thread alone on the first allowed
+                         CPU; the relay (every thread; --workers 1 only) or the C forwarder, with the
+                         generator's receiving thread, on the last, as engine-bench --pin split. Left to the
+                         scheduler, three busy threads on two CPUs land differently at each start, and a
+                         forwarder's cost per datagram follows where it landed (engine-bench measured 10-20%
+                         of spread between repeats from this), which blurs relay/C by as much
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -55,6 +55,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var progress = true
     /// How each stream's sender reacts to CE marks and losses its receiver reports.
     public var congestionControl = CongestionControl.none
+    /// The sending thread on `sourceMask`, the receiving one on `forwarderMask` (compare
+    /// `--pin split`, which puts the relay beside the receiver).
+    public var placement: CPUPlacement?
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
     public var sessionFields: String?
@@ -98,7 +101,15 @@ public struct CompareOptions: Sendable, Equatable {
     public var relayHost = "127.0.0.1"
     /// A command the servers are started under, e.g. `ip netns exec NAME`.
     public var serverPrefix: [String] = []
+    /// Where the relay (or C forwarder) and the generator's threads run (`--pin`).
+    public var pin = Pinning.off
     public init() {}
+}
+
+/// `compare --pin`: placement left to the scheduler, or `CPUPlacement.split()`.
+public enum Pinning: String, CaseIterable, Sendable {
+    case off
+    case split
 }
 
 /// What the command line asks for.

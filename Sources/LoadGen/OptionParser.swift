@@ -156,10 +156,14 @@ public enum OptionParser {
                 o.relayHost = try value(name)
                 _ = try address(name, "\(o.relayHost):0")
             case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
+            case "--pin": o.pin = try choice("compare \(name)", try value(name))
             default: throw LoadError("compare \(name): unknown option (see --help)")
             }
         }
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
+        if o.pin == .split && o.workers != [1] {
+            throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
+        }
         if o.reference == nil {
             if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
             if let c = o.engines?.first(where: { name in EngineSetting.references.contains { $0.name == name } }) {

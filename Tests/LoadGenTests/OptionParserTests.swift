@@ -183,11 +183,21 @@ final class OptionParserTests: XCTestCase {
                        "compare --references some: accepted: perpacket, all")
     }
 
+    func testComparePin() throws {
+        guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--pin", "split"]) else { return XCTFail() }
+        XCTAssertEqual(c.pin, .split)
+        guard case .compare(let d) = try OptionParser.parse(["compare", "--server", "s"]) else { return XCTFail() }
+        XCTAssertEqual(d.pin, .off)
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "on"]), "compare --pin on: accepted: off, split")
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "split", "--workers", "1,2"]),
+                       "compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
+    }
+
     func testHelpDocumentsEveryOptionWithDefault() {
         for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
-                       "--reference", "--references", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
+                       "--reference", "--references", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix", "--pin",
                        "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain",
                        "--turn-transport", "--tls-ca", "--turn-peer", "--turn-send-indications"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
