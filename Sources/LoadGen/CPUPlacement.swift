@@ -28,15 +28,23 @@ public struct CPUPlacement: Sendable, Equatable {
     /// Pins one thread (0: the calling one) to `mask`; threads it starts later inherit it.
     /// The error names sched_setaffinity's errno.
     public static func pin(thread: pid_t, to mask: UInt64) throws(LoadError) {
-        guard lg_cpu_mask_set(thread, mask) == 0 else {
-            throw LoadError("sched_setaffinity(\(thread), 0x\(String(mask, radix: 16))): \(String(cString: strerror(errno)))")
-        }
+        if let error = set(thread, mask) { throw refusal(thread, mask, error) }
     }
 
     /// Pins every thread of a process, as a process of one thread is pinned whole (the relay:
-    /// its workers, its HTTP and its main thread).
+    /// its workers, its HTTP and its main thread). A thread that ended after it was listed
+    /// (ESRCH) needs no place.
     public static func pin(process: pid_t, to mask: UInt64) throws(LoadError) {
-        for thread in threads(of: process) { try pin(thread: thread, to: mask) }
+        for thread in threads(of: process) {
+            if let error = set(thread, mask), error != ESRCH { throw refusal(thread, mask, error) }
+        }
+    }
+
+    /// Nil when set, else errno.
+    private static func set(_ thread: pid_t, _ mask: UInt64) -> Int32? { lg_cpu_mask_set(thread, mask) == 0 ? nil : errno }
+
+    private static func refusal(_ thread: pid_t, _ mask: UInt64, _ error: Int32) -> LoadError {
+        LoadError("sched_setaffinity(\(thread), 0x\(String(mask, radix: 16))): \(errnoText(error))")
     }
 
     /// The thread ids of a process, from /proc/PID/task.
