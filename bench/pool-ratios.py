@@ -14,7 +14,14 @@ against without, per repeat, and all of them pooled.
 With the relay executable in the runs (engine-bench --executable): executable/C and
 executable/harness per repeat, for its whole process and its worker thread, each over CPU per
 datagram delivered at the sink, as engine-bench's executable table.
+
+    bench/pool-ratios.py run1.csv [run2.csv ...]
+
+The same for `mediarelay-load compare` (its PREFIX.csv, bench/sessions-vs-c.sh): for every load
+and relay engine NAME that ran beside c-NAME, relay/C of each repeat (the runs of one repeat
+round of one file), pooled over every file given.
 """
+import csv
 import re
 import statistics
 import sys
@@ -35,9 +42,31 @@ def summary(values):
             f"quartiles {values[n // 4]:.2f}-{values[(3 * n) // 4]:.2f} min-max {values[0]:.2f}-{values[-1]:.2f}")
 
 
+def pool_compare(paths):
+    cpu = defaultdict(dict)  # (engine, load) -> {(file, repeat): us/datagram}
+    loads = []
+    for path in paths:
+        with open(path, newline="") as rows:
+            for row in csv.DictReader(rows):
+                if row["error"] or not row["relay_cpu_us_per_datagram"]:
+                    continue
+                cpu[(row["engine"], row["load"])][(path, row["repeat"])] = float(row["relay_cpu_us_per_datagram"])
+                if row["load"] not in loads:
+                    loads.append(row["load"])
+    for load in loads:
+        engines = [key[0] for key in cpu if key[1] == load and not key[0].startswith("c-")]
+        for engine in sorted(engines, key=lambda name: NAMES.index(name) if name in NAMES else len(NAMES)):
+            relay, c = cpu[(engine, load)], cpu.get(("c-" + engine, load))
+            if c:
+                ratios = [relay[k] / c[k] for k in relay if k in c]
+                print(f"{load:10s} {engine:13s} relay/C {summary(ratios)} within 1.05x in {sum(r <= 1.05 for r in ratios)}")
+
+
 def main(paths):
     if not paths:
-        sys.exit("usage: pool-ratios.py ENGINE-BENCH-STDERR...")
+        sys.exit("usage: pool-ratios.py ENGINE-BENCH-STDERR... | COMPARE-CSV...")
+    if all(path.endswith(".csv") for path in paths):
+        return pool_compare(paths)
     cpu = defaultdict(dict)  # (side, name, rate) -> {(file, repeat): us/datagram}
     delivered = defaultdict(dict)  # the same per datagram delivered; side "worker": the executable's worker thread
     for path in paths:

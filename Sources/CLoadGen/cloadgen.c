@@ -4,6 +4,8 @@
 #include "cloadgen.h"
 #include <netinet/udp.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 struct cmsghdr *lg_cmsg_next(void *control, size_t length, struct cmsghdr *current) {
     struct msghdr message;
@@ -44,4 +46,13 @@ int lg_recvmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flag
 
 int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags) {
     return sendmmsg(fd, (struct mmsghdr *)vector, length, flags);
+}
+
+int lg_cpu_mask_get(unsigned long long *mask) {
+    *mask = 0;
+    return syscall(SYS_sched_getaffinity, 0, sizeof *mask, mask) < 0 ? -1 : 0;
+}
+
+int lg_cpu_mask_set(int pid, unsigned long long mask) {
+    return (int)syscall(SYS_sched_setaffinity, pid, sizeof mask, &mask);
 }

@@ -81,18 +81,6 @@ static inline int mr_accept4(int fd, int flags) {
 
 static inline int mr_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
-// sched_{get,set}affinity are declared only under _GNU_SOURCE too. A mask of one 64-bit word:
-// the kernel refuses it (EINVAL) on machines with more than 64 CPUs, and callers then leave
-// placement to the scheduler. `pid` 0 is the calling thread; a thread id names one thread.
-static inline int mr_cpu_mask_get(unsigned long long *mask) {
-    *mask = 0;
-    long copied = syscall(__NR_sched_getaffinity, 0, sizeof(*mask), mask);
-    return copied < 0 ? -1 : 0;
-}
-static inline int mr_cpu_mask_set(int pid, unsigned long long mask) {
-    return (int)syscall(__NR_sched_setaffinity, pid, sizeof(mask), &mask);
-}
-
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif

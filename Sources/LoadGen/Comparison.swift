@@ -7,10 +7,14 @@ import Glibc
 public struct Comparison: Sendable {
     public let options: CompareOptions
     public let log: @Sendable (String) -> Void
+    /// With `--pin split`: where the relay and the generator's threads go (nil if this machine
+    /// cannot split, which `run` refuses).
+    let placement: CPUPlacement?
 
     public init(options: CompareOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
+        placement = options.pin == .split ? CPUPlacement.split() : nil
     }
 
     /// The loads to run: those `--loads` names, the standard ones, or only 100k for the CPU
@@ -27,11 +31,21 @@ public struct Comparison: Sendable {
         if let reference = options.reference, access(reference, X_OK) != 0 {
             throw LoadError("--reference \(reference): not an executable file (build it first: make reference)")
         }
+        if options.pin == .split {
+            guard let placement else {
+                throw LoadError("--pin split: needs at least two allowed CPUs, and at most 64 (--pin off leaves placement to the scheduler)")
+            }
+            // This thread's mask is inherited by every thread and process started from here on
+            // (the relay and C forwarder are moved to their CPU once they are up).
+            do { try CPUPlacement.pin(thread: 0, to: placement.sourceMask) } catch {
+                throw LoadError("--pin split: \(error.message)")
+            }
+        }
         let engines = self.engines
         let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
         // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
         // drain, stop), plus about 1 ms per session created.
-        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.profile == .constant ? 0 : $1.load.streams) }
+        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.streams) }
         log("compare: \(plan.count) runs of \(String(format: "%g", options.seconds)) s, about \(Int(estimate)) s in all")
         var records: [RunRecord] = []
         for (i, planned) in plan.enumerated() {
@@ -51,8 +65,9 @@ public struct Comparison: Sendable {
             }
         }
         let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))
-        let table = ComparisonTable.text(cells)
-        print(table)
+        print(ComparisonTable.text(cells))
+        let pairs = CounterpartTable.pairs(records: records, cells: cells)
+        if !pairs.isEmpty { print("\n" + ComparisonTable.text(columns: CounterpartTable.columns, rows: CounterpartTable.rows(pairs))) }
         try write(records: records, cells: cells)
         if options.check {
             // One JSON line last on stdout, so a test can assert the agreement without parsing Markdown.
@@ -73,13 +88,22 @@ public struct Comparison: Sendable {
     /// The control token of a relay off loopback (`--relay-host`).
     var token: String { "compare-\(getpid())" }
 
-    /// The relay's engines, and the C per-packet forwarder when `--reference` names it (or those
-    /// `--engines` picks), each at every worker count asked for (the C forwarder, which has one
-    /// thread, at one only).
+    /// The relay's engines (those `--engines` names, or all), and with `--reference` the C
+    /// forwarders: c-perpacket (unless `--engines` leaves it out), or with `--references all`
+    /// the counterpart of each relay engine that runs; and any c-NAME `--engines` names. Each at
+    /// every worker count asked for (the C forwarder, which has one thread, at one only).
     public var engines: [EngineSetting] {
-        var chosen = EngineSetting.all + EngineSetting.videoGRO + (options.reference == nil ? [] : [EngineSetting.cPerPacket])
-        if let names = options.engines { chosen = chosen.filter { names.contains($0.name) } }
-        return options.workers.flatMap { count in chosen.filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
+        let names = options.engines
+        let relay = (EngineSetting.all + EngineSetting.videoGRO).filter { names?.contains($0.name) ?? true }
+        var references: [EngineSetting] = []
+        if options.reference != nil {
+            switch options.references {
+            case .perpacket: references = names == nil ? [EngineSetting.cPerPacket] : []
+            case .all: references = relay.map(EngineSetting.reference(for:))
+            }
+            references += EngineSetting.references.filter { names?.contains($0.name) == true && !references.contains($0) }
+        }
+        return options.workers.flatMap { count in (relay + references).filter { count == 1 || !$0.reference }.map { $0.with(workers: count) } }
     }
 
     func runOne(_ planned: PlannedRun) -> RunRecord {
@@ -91,6 +115,10 @@ public struct Comparison: Sendable {
             // runs in a network namespace of the benchmark's own, so the command line is fine).
             let address = host == "127.0.0.1" ? [] : ["--relay-address", host, "--control-token", token]
             server = try ServerProcess(path: options.server, arguments: planned.engine.arguments + address + [
+                // The C reference forwarder's fixed sizes (forwarder.c's BATCH and MAX_DATAGRAM),
+                // so a relay row and its C counterpart hold the same buffers (with 9000 the
+                // relay's uring ring has half the C one's); every load's datagrams fit.
+                "--batch-size", "64", "--max-datagram-size", "2048",
                 // The `http listening on` line is written at every log level.
                 "--workers", String(planned.engine.workers), "--http", "\(host.contains(":") ? "[\(host)]" : host):0",
                 "--ports", "40000-44999", "--log-level", "warning",
@@ -103,16 +131,17 @@ public struct Comparison: Sendable {
                 log("warning: \(planned.engine.name) relay did not exit within 3 s of SIGTERM after the \(planned.load.label) run; killed it")
             }
         }
+        if let failure = place(server) { return RunRecord(run: planned, result: nil, error: failure) }
         var o = loadOptions(planned, pid: server.pid)
         o.relay = "http://\(server.http)"
         if options.relayHost != "127.0.0.1" { o.token = token }
         return measure(planned, options: o, server: server)
     }
 
-    /// The C per-packet forwarder serving the same flows as the relay's sessions: one pair of
-    /// sockets per session (listed in a file), each latching onto its first source, driven by
-    /// the generator exactly as in session mode (same sockets, latching, pacing); its figures
-    /// come from its counters file and its process CPU clock instead of /v1/stats.
+    /// The C reference forwarder (one backend) serving the same flows as the relay's sessions:
+    /// one pair of sockets per session (listed in a file), each latching onto its first source,
+    /// driven by the generator exactly as in session mode (same sockets, latching, pacing); its
+    /// figures come from its counters file and its process CPU clock instead of /v1/stats.
     func runReference(_ planned: PlannedRun) -> RunRecord {
         let stats = "/tmp/mediarelay-load-\(getpid())-reference.stats"
         let legs = "/tmp/mediarelay-load-\(getpid())-reference.legs"
@@ -128,10 +157,20 @@ public struct Comparison: Sendable {
             return RunRecord(run: planned, result: nil, error: error.message)
         }
         defer { server.stop() }
+        if let failure = place(server) { return RunRecord(run: planned, result: nil, error: failure) }
         var o = loadOptions(planned, pid: server.pid)
         o.legs = legs
         o.forwarderStats = stats
+        o.forwarderEngine = planned.engine.reportedReferenceName
         return measure(planned, options: o, server: server)
+    }
+
+    /// With `--pin split`, every thread of the started relay or C forwarder onto the forwarder's
+    /// CPU; nil when done (or not asked), else why not.
+    func place(_ server: ServerProcess) -> String? {
+        guard let placement else { return nil }
+        do { try CPUPlacement.pin(process: server.pid, to: placement.forwarderMask) } catch { return "--pin split: \(error.message)" }
+        return nil
     }
 
     func loadOptions(_ planned: PlannedRun, pid: Int32) -> LoadOptions {
@@ -147,6 +186,7 @@ public struct Comparison: Sendable {
         o.warmup = Self.warmup(seconds: options.seconds)
         o.relayPID = pid
         o.progress = false
+        o.placement = placement
         return o
     }
 
@@ -181,11 +221,14 @@ public struct Comparison: Sendable {
         log("compare: wrote \(out).md, \(out).csv, \(out).svg")
     }
 
-    /// One line per engine that runs at every load (the video-only GRO pair is in the table).
+    /// One line per engine that runs at every load (the video-only GRO pair is in the table),
+    /// through the constant loads with the first one's stream count: loads of one rate over 20
+    /// and over 200 sessions would put two points on one x (those are left to the tables).
     func series(_ cells: [CellSummary], _ value: KeyPath<CellSummary, Summary?>) -> [ChartSeries] {
-        engines.filter { $0.profiles == nil }.map { engine in
+        let streams = loads.first { $0.profile == .constant }?.streams
+        return engines.filter { $0.profiles == nil }.map { engine in
             let mine = cells.filter { $0.engine == engine.name }
-            let line = mine.filter { $0.load.profile == .constant }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
+            let line = mine.filter { $0.load.profile == .constant && $0.load.streams == streams }.compactMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             let marker = mine.first { $0.load.profile != .constant }.flatMap { c in c[keyPath: value].map { (x: c.load.offeredRate, y: $0) } }
             return ChartSeries(name: engine.name, points: line, marker: marker)
         }

@@ -17,7 +17,8 @@ public struct ChartSeries: Sendable {
 /// Draws the comparison's SVG by hand (no libraries): two charts stacked in one file, each
 /// with axes, ticks, axis labels, a title and a legend; one `<polyline>` per engine per chart.
 public enum ComparisonChart {
-    static let colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    /// Eight: four relay engines and their four C counterparts (`compare --references all`).
+    static let colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
     static let width = 960.0, chartHeight = 420.0
     static let left = 90.0, right = 720.0, top = 50.0, bottom = 350.0
 

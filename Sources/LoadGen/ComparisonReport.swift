@@ -6,7 +6,7 @@ public enum ComparisonReport {
                                 options: CompareOptions, loads: [LoadPoint]) -> String {
         var s = "# mediarelay engines: CPU per datagram, batched against per-packet\n\n"
         s += "Machine: kernel `\(machine.kernel)`, CPU \(machine.cpuModel), \(machine.cores) cores, \(machine.date).\n\n"
-        s += "Each run starts `\(options.server) --engine E --gso on|off --workers \(options.workers.map(String.init).joined(separator: "|"))`"
+        s += "Each run starts `\(options.server) --engine E --gso on|off --gro on|off --batch-size 64 --max-datagram-size 2048 --workers \(options.workers.map(String.init).joined(separator: "|"))`"
         if options.relayHost != "127.0.0.1" { s += " on \(options.relayHost)\(options.serverPrefix.isEmpty ? "" : " under `\(options.serverPrefix.joined(separator: " "))`")" }
         s += ", offers the load for "
         s += "\(String(format: "%g", options.seconds)) s from `mediarelay-load` in the same machine, and reads GET /v1/stats "
@@ -14,8 +14,12 @@ public enum ComparisonReport {
         s += "syscalls per datagram = Δsyscalls / Δpackets_in. \(options.repeats) repeat(s), interleaved (every repeat "
         s += "runs every load on every engine, engine order rotating) so drift falls on all engines. "
         s += "Loads: " + loads.map { "\($0.label) (\($0.profile.rawValue), \($0.streams) streams, \(Int($0.offeredRate)) datagrams/s\($0.senderGSO ? ", each frame sent as one GSO send" : ""))" }.joined(separator: ", ")
-        if records.contains(where: { $0.run.engine.reference }) {
-            s += ". c-perpacket is the C per-packet forwarder (bench/reference/forwarder.c, `--backend perpacket --legs N`): "
+        var references: [String] = []
+        for r in records where r.run.engine.reference && !references.contains(r.run.engine.name) { references.append(r.run.engine.name) }
+        if !references.isEmpty {
+            s += ". \(references.joined(separator: ", ")) \(references.count == 1 ? "is" : "are") the C reference forwarder "
+            s += "(bench/reference/forwarder.c, `--backend B --legs N`; c-NAME with the backend, GSO and GRO of the relay's NAME, "
+            s += "c-perpacket the C per-packet forwarder) with the relay's batch and buffer sizes: "
             s += "the same flows as the relay's sessions (a socket pair per session, each leg latching onto "
             s += "its first source, the TOS byte copied), driven by the generator exactly as in session mode; its CPU is its "
             s += "process CPU clock (one thread) and its datagrams its own counter, over the same interval"
@@ -26,6 +30,7 @@ public enum ComparisonReport {
         s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
         let base = (options.out as NSString).lastPathComponent
         s += "Charts: [\(base).svg](\(base).svg); every run: [\(base).csv](\(base).csv).\n\n"
+        s += CounterpartTable.markdown(CounterpartTable.pairs(records: records, cells: cells))
         s += aims(cells) + "\n"
         s += cpuCheck(records)
         let failures = records.filter { $0.error != nil }

@@ -20,7 +20,7 @@ public enum ComparisonTable {
                 ? c.engine : "\(c.engine) (ran \(c.reportedEngines.joined(separator: ",")))"
             return [engine, c.load.label, String(format: "%.0f", c.load.offeredRate), format(c.sentRate?.median, "%.0f"),
                     format(c.delivered?.median, "%.2f"),
-                    c.cpuUs.map { String(format: "%.3f (%.3f-%.3f)", $0.median, $0.min, $0.max) } ?? "-",
+                    spread(c.cpuUs, "%.3f"),
                     format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"),
                     format(c.p999?.median, "%.0f"), saved(c, against: "perpacket", in: cells),
                     saved(c, against: EngineSetting.cPerPacket.name, in: cells)]
@@ -32,9 +32,17 @@ public enum ComparisonTable {
         return String(format: f, v)
     }
 
+    /// `median (min-max)`, each in format `f`, the median followed by `unit`.
+    static func spread(_ s: Summary?, _ f: String, unit: String = "") -> String {
+        guard let s else { return "-" }
+        return String(format: "\(f)\(unit) (\(f)-\(f))", s.median, s.min, s.max)
+    }
+
     /// Columns padded to their widest cell.
-    public static func text(_ cells: [CellSummary]) -> String {
-        let all = [columns] + rows(cells)
+    public static func text(_ cells: [CellSummary]) -> String { text(columns: columns, rows: rows(cells)) }
+
+    public static func text(columns: [String], rows: [[String]]) -> String {
+        let all = [columns] + rows
         let widths = columns.indices.map { i in all.map { $0[i].count }.max() ?? 0 }
         return all.map { row in
             row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
@@ -42,9 +50,11 @@ public enum ComparisonTable {
         }.joined(separator: "\n")
     }
 
-    public static func markdown(_ cells: [CellSummary]) -> String {
+    public static func markdown(_ cells: [CellSummary]) -> String { markdown(columns: columns, rows: rows(cells)) }
+
+    public static func markdown(columns: [String], rows: [[String]]) -> String {
         var lines = ["| " + columns.joined(separator: " | ") + " |", "|" + columns.map { _ in "---" }.joined(separator: "|") + "|"]
-        for row in rows(cells) { lines.append("| " + row.joined(separator: " | ") + " |") }
+        for row in rows { lines.append("| " + row.joined(separator: " | ") + " |") }
         return lines.joined(separator: "\n")
     }
 }

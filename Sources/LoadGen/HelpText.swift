@@ -6,8 +6,9 @@ usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --target HOST:PORT --upstream-listen HOST:PORT [--relay URL] [options]
        mediarelay-load --turn HOST:PORT (--turn-user NAME:PASSWORD | --turn-secret SECRET) [--relay URL | --relay-pid PID] [options]
        mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
-       mediarelay-load compare --server PATH [--reference PATH] [--out PREFIX] [--repeats N] [--seconds S] [--quick] [--check]
-                               [--loads L,...] [--engines E,...] [--workers N,...] [--relay-host ADDR] [--server-prefix CMD]
+       mediarelay-load compare --server PATH [--reference PATH [--references perpacket|all]] [--out PREFIX] [--repeats N]
+                               [--seconds S] [--quick] [--check] [--loads L,...] [--engines E,...] [--workers N,...]
+                               [--relay-host ADDR] [--server-prefix CMD] [--pin off|split]
 
 Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
 preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
@@ -100,15 +101,29 @@ Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
 uring with --gso on) x offered load (10k, 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
 2000 voice streams, 200 video streams of 2 Mbit/s with --sender-gso), --repeats times [3] interleaved so drift falls on every engine, each for
---seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest].
-  --reference PATH       also run the C per-packet forwarder (bench/reference, built by make reference) as
-                         c-perpacket over the same flows (a socket pair per session, latching like the
-                         relay's legs), and report the CPU saved against it as well as against perpacket
-  --loads L,...          only these loads: the labels above, NNNk (constant, 20 streams), voiceN, videoN [all]
-  --engines E,...        only these engines: perpacket, mmsg, uring, uring+gso, c-perpacket [all]
+--seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest]. The relay runs
+with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
+  --reference PATH       also run the C reference forwarder (bench/reference, built by make reference) over
+                         the same flows (a socket pair per session, latching like the relay's legs): as
+                         c-perpacket, and report the CPU saved against it as well as against perpacket
+  --references R         perpacket | all [perpacket]: with all, also c-NAME beside each relay engine NAME
+                         that runs, the C forwarder with NAME's backend, GSO and GRO; all doubles the runs.
+                         Every engine that ran beside its C counterpart gets a row of relay/C in PREFIX.md,
+                         the median (min-max) of the ratios of runs in the same repeat
+  --loads L,...          only these loads: the labels above, NNNk (NNN thousand datagrams/s of 200 B over 20
+                         streams), NNNkxS (the same over S streams: 50kx200 is 50k/s over 200 sessions),
+                         voiceN, videoN (N streams) [all]
+  --engines E,...        only these engines: perpacket, mmsg, uring, uring+gso, mmsg+gso and mmsg+gso+gro
+                         (video loads only), and with --reference c-NAME for any of them [all]
   --workers N,...        run each relay engine with each of these worker counts (named "E wN" above 1) [1]
   --relay-host ADDR      the address the relay binds and answers on (sessions and HTTP) [127.0.0.1]
   --server-prefix CMD    start the relay and the C forwarder under CMD, e.g. "ip netns exec NAME" [none]
+  --pin P                off | split [off]. split: the generator's sending thread alone on the first allowed
+                         CPU; the relay (every thread; --workers 1 only) or the C forwarder, with the
+                         generator's receiving thread, on the last, as engine-bench --pin split. Left to the
+                         scheduler, three busy threads on two CPUs land differently at each start, and a
+                         forwarder's cost per datagram follows where it landed (engine-bench measured 10-20%
+                         of spread between repeats from this), which blurs relay/C by as much
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -42,6 +42,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var legs: String?
     /// The C reference forwarder's counters file, read with `relayPID` in place of /v1/stats.
     public var forwarderStats: String?
+    /// The name the C reference forwarder's figures go under (`relay_engine`): its backend,
+    /// which it does not report itself.
+    public var forwarderEngine = "c-perpacket"
     /// Seconds at the start whose datagrams are left out of the latency figures.
     public var warmup = 0.5
     /// The relay's process id, to read its CPU from /proc next to /v1/stats.
@@ -52,6 +55,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var progress = true
     /// How each stream's sender reacts to CE marks and losses its receiver reports.
     public var congestionControl = CongestionControl.none
+    /// The sending thread on `sourceMask`, the receiving one on `forwarderMask` (compare
+    /// `--pin split`, which puts the relay beside the receiver).
+    public var placement: CPUPlacement?
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
     public var sessionFields: String?
@@ -82,8 +88,10 @@ public struct CompareOptions: Sendable, Equatable {
     public var quick = false
     /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
     public var check = false
-    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`.
+    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`,
+    /// or as the counterpart of each relay engine (`references`).
     public var reference: String?
+    public var references = ReferenceSet.perpacket
     /// Loads and engines by name (nil: all), and the relay's worker counts to run each engine with.
     public var loads: [String]?
     public var engines: [String]?
@@ -93,7 +101,15 @@ public struct CompareOptions: Sendable, Equatable {
     public var relayHost = "127.0.0.1"
     /// A command the servers are started under, e.g. `ip netns exec NAME`.
     public var serverPrefix: [String] = []
+    /// Where the relay (or C forwarder) and the generator's threads run (`--pin`).
+    public var pin = Pinning.off
     public init() {}
+}
+
+/// `compare --pin`: placement left to the scheduler, or `CPUPlacement.split()`.
+public enum Pinning: String, CaseIterable, Sendable {
+    case off
+    case split
 }
 
 /// What the command line asks for.

@@ -35,7 +35,7 @@ public struct LoadRun: Sendable {
         }
         let stats: StatsSource?
         if let path = options.forwarderStats, let pid = options.relayPID {
-            stats = .reference(ReferenceStats(path: path, pid: pid))
+            stats = .reference(ReferenceStats(path: path, pid: pid, engine: options.forwarderEngine))
         } else {
             stats = control.map { .relay($0) }
         }
@@ -115,11 +115,21 @@ public struct LoadRun: Sendable {
         // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
         let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
+        let placement = options.placement, log = self.log
+        // A thread that cannot be placed still runs; the log says the run was not placed as asked.
+        @Sendable func place(on mask: UInt64?) {
+            guard let mask else { return }
+            do { try CPUPlacement.pin(thread: 0, to: mask) } catch { log("warning: placement: \(error.message)") }
+        }
         senderOutcome.start(name: "load-send") {
+            place(on: placement?.sourceMask)
             if let reactive { return (0, reactive.run(signals).reduce(0, +)) }
             return (sender.run(signals), nil)
         }
-        receiverOutcome.start(name: "load-receive") { receiver.run(signals) }
+        receiverOutcome.start(name: "load-receive") {
+            place(on: placement?.forwarderMask)
+            return receiver.run(signals)
+        }
 
         var lastLine = start
         var lastSent: UInt64 = 0, lastReceived: UInt64 = 0

@@ -122,7 +122,7 @@ public enum OptionParser {
 
     static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
         var o = CompareOptions()
-        var serverGiven = false, repeatsGiven = false, secondsGiven = false
+        var serverGiven = false, repeatsGiven = false, secondsGiven = false, referencesGiven = false
         var cursor = ArgumentCursor(arguments)
         func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
         while let name = cursor.next() {
@@ -136,15 +136,17 @@ public enum OptionParser {
             case "--quick": o.quick = true
             case "--check": o.check = true
             case "--reference": o.reference = try value(name)
+            case "--references": o.references = try choice("compare \(name)", try value(name)); referencesGiven = true
             case "--loads":
                 let labels = try list(name, try value(name))
                 for label in labels where LoadPoint.named(label) == nil {
-                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), NNNk, voiceN, videoN")
+                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
+                                    + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
                 }
                 o.loads = labels
             case "--engines":
                 let names = try list(name, try value(name))
-                let known = (EngineSetting.all + EngineSetting.videoGRO + [EngineSetting.cPerPacket]).map(\.name)
+                let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
                 for engine in names where !known.contains(engine) {
                     throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
                 }
@@ -154,10 +156,20 @@ public enum OptionParser {
                 o.relayHost = try value(name)
                 _ = try address(name, "\(o.relayHost):0")
             case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
+            case "--pin": o.pin = try choice("compare \(name)", try value(name))
             default: throw LoadError("compare \(name): unknown option (see --help)")
             }
         }
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
+        if o.pin == .split && o.workers != [1] {
+            throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
+        }
+        if o.reference == nil {
+            if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
+            if let c = o.engines?.first(where: { name in EngineSetting.references.contains { $0.name == name } }) {
+                throw LoadError("compare --engines \(c): needs --reference PATH (the C forwarder, built by make reference)")
+            }
+        }
         if o.quick {
             if !repeatsGiven { o.repeats = 1 }
             if !secondsGiven { o.seconds = 1 }

@@ -139,16 +139,65 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(comparison.engines.map(\.workers), [1, 1, 2])
         XCTAssertEqual(c.serverPrefix, ["ip", "netns", "exec", "x"])
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
-                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, NNNk, voiceN, videoN")
+                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, "
+                       + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
-                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, c-perpacket")
+                       "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, "
+                       + "c-perpacket, c-mmsg, c-uring, c-uring+gso, c-mmsg+gso, c-mmsg+gso+gro")
+    }
+
+    func testConstantLoadsOverManySessions() throws {
+        guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--loads", "50k,50kx200,200kx200"]) else { return XCTFail() }
+        let loads = Comparison(options: c, log: { _ in }).loads
+        XCTAssertEqual(loads.map(\.label), ["50k", "50kx200", "200kx200"])
+        XCTAssertEqual(loads.map(\.streams), [20, 200, 200])
+        XCTAssertEqual(loads.map(\.offeredRate), [50_000, 50_000, 200_000], "the rate is the total over every stream")
+        XCTAssertEqual(loads.map(\.profile), [.constant, .constant, .constant])
+        // Each bad label is named alone, on one line, the good ones beside it accepted.
+        for bad in ["50kx0", "50kx", "x200", "50kx10001", "50kx2.5", "50kx+3", "50kx200x2", "0kx200", "2001kx200", "50k x200", "50x200", "kx200"] {
+            let said = error(["compare", "--server", "s", "--loads", "20k,\(bad),voice10"])
+            XCTAssertTrue(said?.hasPrefix("compare --loads \(bad): accepted: ") == true, "\(bad): \(said ?? "accepted")")
+            XCTAssertEqual(said?.contains("\n"), false)
+        }
+    }
+
+    func testCReferencesPerBackend() throws {
+        func engines(_ arguments: [String]) throws -> [String] {
+            guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s"] + arguments) else { throw LoadError("not compare") }
+            return Comparison(options: c, log: { _ in }).engines.map(\.name)
+        }
+        let relay = ["perpacket", "mmsg", "uring", "uring+gso", "mmsg+gso", "mmsg+gso+gro"]
+        XCTAssertEqual(try engines([]), relay)
+        XCTAssertEqual(try engines(["--reference", "r"]), relay + ["c-perpacket"], "make demo's default: the C per-packet forwarder alone")
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all"]), relay + relay.map { "c-" + $0 })
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all", "--engines", "mmsg,uring+gso"]),
+                       ["mmsg", "uring+gso", "c-mmsg", "c-uring+gso"], "the counterparts of the relay engines that run")
+        XCTAssertEqual(try engines(["--reference", "r", "--engines", "mmsg,c-uring"]), ["mmsg", "c-uring"])
+        XCTAssertEqual(try engines(["--reference", "r", "--references", "all", "--engines", "uring,c-perpacket", "--workers", "1,2"]),
+                       ["uring", "c-uring", "c-perpacket", "uring w2"])
+        XCTAssertEqual(error(["compare", "--server", "s", "--references", "all"]),
+                       "compare --references: only with --reference PATH (the C forwarder, built by make reference)")
+        XCTAssertEqual(error(["compare", "--server", "s", "--engines", "mmsg,c-mmsg"]),
+                       "compare --engines c-mmsg: needs --reference PATH (the C forwarder, built by make reference)")
+        XCTAssertEqual(error(["compare", "--server", "s", "--reference", "r", "--references", "some"]),
+                       "compare --references some: accepted: perpacket, all")
+    }
+
+    func testComparePin() throws {
+        guard case .compare(let c) = try OptionParser.parse(["compare", "--server", "s", "--pin", "split"]) else { return XCTFail() }
+        XCTAssertEqual(c.pin, .split)
+        guard case .compare(let d) = try OptionParser.parse(["compare", "--server", "s"]) else { return XCTFail() }
+        XCTAssertEqual(d.pin, .off)
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "on"]), "compare --pin on: accepted: off, split")
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "split", "--workers", "1,2"]),
+                       "compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
     }
 
     func testHelpDocumentsEveryOptionWithDefault() {
         for option in ["--relay", "--token", "--streams", "--rate", "--size", "--seconds", "--profile", "--tos", "--bitrate",
                        "--bidirectional", "--target", "--upstream-listen", "--warmup", "--relay-pid", "--json", "--no-progress",
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
-                       "--reference", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix",
+                       "--reference", "--references", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix", "--pin",
                        "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain",
                        "--turn-transport", "--tls-ca", "--turn-peer", "--turn-send-indications"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")

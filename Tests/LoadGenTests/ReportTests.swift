@@ -106,6 +106,22 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(ComparisonChart.niceTicks(max: 0.37), [0, 0.1, 0.2, 0.30000000000000004, 0.4])
     }
 
+    func testChartLineFollowsOneStreamCount() throws {
+        var options = CompareOptions()
+        options.loads = ["50k", "50kx200", "200k", "200kx200"]
+        let comparison = Comparison(options: options, log: { _ in })
+        let recs = records(engines: EngineSetting.all).filter { $0.run.load.label == "50k" || $0.run.load.label == "200k" }
+            + records(engines: EngineSetting.all).filter { $0.run.load.label == "50k" }.map {
+                RunRecord(run: PlannedRun(repeatIndex: $0.run.repeatIndex, load: .constant(50_000, streams: 200), engine: $0.run.engine),
+                          result: $0.result, error: nil)
+            }
+        let cells = CellSummary.summarise(recs, loads: comparison.loads, engines: EngineSetting.all.map(\.name))
+        XCTAssertEqual(cells.filter { $0.load.streams == 200 }.count, 4)
+        for line in comparison.series(cells, \.cpuUs) {
+            XCTAssertEqual(line.points.map(\.x), [50_000, 200_000], "\(line.name): the 20-stream loads only")
+        }
+    }
+
     func testTableMarkdownAndCPUSaved() {
         let recs = records()
         let cells = CellSummary.summarise(recs, loads: LoadPoint.standard, engines: EngineSetting.all.map(\.name))
@@ -149,7 +165,7 @@ final class ReportTests: XCTestCase {
         let md = ComparisonReport.markdown(records: recs, cells: cells,
                                            machine: MachineInfo(kernel: "6.1.0", cpuModel: "Test CPU", cores: 2, date: "2026-01-01"),
                                            options: CompareOptions(), loads: LoadPoint.standard)
-        XCTAssertTrue(md.contains("c-perpacket is the C per-packet forwarder"), md)
+        XCTAssertTrue(md.contains("c-perpacket is the C reference forwarder"), md)
         XCTAssertTrue(md.contains("Against the C per-packet forwarder (bench/reference; the saving that is batching's alone):\n\n"
                                   + "- mmsg: 50k -50.0 % (not met)"), md)
     }

@@ -1,6 +1,7 @@
 import DatagramEngine
 import Foundation
 import Glibc
+import LoadGen
 import NetAddress
 
 /// The relay executable as the forwarder under test (`--executable`): `mediarelay` with one
@@ -76,7 +77,7 @@ final class RelayProcess: ForwarderUnderTest {
         clock = try processCPUClock(pid)
         // A build from before the threads had names (an older commit, compared with this one)
         // is measured as a whole process only; its worker column stays empty.
-        worker = wrapped ? nil : threads(of: pid).first(where: { threadName(pid, $0) == "mr-worker-0" })
+        worker = wrapped ? nil : CPUPlacement.threads(of: pid).first(where: { threadName(pid, $0) == "mr-worker-0" })
     }
 
     func pin(_ placement: Placement) { placement.pinForwarderThreads(process.processIdentifier) }

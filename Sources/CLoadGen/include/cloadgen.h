@@ -1,7 +1,8 @@
 // The load generator's own small C side: what Swift cannot import from the C library (the
-// CMSG_* macros; struct mmsghdr, recvmmsg and sendmmsg, which glibc declares only under
-// _GNU_SOURCE). Deliberately not the relay's CURing shim: the load generator is the outside
-// check that marks cross the relay intact, so it shares no packet code with the relay.
+// CMSG_* macros; struct mmsghdr, recvmmsg and sendmmsg, and CPU affinity, which glibc
+// declares only under _GNU_SOURCE). Deliberately not the relay's CURing shim: the load
+// generator is the outside check that marks cross the relay intact, so it shares no packet
+// code with the relay. engine-bench places its parts on CPUs through it too.
 #ifndef MEDIARELAY_CLOADGEN_H
 #define MEDIARELAY_CLOADGEN_H
 
@@ -28,5 +29,12 @@ struct lg_mmsghdr {
 };
 int lg_recvmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags);
 int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flags);
+
+/// The CPUs a benchmark may place its parts on (sched_getaffinity and sched_setaffinity, which
+/// glibc declares only under _GNU_SOURCE). A mask of one 64-bit word: the kernel refuses it
+/// (EINVAL) on machines with more than 64 CPUs, and callers then leave placement to the
+/// scheduler. `pid` 0 is the calling thread; a thread id names one thread. 0, or -1 and errno.
+int lg_cpu_mask_get(unsigned long long *mask);
+int lg_cpu_mask_set(int pid, unsigned long long mask);
 
 #endif
