@@ -9,28 +9,45 @@ import Glibc
 /// and takes bursts in pieces. Its cost per datagram then spreads by 10-20% between repeats,
 /// more than the Swift/C gaps being measured, and uring against mmsg turns on which of the
 /// two the scheduler happened to place next to the source (bench/README.md).
-/// `--pin split`: the source alone on the first allowed CPU, the forwarder and the sink together
-/// on the last, for the Swift and the C forwarder alike. Datagrams reach the forwarder from
-/// another CPU, as a NIC's interrupts on other cores deliver them to a relay, and its sends
-/// wake the sink on its own CPU, the nearest loopback comes to a NIC's transmit, which wakes
-/// no one. Only the forwarder's CPU is measured.
+///
+/// `--pin split` (the default, for CPU per datagram): the source alone on the first allowed
+/// CPU, the forwarder and the sink together on the last, for every side alike. Datagrams reach
+/// the forwarder from another CPU, as a NIC's interrupts on other cores deliver them to a
+/// relay, and its sends wake the sink on its own CPU, the nearest loopback comes to a NIC's
+/// transmit, which wakes no one. Only the forwarder's CPU is measured.
+///
+/// `--pin alone` (for throughput, bench/throughput.sh): the forwarder alone on the last CPU,
+/// the source and the sink (the generator) together on the first. The highest rate a forwarder
+/// sustains is the rate at which its CPU runs out, so nothing else may take time on that CPU;
+/// under `split` the sink's share of it would be counted as the forwarder's limit. Each send
+/// wakes the sink across CPUs (dearer per datagram, which is why CPU per datagram is measured
+/// under `split`), and the generator's CPU, not the forwarder's, may run out first.
 struct Placement {
     let sourceMask: UInt64
+    let sinkMask: UInt64
     let forwarderMask: UInt64
 
     /// Nil when the allowed CPUs are fewer than two, or more than 64, or not readable.
     static func split() -> Placement? {
+        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.last, forwarderMask: $0.last) }
+    }
+
+    /// Nil as for `split`.
+    static func alone() -> Placement? {
+        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.first, forwarderMask: $0.last) }
+    }
+
+    /// The first and the last CPU this process may run on, as one-bit masks.
+    private static func allowedEnds() -> (first: UInt64, last: UInt64)? {
         var allowed: UInt64 = 0
         guard mr_cpu_mask_get(&allowed) == 0, allowed.nonzeroBitCount >= 2 else { return nil }
-        let first = allowed & (~allowed &+ 1)
-        let last = UInt64(1) << (63 - allowed.leadingZeroBitCount)
-        return Placement(sourceMask: first, forwarderMask: last)
+        return (allowed & (~allowed &+ 1), UInt64(1) << (63 - allowed.leadingZeroBitCount))
     }
 
     /// Pins the calling thread: the source.
     func pinSource() { pin(0, sourceMask, "source") }
-    /// Pins the calling thread: the sink, beside the forwarder.
-    func pinSink() { pin(0, forwarderMask, "sink") }
+    /// Pins the calling thread: the sink.
+    func pinSink() { pin(0, sinkMask, "sink") }
     /// Pins a single-threaded forwarder process.
     func pinForwarder(_ pid: pid_t) { pin(pid, forwarderMask, "forwarder") }
     /// Pins every thread of a forwarder process (the relay executable: its worker, its HTTP and

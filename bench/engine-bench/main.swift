@@ -225,9 +225,13 @@ if let unknown = names.first(where: { name in !configurations.contains { $0.name
     fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", ")) (--timestamps adds +ts)")
 }
 // The source is this thread: pinned before any forwarder or sink is started.
-let placement = options.pin ? Placement.split() : nil
+let placement: Placement? = switch options.pin {
+case .split: Placement.split()
+case .alone: Placement.alone()
+case .off: nil
+}
 placement?.pinSource()
-if options.pin && placement == nil {
+if options.pin != .off && placement == nil {
     FileHandle.standardError.write(Data("engine-bench: fewer than two CPUs allowed (or more than 64): placement left to the scheduler\n".utf8))
 }
 let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }.flatMap { configuration in
