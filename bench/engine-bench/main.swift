@@ -152,7 +152,11 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
 
     // The source: bursts every millisecond at absolute deadlines, so the offered rate holds; with
     // --source-gso each burst leaves as GSO sends (up to 64 datagrams each), as a video sender's
-    // frames would, so that the forwarder's GRO has whole bursts to take in.
+    // frames would, so that the forwarder's GRO has whole bursts to take in. A source that fell
+    // behind sends at most two bursts' worth a tick while it catches up: one burst of everything
+    // owed would overflow the forwarder's socket and be counted against it, and a source that
+    // cannot keep up at all would owe more with every burst (and never reach the window); it
+    // sends less instead, and delivered counts what it sent.
     let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
     let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
     let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
@@ -165,6 +169,7 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
     var sent = 0
     var offered = 0
     var elapsed = 0.0
+    let catchUp = 2 * max(1, (rate + 999) / 1000)
     var before: ForwarderReading?
     while elapsed < warmup + options.seconds {
         if before == nil && elapsed >= warmup {
@@ -172,7 +177,7 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
             sink.with { sink.measuring = true }
             offered = 0
         }
-        let due = Int((elapsed + 0.001) * Double(rate)) - sent
+        let due = min(Int((elapsed + 0.001) * Double(rate)) - sent, catchUp)
         for _ in 0..<max(0, due) {
             source.enqueue(socket: sender, to: target, trafficClass: TrafficClass(dscp: 46, ecn: .ect1), bytes: UnsafeRawBufferPointer(payload))
         }
@@ -183,15 +188,16 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
         MonotonicClock.sleep(until: next)
         elapsed = Double(MonotonicClock.now() - start) / 1e9
     }
+    guard let before else { throw BenchError("the source never reached the measured window") }
     usleep(100_000)  // let the last bursts through
     let after = try forwarder.read()
     let sunk = Double(max(sink.with { sink.measuring = false; return sink.sunk }, UInt64(1)))
-    let cpu = after.cpuSeconds - before!.cpuSeconds
+    let cpu = after.cpuSeconds - before.cpuSeconds
     // The window's own counters where the forwarder has them; else (the relay executable) the
     // ratios over its whole run, read now that the window is over, and the sink's count.
     let forwarded: Double
     let counted: (syscalls: Double, gso: Double, forwarded: Double)
-    if let start = before!.counters, let end = after.counters {
+    if let start = before.counters, let end = after.counters {
         forwarded = Double(max(end.forwarded - start.forwarded, 1))
         counted = (Double(end.syscalls - start.syscalls), Double(end.gso - start.gso), forwarded)
     } else {
@@ -199,7 +205,7 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
         let total = try forwarder.lifetimeCounters()
         counted = (Double(total.syscalls), Double(total.gso), Double(max(total.forwarded, 1)))
     }
-    let worker = after.workerCPUSeconds.flatMap { end in before!.workerCPUSeconds.map { (end - $0) * 1e6 / sunk } }
+    let worker = after.workerCPUSeconds.flatMap { end in before.workerCPUSeconds.map { (end - $0) * 1e6 / sunk } }
     return Measurement(delivered: sunk / Double(max(offered, 1)),
                        cpuMicrosecondsPerDatagram: cpu * 1e6 / forwarded,
                        cpuMicrosecondsPerDelivered: cpu * 1e6 / sunk,
