@@ -74,6 +74,8 @@ struct BenchOptions {
                 print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--executable PATH|none] [--source-gso] [--only NAME,...] [--pin split|alone|off] [--timestamps off|on|both]")
                 print("  --pin split (the default): source alone on one CPU, forwarder and sink on the other (CPU per datagram); alone: forwarder alone on one CPU,")
                 print("    source and sink on the other (throughput: nothing else on the forwarder's CPU; bench/throughput.sh); off: the scheduler's")
+                print("  Per-run lines (stderr) end with the load's figures: sent/s, socket drops at the forwarder and the sink, forwarder and generator")
+                print("    CPU, how busy each pinned CPU was, and limit none|source|sink|forwarder|forwarder+sink|unexplained (none: >= 99.9% delivered)")
                 print("engine-bench --count N --only NAME [--side swift|c|exe] [--wrap 'CMD ARGS'] [--burst 16] [--rates RATE]")
                 print("engine-bench serve --backend NAME --listen 127.0.0.1:PORT --to HOST:PORT [--stats FILE]")
                 exit(0)

@@ -21,20 +21,26 @@ import Glibc
 /// sustains is the rate at which its CPU runs out, so nothing else may take time on that CPU;
 /// under `split` the sink's share of it would be counted as the forwarder's limit. Each send
 /// wakes the sink across CPUs (dearer per datagram, which is why CPU per datagram is measured
-/// under `split`), and the generator's CPU, not the forwarder's, may run out first.
+/// under `split`), and the generator's CPU, not the forwarder's, may run out first: the
+/// per-run line says which (`limit`).
 struct Placement {
     let sourceMask: UInt64
     let sinkMask: UInt64
     let forwarderMask: UInt64
+    /// What runs on the source's CPU and on the forwarder's, for the per-run lines.
+    let sourceCPUName: String
+    let forwarderCPUName: String
 
     /// Nil when the allowed CPUs are fewer than two, or more than 64, or not readable.
     static func split() -> Placement? {
-        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.last, forwarderMask: $0.last) }
+        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.last, forwarderMask: $0.last,
+                                      sourceCPUName: "source", forwarderCPUName: "forwarder+sink") }
     }
 
     /// Nil as for `split`.
     static func alone() -> Placement? {
-        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.first, forwarderMask: $0.last) }
+        allowedEnds().map { Placement(sourceMask: $0.first, sinkMask: $0.first, forwarderMask: $0.last,
+                                      sourceCPUName: "source+sink", forwarderCPUName: "forwarder") }
     }
 
     /// The first and the last CPU this process may run on, as one-bit masks.
@@ -43,6 +49,10 @@ struct Placement {
         guard mr_cpu_mask_get(&allowed) == 0, allowed.nonzeroBitCount >= 2 else { return nil }
         return (allowed & (~allowed &+ 1), UInt64(1) << (63 - allowed.leadingZeroBitCount))
     }
+
+    /// The CPU numbers the source and the forwarder run on (/proc/stat's "cpuN").
+    var sourceCPU: Int { sourceMask.trailingZeroBitCount }
+    var forwarderCPU: Int { forwarderMask.trailingZeroBitCount }
 
     /// Pins the calling thread: the source.
     func pinSource() { pin(0, sourceMask, "source") }
