@@ -15,6 +15,9 @@ import SystemSupport
 // interleaved inside each repeat so machine drift falls on all. With `--executable`, the relay
 // itself (`mediarelay`, one worker, a forward rule) runs as a third side in every repeat,
 // measured the same way plus its worker thread alone (RelayProcess), in a table of its own.
+// Every per-run line ends with the load's side of the run, the same for every forwarder
+// (LoadReading): what the source sent, where the kernel dropped, the forwarder's and the
+// generator's CPU, and what limited the run (`Limit`), which bench/throughput.sh reads.
 
 struct Configuration {
     let name: String
@@ -93,20 +96,6 @@ enum Side {
     }
 }
 
-struct Measurement {
-    var delivered: Double
-    /// CPU per datagram forwarded in the window, by the forwarder's own count; the relay
-    /// executable, which has no exact count of a window, per datagram delivered.
-    var cpuMicrosecondsPerDatagram: Double
-    /// CPU per datagram the sink counted in the window: the one denominator every side has, so
-    /// the executable's table compares all three over it.
-    var cpuMicrosecondsPerDelivered: Double
-    /// The relay executable's worker thread alone, per datagram delivered.
-    var workerMicrosecondsPerDelivered: Double?
-    var syscallsPerDatagram: Double
-    var gsoShare: Double
-}
-
 /// The sink's count, kept only during the measured window.
 final class Sink: @unchecked Sendable {
     let lock = NSLock()
@@ -114,6 +103,8 @@ final class Sink: @unchecked Sendable {
     var measuring = false
     var sunk: UInt64 = 0
     var address: Endpoint?
+    /// The sink thread's CPU clock, for the generator's share of its CPU (LoadReading).
+    var cpuClock = clockid_t()
 
     func with<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
 }
@@ -127,7 +118,9 @@ func startSink(placement: Placement? = nil) -> (sink: Sink, destination: Endpoin
         let engine = try! DatagramEngine(configuration: EngineConfiguration(backend: .mmsg))
         let socket = try! UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!)
         _ = try! engine.register(socket)
-        sink.with { sink.address = socket.localEndpoint }
+        var clock = clockid_t()
+        _ = pthread_getcpuclockid(pthread_self(), &clock)
+        sink.with { sink.address = socket.localEndpoint; sink.cpuClock = clock }
         while !sink.with({ sink.stop }) {
             let count = engine.receive(timeoutMilliseconds: 20)
             if count > 0 { sink.with { if sink.measuring { sink.sunk += UInt64(count) } } }
@@ -152,7 +145,11 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
 
     // The source: bursts every millisecond at absolute deadlines, so the offered rate holds; with
     // --source-gso each burst leaves as GSO sends (up to 64 datagrams each), as a video sender's
-    // frames would, so that the forwarder's GRO has whole bursts to take in.
+    // frames would, so that the forwarder's GRO has whole bursts to take in. A source that fell
+    // behind sends at most two bursts' worth a tick while it catches up: one burst of everything
+    // owed would overflow the forwarder's socket and be counted against it, and a source that
+    // cannot keep up at all would owe more with every burst (and never reach the window); it
+    // sends less instead, and its figures (LoadFigures.sentPerSecond) say so.
     let source = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: options.sourceGSO))
     let sender = try source.register(UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!))
     let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: options.size, alignment: 8)
@@ -165,14 +162,19 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
     var sent = 0
     var offered = 0
     var elapsed = 0.0
+    let catchUp = 2 * max(1, (rate + 999) / 1000)
     var before: ForwarderReading?
+    var loadBefore: LoadReading?
+    var dropsBefore: [UInt64] = []
     while elapsed < warmup + options.seconds {
         if before == nil && elapsed >= warmup {
             before = try forwarder.read()
+            loadBefore = LoadReading(source: source, sink: sink, forwarder: before!, placement: placement)
+            dropsBefore = KernelCounters.udpDrops(ports: [target.port, destination.port])
             sink.with { sink.measuring = true }
             offered = 0
         }
-        let due = Int((elapsed + 0.001) * Double(rate)) - sent
+        let due = min(Int((elapsed + 0.001) * Double(rate)) - sent, catchUp)
         for _ in 0..<max(0, due) {
             source.enqueue(socket: sender, to: target, trafficClass: TrafficClass(dscp: 46, ecn: .ect1), bytes: UnsafeRawBufferPointer(payload))
         }
@@ -183,15 +185,19 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
         MonotonicClock.sleep(until: next)
         elapsed = Double(MonotonicClock.now() - start) / 1e9
     }
+    guard let before, let loadBefore else { throw BenchError("the source never reached the measured window") }
+    let loadAfter = LoadReading(source: source, sink: sink, forwarder: try forwarder.read(), placement: placement)
     usleep(100_000)  // let the last bursts through
     let after = try forwarder.read()
+    let dropsAfter = KernelCounters.udpDrops(ports: [target.port, destination.port])
+    let drops = (forwarder: dropsAfter[0] - dropsBefore[0], sink: dropsAfter[1] - dropsBefore[1])
     let sunk = Double(max(sink.with { sink.measuring = false; return sink.sunk }, UInt64(1)))
-    let cpu = after.cpuSeconds - before!.cpuSeconds
+    let cpu = after.cpuSeconds - before.cpuSeconds
     // The window's own counters where the forwarder has them; else (the relay executable) the
     // ratios over its whole run, read now that the window is over, and the sink's count.
     let forwarded: Double
     let counted: (syscalls: Double, gso: Double, forwarded: Double)
-    if let start = before!.counters, let end = after.counters {
+    if let start = before.counters, let end = after.counters {
         forwarded = Double(max(end.forwarded - start.forwarded, 1))
         counted = (Double(end.syscalls - start.syscalls), Double(end.gso - start.gso), forwarded)
     } else {
@@ -199,13 +205,14 @@ func run(_ configuration: Configuration, side: Side, rate: Int, options: BenchOp
         let total = try forwarder.lifetimeCounters()
         counted = (Double(total.syscalls), Double(total.gso), Double(max(total.forwarded, 1)))
     }
-    let worker = after.workerCPUSeconds.flatMap { end in before!.workerCPUSeconds.map { (end - $0) * 1e6 / sunk } }
+    let worker = after.workerCPUSeconds.flatMap { end in before.workerCPUSeconds.map { (end - $0) * 1e6 / sunk } }
     return Measurement(delivered: sunk / Double(max(offered, 1)),
                        cpuMicrosecondsPerDatagram: cpu * 1e6 / forwarded,
                        cpuMicrosecondsPerDelivered: cpu * 1e6 / sunk,
                        workerMicrosecondsPerDelivered: worker,
                        syscallsPerDatagram: counted.syscalls / counted.forwarded,
-                       gsoShare: counted.gso / counted.forwarded)
+                       gsoShare: counted.gso / counted.forwarded,
+                       load: loadAfter.figures(since: loadBefore, drops: drops))
 }
 
 /// Our forwarder as a process: this program's `serve`.
@@ -225,9 +232,13 @@ if let unknown = names.first(where: { name in !configurations.contains { $0.name
     fail("--only \(unknown): one of \(configurations.map(\.name).joined(separator: ", ")) (--timestamps adds +ts)")
 }
 // The source is this thread: pinned before any forwarder or sink is started.
-let placement = options.pin ? Placement.split() : nil
+let placement: Placement? = switch options.pin {
+case .split: Placement.split()
+case .alone: Placement.alone()
+case .off: nil
+}
 placement?.pinSource()
-if options.pin && placement == nil {
+if options.pin != .off && placement == nil {
     FileHandle.standardError.write(Data("engine-bench: fewer than two CPUs allowed (or more than 64): placement left to the scheduler\n".utf8))
 }
 let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.isEmpty || names.contains($0.name)) }.flatMap { configuration in
@@ -258,10 +269,25 @@ for repeatIndex in 1...options.repeats {
                                   rate, measurement.cpuMicrosecondsPerDatagram, measurement.syscallsPerDatagram, measurement.delivered * 100,
                                   measurement.cpuMicrosecondsPerDelivered)
                 if let worker = measurement.workerMicrosecondsPerDelivered { line += String(format: "  worker %.2f us/delivered", worker) }
+                line += loadLine(measurement, rate: rate, placement: placement)
                 FileHandle.standardError.write(Data((line + "\n").utf8))
             }
         }
     }
+}
+
+/// The load's figures at the end of a per-run line, for bench/throughput.sh: what the source
+/// sent, the sockets' drops, the forwarder's and the generator's CPU shares, how busy each
+/// pinned CPU was, and what limited the run (`Limit`).
+func loadLine(_ measurement: Measurement, rate: Int, placement: Placement?) -> String {
+    let load = measurement.load
+    var line = String(format: "  sent %.0f/s  socket drops forwarder %llu sink %llu  forwarder CPU %.0f%%  generator CPU %.0f%%",
+                      load.sentPerSecond, load.forwarderDrops, load.sinkDrops, load.forwarderCPU * 100, load.generatorCPU * 100)
+    if let placement, let busy = load.busy {
+        line += "  busy \(placement.sourceCPUName) " + String(format: "%.0f%%", busy.source * 100)
+            + " \(placement.forwarderCPUName) " + String(format: "%.0f%%", busy.forwarder * 100)
+    }
+    return line + "  limit \(Limit(measurement, rate: rate).rawValue)"
 }
 
 /// Each configuration's plain and "+ts" runs in the other order, so neither always runs second.
