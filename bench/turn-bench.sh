@@ -9,8 +9,11 @@
 # --transport: how the clients reach the server (uclient -t, -t -S; mediarelay-load
 # --turn-transport); the relayed side is UDP either way. --coturn PATH measures that turnserver
 # (bench/coturn-latest.sh builds one) in place of Debian's, as `coturn` (its defaults) and
-# `coturn-fast` (--multiplex-peer --udp-gso, which needs --peers each). --peers each: one uclient
-# per client, each to its own peer address. --driver load: mediarelay-load --turn instead of uclient.
+# `coturn-fast` (--multiplex-peer --udp-gso, which needs --peers each). --peers each: every
+# client to its own peer address 127.1.(i/250).(i%250+1), one turnutils_peer listening on all of
+# them; with uclient that is one process per client, which on 2 cores falls behind at 2,000.
+# --driver load: mediarelay-load --turn drives every client from one process instead of uclient
+# (with --peers each: --turn-peers each to the same addresses and the same turnutils_peer).
 # Workload: N turnutils_uclient clients, each one allocation without RTCP (-c) sending
 # 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
 # A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
@@ -42,7 +45,7 @@ mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by -
 load=${MEDIARELAY_LOAD:-.build/release/mediarelay-load}  # the client with --driver load
 driver=uclient
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
@@ -82,7 +85,6 @@ case "$driver" in
     uclient) ;;
     load)
         [ -x "$load" ] || { echo "turn-bench: $load is missing; build first: swift build -c release" >&2; exit 1; }
-        [ "$peers" = shared ] || { echo "turn-bench: --peers each needs --driver uclient (mediarelay-load's clients share one peer socket)" >&2; exit 2; }
         ;;
     *) echo "turn-bench: --driver is uclient or load, not $driver" >&2; exit 2 ;;
 esac
@@ -105,9 +107,10 @@ uclient_help=$("$uclient" --help 2>&1 || true)  # it exits non-zero after its us
 if [[ "$uclient_help" == *--no-even-port* ]]; then no_even_port=(--no-even-port); fi
 if [[ " ${targets[*]} " == *" coturn-fast "* ]]; then
     # --multiplex-peer tells allocations apart by their peer's address and refuses EVEN-PORT,
-    # which Debian's 4.6.1 uclient asks for on about half its allocations.
-    if [ "$peers" != each ] || [ ${#no_even_port[@]} -eq 0 ]; then
-        echo "turn-bench: coturn-fast (--multiplex-peer) needs --peers each and a uclient with --no-even-port (the one built beside --coturn, or UCLIENT=PATH)" >&2
+    # which Debian's 4.6.1 uclient asks for on about half its allocations (mediarelay-load
+    # never asks for it).
+    if [ "$peers" != each ] || { [ "$driver" = uclient ] && [ ${#no_even_port[@]} -eq 0 ]; }; then
+        echo "turn-bench: coturn-fast (--multiplex-peer) needs --peers each and, with --driver uclient, a uclient with --no-even-port (the one built beside --coturn, or UCLIENT=PATH)" >&2
         exit 2
     fi
 fi
@@ -249,6 +252,19 @@ peer_address() {  # of client $1 (0-based)
 }
 if [ "$peers" = each ]; then allowed_peers=127.0.0.0/8; else allowed_peers=127.0.0.1/32; fi
 
+# --peers each: one turnutils_peer listening on the addresses of clients 0 to $1 - 1, on a free
+# port; sets peer_port and appends its pid to peer_pids. Checked at the first and last address.
+start_peer_each() {
+    local clients=$1 i listen=()
+    peer_port=$(free_port)
+    for i in $(seq 0 $((clients - 1))); do listen+=(-L "$(peer_address "$i")"); done
+    "$peer_tool" "${listen[@]}" -p "$peer_port" >/dev/null 2>&1 &
+    peer_pids+=($!)
+    for i in 0 $((clients - 1)); do
+        udp_answers "$peer_port" 'ping' "$(peer_address "$i")" || { echo "turn-bench: $peer_tool did not echo on $(peer_address "$i"):$peer_port" >&2; exit 1; }
+    done
+}
+
 # One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost
 # errors user_us_per_datagram system_us_per_datagram" to results.
 measure() {
@@ -279,15 +295,9 @@ measure() {
     local per=$per_process
     [ "$peers" = shared ] || per=1
     processes=$(( (clients + per - 1) / per ))
-    local peer_pids=() client_pids=() logs=() peer_port listen=()
+    local peer_pids=() client_pids=() logs=() peer_port
     if [ "$peers" = each ]; then
-        peer_port=$(free_port)
-        for i in $(seq 0 $((clients - 1))); do listen+=(-L "$(peer_address "$i")"); done
-        "$peer_tool" "${listen[@]}" -p "$peer_port" >/dev/null 2>&1 &
-        peer_pids+=($!)
-        for i in 0 $((clients - 1)); do
-            udp_answers "$peer_port" 'ping' "$(peer_address "$i")" || { echo "turn-bench: $peer_tool did not echo on $(peer_address "$i"):$peer_port" >&2; exit 1; }
-        done
+        start_peer_each "$clients"
         for i in $(seq 1 "$processes"); do echo "$peer_port" > "$workdir/peer-$i"; done
     else
         for i in $(seq 1 "$processes"); do
@@ -357,36 +367,48 @@ measure() {
 }
 
 # The workload of uclient, driven by mediarelay-load: N TURN clients, voice (50 datagrams/s of
-# 160 B each, EF + ECT(0)) over channels to the generator's peer socket, which sends the same
-# back to every relayed address (--bidirectional), so each client costs the relay 100 crossings
-# a second, as a uclient client and turnutils_peer's echo do. Allocation set-up is outside the
-# measured interval; CPU is the server's utime + stime from /proc/PID/stat over the data phase,
-# divided by the datagrams the generator sent, the same for both servers.
+# 160 B each, EF + ECT(0)) over channels. --peers shared: to the generator's own peer socket,
+# which sends the same back to every relayed address (--bidirectional). --peers each: every
+# client to its own address on one turnutils_peer (start_peer_each, as for uclient), which
+# echoes each datagram (--turn-peer, --turn-peers each). Either way each client costs the relay
+# 100 crossings a second, as a uclient client and turnutils_peer's echo do, and every crossing
+# is a relayed datagram: mediarelay-load divides the server's CPU by the datagrams it sent,
+# plus, with an echo peer, those that came back (relay_proc_cpu_ns_per_packet), the same
+# count as uclient's tot_send_msgs + tot_recv_msgs. Allocation set-up is outside the measured
+# interval; CPU is the server's utime + stime from /proc/PID/stat over the data phase, the
+# same for both servers.
 json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$2"; }
 measure_load() {
-    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json" ticks_before ticks_after
+    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json" ticks_before ticks_after peer_pids=() peer_port
+    local peering=(--bidirectional)
+    if [ "$peers" = each ]; then
+        start_peer_each "$clients"
+        peering=(--turn-peer "$(peer_address 0):$peer_port" --turn-peers each)
+    fi
     # The generator measures the data phase only; the user/system proportion comes from the
     # whole run (set-up included), which is close enough for a split of the same total.
     ticks_before=$(proc_ticks "$server")
     "$load" --turn "127.0.0.1:$port" --turn-transport "$transport" --turn-user "$user:$password" --streams "$clients" --profile voice \
-        --bidirectional --seconds "$seconds" --relay-pid "$server" --json --no-progress \
+        "${peering[@]}" --seconds "$seconds" --relay-pid "$server" --json --no-progress \
         > "$json" 2> "$workdir/load.log" || true
     ticks_after=$(proc_ticks "$server" 2>/dev/null || echo "$ticks_before")
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-    local sent ns lost seconds_run
-    sent=$(json_field sent "$json"); ns=$(json_field relay_proc_cpu_ns_per_packet "$json")
+    kill "$server" "${peer_pids[@]}" 2>/dev/null || true
+    wait "$server" "${peer_pids[@]}" 2>/dev/null || true
+    local sent received ns lost seconds_run datagrams
+    sent=$(json_field sent "$json"); received=$(json_field received "$json"); ns=$(json_field relay_proc_cpu_ns_per_packet "$json")
     lost=$(json_field lost "$json"); seconds_run=$(json_field seconds "$json")
     if [ -z "$sent" ] || [ "$sent" = 0 ] || [ -z "$ns" ] || [ "$ns" = null ]; then
         echo "turn-bench: mediarelay-load against $which with $clients clients measured nothing:" >&2
         tail -3 "$workdir/load.log" >&2
         exit 1
     fi
-    awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$sent" -v s="$seconds_run" -v lost="$lost" \
+    # Crossings, as relay_proc_cpu_ns_per_packet counted them: an echo came back across the relay.
+    if [ "$peers" = each ]; then datagrams=$((sent + received)); else datagrams=$sent; fi
+    awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$datagrams" -v sent="$sent" -v s="$seconds_run" -v lost="$lost" \
         -v tb="$ticks_before" -v ta="$ticks_after" \
         'BEGIN { us = ns / 1000; split(tb, b); split(ta, a); user = a[1] - b[1]; sys = a[2] - b[2]
                  share = (user + sys) ? user / (user + sys) : 0
-                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / s, 100 * lost / d, 0, us * share, us * (1 - share) }' \
+                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / s, 100 * lost / sent, 0, us * share, us * (1 - share) }' \
         >> "$workdir/results"
     report_last
 }
