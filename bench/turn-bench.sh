@@ -14,6 +14,8 @@
 # them; with uclient that is one process per client, which on 2 cores falls behind at 2,000.
 # --driver load: mediarelay-load --turn drives every client from one process instead of uclient
 # (with --peers each: --turn-peers each to the same addresses and the same turnutils_peer).
+# A uclient process still running 60 s after its messages should have ended is killed and
+# counted as a client error, so a run never waits for ever.
 # Workload: N turnutils_uclient clients, each one allocation without RTCP (-c) sending
 # 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
 # A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
@@ -45,7 +47,7 @@ mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by -
 load=${MEDIARELAY_LOAD:-.build/release/mediarelay-load}  # the client with --driver load
 driver=uclient
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
@@ -321,30 +323,51 @@ measure() {
         logs+=("$workdir/uclient-$i.log")
     done
     # The data phase starts when every process has connected all its clients or given up (a
-    # process that exits before connecting must not hold the start back to the end of the run).
+    # process that exits before connecting must not hold the start back to the end of the run),
+    # and at the latest 60 s plus 0.1 s per client after the first started (one stuck connecting
+    # is then left to the deadline below).
     connected=""
+    local connect_by=$(( $(date +%s) + 60 + clients / 10 ))
     while [ -z "$connected" ]; do
         local waiting=0
         for i in "${!client_pids[@]}"; do
             grep -q 'Total connect time' "${logs[$i]}" 2>/dev/null || ! kill -0 "${client_pids[$i]}" 2>/dev/null || waiting=$((waiting + 1))
         done
-        if [ "$waiting" -eq 0 ]; then connected=$(date +%s.%N); else sleep 0.2; fi
+        if [ "$waiting" -eq 0 ] || [ "$(date +%s)" -ge "$connect_by" ]; then connected=$(date +%s.%N); else sleep 0.2; fi
     done
-    for pid in "${client_pids[@]}"; do wait "$pid" || true; done
+    # Every process's messages end $seconds later. At 2,000 processes on 2 cores a few uclients
+    # were seen never to exit: one still running a minute after that is killed (TERM, then KILL)
+    # and counted as a client error, so the run ends.
+    local done_by=$(( ${connected%.*} + seconds + 60 )) killed=()
+    while any_alive "${client_pids[@]}" && [ "$(date +%s)" -lt "$done_by" ]; do sleep 0.5; done
+    for i in "${!client_pids[@]}"; do
+        if kill -0 "${client_pids[$i]}" 2>/dev/null; then kill "${client_pids[$i]}" 2>/dev/null || true; killed+=("$i"); fi
+    done
+    if [ ${#killed[@]} -gt 0 ]; then
+        sleep 2
+        for i in "${killed[@]}"; do kill -9 "${client_pids[$i]}" 2>/dev/null || true; done
+    fi
+    for pid in "${client_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     after=$(cpu_ns "$server")
     ticks_after=$(proc_ticks "$server")
     end=$(date +%s.%N)
     kill "$server" "${peer_pids[@]}" 2>/dev/null || true
     wait "$server" "${peer_pids[@]}" 2>/dev/null || true
 
-    local sent=0 received=0 lost=0 errors=0 s r l
-    for log in "${logs[@]}"; do
+    local sent=0 received=0 lost=0 errors=${#killed[@]} s r l
+    if [ ${#killed[@]} -gt 0 ]; then
+        echo "turn-bench: $which: killed ${#killed[@]} uclient process(es) still running $seconds s + 60 s into the data phase; the first one's last lines:" >&2
+        tail -3 "${logs[${killed[0]}]}" >&2
+    fi
+    for i in "${!logs[@]}"; do
+        log=${logs[$i]}
         s=$(grep -o 'tot_send_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
         r=$(grep -o 'tot_recv_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
         l=$(grep -o 'Total lost packets [0-9]*' "$log" | tail -1 | awk '{print $4}')
         errors=$((errors + $(grep -c ERROR "$log" || true)))
-        # A process that never reported its totals lost all its clients: an error, said here.
-        if ! grep -q 'tot_send_msgs' "$log"; then
+        # A process that never reported its totals lost all its clients: an error, said here
+        # (a killed one is counted and said above).
+        if ! grep -q 'tot_send_msgs' "$log" && [[ " ${killed[*]} " != *" $i "* ]]; then
             errors=$((errors + 1))
             echo "turn-bench: a uclient process of $which reported no totals; its last lines:" >&2
             tail -3 "$log" >&2
