@@ -9,8 +9,13 @@
 # --transport: how the clients reach the server (uclient -t, -t -S; mediarelay-load
 # --turn-transport); the relayed side is UDP either way. --coturn PATH measures that turnserver
 # (bench/coturn-latest.sh builds one) in place of Debian's, as `coturn` (its defaults) and
-# `coturn-fast` (--multiplex-peer --udp-gso, which needs --peers each). --peers each: one uclient
-# per client, each to its own peer address. --driver load: mediarelay-load --turn instead of uclient.
+# `coturn-fast` (--multiplex-peer --udp-gso, which needs --peers each). --peers each: every
+# client to its own peer address 127.1.(i/250).(i%250+1), one turnutils_peer listening on all of
+# them; with uclient that is one process per client, which on 2 cores falls behind at 2,000.
+# --driver load: mediarelay-load --turn drives every client from one process instead of uclient
+# (with --peers each: --turn-peers each to the same addresses and the same turnutils_peer).
+# A uclient process still running 60 s after its messages should have ended is killed and
+# counted as a client error, so a run never waits for ever.
 # Workload: N turnutils_uclient clients, each one allocation without RTCP (-c) sending
 # 160-byte ChannelData messages every 20 ms (50/s) to turnutils_peer, which echoes them back.
 # A relayed datagram is one crossing of the relay: client->peer and peer->client each count,
@@ -42,7 +47,7 @@ mediarelay=${MEDIARELAY:-.build/release/mediarelay}   # the binary measured by -
 load=${MEDIARELAY_LOAD:-.build/release/mediarelay-load}  # the client with --driver load
 driver=uclient
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
@@ -82,7 +87,6 @@ case "$driver" in
     uclient) ;;
     load)
         [ -x "$load" ] || { echo "turn-bench: $load is missing; build first: swift build -c release" >&2; exit 1; }
-        [ "$peers" = shared ] || { echo "turn-bench: --peers each needs --driver uclient (mediarelay-load's clients share one peer socket)" >&2; exit 2; }
         ;;
     *) echo "turn-bench: --driver is uclient or load, not $driver" >&2; exit 2 ;;
 esac
@@ -105,9 +109,10 @@ uclient_help=$("$uclient" --help 2>&1 || true)  # it exits non-zero after its us
 if [[ "$uclient_help" == *--no-even-port* ]]; then no_even_port=(--no-even-port); fi
 if [[ " ${targets[*]} " == *" coturn-fast "* ]]; then
     # --multiplex-peer tells allocations apart by their peer's address and refuses EVEN-PORT,
-    # which Debian's 4.6.1 uclient asks for on about half its allocations.
-    if [ "$peers" != each ] || [ ${#no_even_port[@]} -eq 0 ]; then
-        echo "turn-bench: coturn-fast (--multiplex-peer) needs --peers each and a uclient with --no-even-port (the one built beside --coturn, or UCLIENT=PATH)" >&2
+    # which Debian's 4.6.1 uclient asks for on about half its allocations (mediarelay-load
+    # never asks for it).
+    if [ "$peers" != each ] || { [ "$driver" = uclient ] && [ ${#no_even_port[@]} -eq 0 ]; }; then
+        echo "turn-bench: coturn-fast (--multiplex-peer) needs --peers each and, with --driver uclient, a uclient with --no-even-port (the one built beside --coturn, or UCLIENT=PATH)" >&2
         exit 2
     fi
 fi
@@ -249,6 +254,19 @@ peer_address() {  # of client $1 (0-based)
 }
 if [ "$peers" = each ]; then allowed_peers=127.0.0.0/8; else allowed_peers=127.0.0.1/32; fi
 
+# --peers each: one turnutils_peer listening on the addresses of clients 0 to $1 - 1, on a free
+# port; sets peer_port and appends its pid to peer_pids. Checked at the first and last address.
+start_peer_each() {
+    local clients=$1 i listen=()
+    peer_port=$(free_port)
+    for i in $(seq 0 $((clients - 1))); do listen+=(-L "$(peer_address "$i")"); done
+    "$peer_tool" "${listen[@]}" -p "$peer_port" >/dev/null 2>&1 &
+    peer_pids+=($!)
+    for i in 0 $((clients - 1)); do
+        udp_answers "$peer_port" 'ping' "$(peer_address "$i")" || { echo "turn-bench: $peer_tool did not echo on $(peer_address "$i"):$peer_port" >&2; exit 1; }
+    done
+}
+
 # One measurement: target, clients. Appends "target clients us_per_datagram datagrams rate lost
 # errors user_us_per_datagram system_us_per_datagram" to results.
 measure() {
@@ -279,15 +297,9 @@ measure() {
     local per=$per_process
     [ "$peers" = shared ] || per=1
     processes=$(( (clients + per - 1) / per ))
-    local peer_pids=() client_pids=() logs=() peer_port listen=()
+    local peer_pids=() client_pids=() logs=() peer_port
     if [ "$peers" = each ]; then
-        peer_port=$(free_port)
-        for i in $(seq 0 $((clients - 1))); do listen+=(-L "$(peer_address "$i")"); done
-        "$peer_tool" "${listen[@]}" -p "$peer_port" >/dev/null 2>&1 &
-        peer_pids+=($!)
-        for i in 0 $((clients - 1)); do
-            udp_answers "$peer_port" 'ping' "$(peer_address "$i")" || { echo "turn-bench: $peer_tool did not echo on $(peer_address "$i"):$peer_port" >&2; exit 1; }
-        done
+        start_peer_each "$clients"
         for i in $(seq 1 "$processes"); do echo "$peer_port" > "$workdir/peer-$i"; done
     else
         for i in $(seq 1 "$processes"); do
@@ -311,30 +323,51 @@ measure() {
         logs+=("$workdir/uclient-$i.log")
     done
     # The data phase starts when every process has connected all its clients or given up (a
-    # process that exits before connecting must not hold the start back to the end of the run).
+    # process that exits before connecting must not hold the start back to the end of the run),
+    # and at the latest 60 s plus 0.1 s per client after the first started (one stuck connecting
+    # is then left to the deadline below).
     connected=""
+    local connect_by=$(( $(date +%s) + 60 + clients / 10 ))
     while [ -z "$connected" ]; do
         local waiting=0
         for i in "${!client_pids[@]}"; do
             grep -q 'Total connect time' "${logs[$i]}" 2>/dev/null || ! kill -0 "${client_pids[$i]}" 2>/dev/null || waiting=$((waiting + 1))
         done
-        if [ "$waiting" -eq 0 ]; then connected=$(date +%s.%N); else sleep 0.2; fi
+        if [ "$waiting" -eq 0 ] || [ "$(date +%s)" -ge "$connect_by" ]; then connected=$(date +%s.%N); else sleep 0.2; fi
     done
-    for pid in "${client_pids[@]}"; do wait "$pid" || true; done
+    # Every process's messages end $seconds later. At 2,000 processes on 2 cores a few uclients
+    # were seen never to exit: one still running a minute after that is killed (TERM, then KILL)
+    # and counted as a client error, so the run ends.
+    local done_by=$(( ${connected%.*} + seconds + 60 )) killed=()
+    while any_alive "${client_pids[@]}" && [ "$(date +%s)" -lt "$done_by" ]; do sleep 0.5; done
+    for i in "${!client_pids[@]}"; do
+        if kill -0 "${client_pids[$i]}" 2>/dev/null; then kill "${client_pids[$i]}" 2>/dev/null || true; killed+=("$i"); fi
+    done
+    if [ ${#killed[@]} -gt 0 ]; then
+        sleep 2
+        for i in "${killed[@]}"; do kill -9 "${client_pids[$i]}" 2>/dev/null || true; done
+    fi
+    for pid in "${client_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     after=$(cpu_ns "$server")
     ticks_after=$(proc_ticks "$server")
     end=$(date +%s.%N)
     kill "$server" "${peer_pids[@]}" 2>/dev/null || true
     wait "$server" "${peer_pids[@]}" 2>/dev/null || true
 
-    local sent=0 received=0 lost=0 errors=0 s r l
-    for log in "${logs[@]}"; do
+    local sent=0 received=0 lost=0 errors=${#killed[@]} s r l
+    if [ ${#killed[@]} -gt 0 ]; then
+        echo "turn-bench: $which: killed ${#killed[@]} uclient process(es) still running $seconds s + 60 s into the data phase; the first one's last lines:" >&2
+        tail -3 "${logs[${killed[0]}]}" >&2
+    fi
+    for i in "${!logs[@]}"; do
+        log=${logs[$i]}
         s=$(grep -o 'tot_send_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
         r=$(grep -o 'tot_recv_msgs=[0-9]*' "$log" | tail -1 | cut -d= -f2)
         l=$(grep -o 'Total lost packets [0-9]*' "$log" | tail -1 | awk '{print $4}')
         errors=$((errors + $(grep -c ERROR "$log" || true)))
-        # A process that never reported its totals lost all its clients: an error, said here.
-        if ! grep -q 'tot_send_msgs' "$log"; then
+        # A process that never reported its totals lost all its clients: an error, said here
+        # (a killed one is counted and said above).
+        if ! grep -q 'tot_send_msgs' "$log" && [[ " ${killed[*]} " != *" $i "* ]]; then
             errors=$((errors + 1))
             echo "turn-bench: a uclient process of $which reported no totals; its last lines:" >&2
             tail -3 "$log" >&2
@@ -357,36 +390,48 @@ measure() {
 }
 
 # The workload of uclient, driven by mediarelay-load: N TURN clients, voice (50 datagrams/s of
-# 160 B each, EF + ECT(0)) over channels to the generator's peer socket, which sends the same
-# back to every relayed address (--bidirectional), so each client costs the relay 100 crossings
-# a second, as a uclient client and turnutils_peer's echo do. Allocation set-up is outside the
-# measured interval; CPU is the server's utime + stime from /proc/PID/stat over the data phase,
-# divided by the datagrams the generator sent, the same for both servers.
+# 160 B each, EF + ECT(0)) over channels. --peers shared: to the generator's own peer socket,
+# which sends the same back to every relayed address (--bidirectional). --peers each: every
+# client to its own address on one turnutils_peer (start_peer_each, as for uclient), which
+# echoes each datagram (--turn-peer, --turn-peers each). Either way each client costs the relay
+# 100 crossings a second, as a uclient client and turnutils_peer's echo do, and every crossing
+# is a relayed datagram: mediarelay-load divides the server's CPU by the datagrams it sent,
+# plus, with an echo peer, those that came back (relay_proc_cpu_ns_per_packet), the same
+# count as uclient's tot_send_msgs + tot_recv_msgs. Allocation set-up is outside the measured
+# interval; CPU is the server's utime + stime from /proc/PID/stat over the data phase, the
+# same for both servers.
 json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$2"; }
 measure_load() {
-    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json" ticks_before ticks_after
+    local which=$1 clients=$2 port=$3 server=$4 json="$workdir/load.json" ticks_before ticks_after peer_pids=() peer_port
+    local peering=(--bidirectional)
+    if [ "$peers" = each ]; then
+        start_peer_each "$clients"
+        peering=(--turn-peer "$(peer_address 0):$peer_port" --turn-peers each)
+    fi
     # The generator measures the data phase only; the user/system proportion comes from the
     # whole run (set-up included), which is close enough for a split of the same total.
     ticks_before=$(proc_ticks "$server")
     "$load" --turn "127.0.0.1:$port" --turn-transport "$transport" --turn-user "$user:$password" --streams "$clients" --profile voice \
-        --bidirectional --seconds "$seconds" --relay-pid "$server" --json --no-progress \
+        "${peering[@]}" --seconds "$seconds" --relay-pid "$server" --json --no-progress \
         > "$json" 2> "$workdir/load.log" || true
     ticks_after=$(proc_ticks "$server" 2>/dev/null || echo "$ticks_before")
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-    local sent ns lost seconds_run
-    sent=$(json_field sent "$json"); ns=$(json_field relay_proc_cpu_ns_per_packet "$json")
+    kill "$server" "${peer_pids[@]}" 2>/dev/null || true
+    wait "$server" "${peer_pids[@]}" 2>/dev/null || true
+    local sent received ns lost seconds_run datagrams
+    sent=$(json_field sent "$json"); received=$(json_field received "$json"); ns=$(json_field relay_proc_cpu_ns_per_packet "$json")
     lost=$(json_field lost "$json"); seconds_run=$(json_field seconds "$json")
     if [ -z "$sent" ] || [ "$sent" = 0 ] || [ -z "$ns" ] || [ "$ns" = null ]; then
         echo "turn-bench: mediarelay-load against $which with $clients clients measured nothing:" >&2
         tail -3 "$workdir/load.log" >&2
         exit 1
     fi
-    awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$sent" -v s="$seconds_run" -v lost="$lost" \
+    # Crossings, as relay_proc_cpu_ns_per_packet counted them: an echo came back across the relay.
+    if [ "$peers" = each ]; then datagrams=$((sent + received)); else datagrams=$sent; fi
+    awk -v t="$which" -v c="$clients" -v ns="$ns" -v d="$datagrams" -v sent="$sent" -v s="$seconds_run" -v lost="$lost" \
         -v tb="$ticks_before" -v ta="$ticks_after" \
         'BEGIN { us = ns / 1000; split(tb, b); split(ta, a); user = a[1] - b[1]; sys = a[2] - b[2]
                  share = (user + sys) ? user / (user + sys) : 0
-                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / s, 100 * lost / d, 0, us * share, us * (1 - share) }' \
+                 printf "%s %d %.3f %d %.0f %.2f %d %.3f %.3f\n", t, c, us, d, d / s, 100 * lost / sent, 0, us * share, us * (1 - share) }' \
         >> "$workdir/results"
     report_last
 }

@@ -19,8 +19,9 @@ Forward-rule mode (--target): streams are clients sending to the rule's listen a
 plays the upstream on --upstream-listen, which must be the UPSTREAM of the server's --forward rule.
 TURN mode (--turn): --streams TURN clients, each with its own socket (or its own TCP or TLS connection,
 --turn-transport), allocate a UDP relayed address on the server (the realm comes from its 401), create a
-permission and bind channel 0x4000 to the generator's peer socket, then send ChannelData (or Send indications)
-at the profile's rate; the peer socket receives (and with --bidirectional sends back to every relayed address,
+permission and bind channel 0x4000 to the generator's peer socket (or the echo peer of --turn-peer, or each
+client's own with --turn-peers each), then send ChannelData (or Send indications) at the profile's rate; the
+peer socket receives (and with --bidirectional sends back to every relayed address,
 arriving as ChannelData). Over TCP and TLS a client that cannot connect stops the set-up with the reason; one
 whose connection is closed or reset during the run counts as a failed client in the report. Allocations are
 refreshed before they expire and released (Refresh LIFETIME 0) at the end and on Ctrl-C. A client answered 300 Try
@@ -66,6 +67,11 @@ Options (default in brackets):
   --turn-peer HOST:PORT  send to this echo peer (e.g. coturn's turnutils_peer) instead of the generator's own
                          peer socket: every datagram goes out and comes back to its client, latency is the round
                          trip, and relay CPU per datagram counts both crossings; not with --bidirectional
+  --turn-peers P         shared | each [shared]; each needs --turn-peer with an IPv4 address A.B.C.D: client i
+                         sends to A.B.(C+i/250).(D+i%250) on --turn-peer's port instead (from 127.1.0.1,
+                         127.1.(i/250).(i%250+1), bench/turn-bench.sh's --peers each), one echo peer listening on
+                         all of them; a server that tells allocations apart by peer (coturn --multiplex-peer)
+                         needs it. Not with --bidirectional; the addresses must stay below .255
   --turn-send-indications  data as Send indications (Data indications back) instead of ChannelData; no channel
                          is bound
   --drain S              keep receiving up to S seconds after the last send, for datagrams in flight,

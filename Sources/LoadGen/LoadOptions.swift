@@ -32,6 +32,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var tlsCA: String?
     /// TURN mode: an echo peer's `HOST:PORT` in place of the generator's own peer socket (`--turn-peer`).
     public var turnPeer: String?
+    /// TURN mode: one echo peer for all clients, or one address each counted up from
+    /// `turnPeer`'s (`--turn-peers`).
+    public var turnPeers = TurnPeers.shared
     /// TURN mode: data as Send indications instead of ChannelData (`--turn-send-indications`).
     public var turnSendIndications = false
     /// Seconds the receiver keeps listening after the last send for datagrams still in

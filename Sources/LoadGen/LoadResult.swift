@@ -47,6 +47,9 @@ public struct LoadResult: Sendable {
     public var turnTransport = TurnTransport.udp
     /// TURN mode: the echo peer the data went to and came back from (`--turn-peer`).
     public var turnEchoPeer: String?
+    /// TURN mode: whether every client had a peer address of its own, counted up from
+    /// `turnEchoPeer` (`--turn-peers each`).
+    public var turnPeers = TurnPeers.shared
     /// TURN mode: whether the data went as Send indications rather than ChannelData.
     public var turnSendIndications = false
     /// TURN over TCP or TLS: clients whose connection failed during the run, and the first reason.
@@ -131,6 +134,7 @@ public struct LoadResult: Sendable {
             ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
             ("turn_transport", turnServer == nil ? .null : .string(turnTransport.rawValue)),
             ("turn_peer", turnEchoPeer.map { .string($0) } ?? .null),
+            ("turn_peers", turnServer == nil ? .null : .string(turnPeers.rawValue)),
             ("turn_send_indications", .bool(turnSendIndications)),
             ("turn_failed_clients", .integer(Int64(turnFailedClients))),
             ("turn_failure", turnFailure.map { .string($0) } ?? .null),

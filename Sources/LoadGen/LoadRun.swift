@@ -53,6 +53,7 @@ public struct LoadRun: Sendable {
             settings.host = Endpoint.split(server).map { String($0.host) }
             settings.tlsCA = options.tlsCA
             settings.echoPeer = try options.turnPeer.map { peer throws(LoadError) in try SocketAddress(hostPort: peer) }
+            settings.peers = options.turnPeers
             settings.sendIndications = options.turnSendIndications
             settings.maxDatagram = shape.maxSize
             let clients = try TurnClients(server: SocketAddress(hostPort: server), count: options.streams,
@@ -173,6 +174,7 @@ public struct LoadRun: Sendable {
             result.turnRedirected = turn.redirected
             result.turnTransport = options.turnTransport
             result.turnEchoPeer = options.turnPeer
+            result.turnPeers = options.turnPeers
             result.turnSendIndications = options.turnSendIndications
             let failed = turn.failed
             result.turnFailedClients = failed.count

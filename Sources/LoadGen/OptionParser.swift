@@ -58,6 +58,7 @@ public enum OptionParser {
                 o.tlsCA = try value(name)
                 guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }
             case "--turn-peer": o.turnPeer = try address(name, try value(name))
+            case "--turn-peers": o.turnPeers = try choice(name, try value(name))
             case "--turn-send-indications": o.turnSendIndications = true
             case "--drain": o.drain = try number(name, try value(name), 0...60)
             case "--turn-user":
@@ -84,13 +85,22 @@ public enum OptionParser {
                 throw LoadError("--turn: not with --target/--upstream-listen/--legs (one mode per run)")
             }
             if o.tlsCA != nil && o.turnTransport != .tls { throw LoadError("--tls-ca: only with --turn-transport tls") }
+            if o.turnPeers == .each {
+                guard let peer = o.turnPeer else {
+                    throw LoadError("--turn-peers each: needs --turn-peer HOST:PORT (an echo peer listening on every client's address)")
+                }
+                guard !o.bidirectional else {
+                    throw LoadError("--turn-peers each: not with --bidirectional (each client's echo peer sends its datagrams back already)")
+                }
+                _ = try TurnPeers.each.addresses(first: SocketAddress(hostPort: peer), count: o.streams)
+            }
             if o.turnPeer != nil && o.bidirectional {
                 throw LoadError("--turn-peer: not with --bidirectional (the echo peer sends every datagram back already)")
             }
         } else if o.turnCredential != nil || o.turnLifetime != LoadOptions().turnLifetime || o.turnRefresh != nil {
             throw LoadError("--turn-user/--turn-secret/--turn-lifetime/--turn-refresh: only with --turn HOST:PORT")
-        } else if o.turnTransport != .udp || o.tlsCA != nil || o.turnPeer != nil || o.turnSendIndications {
-            throw LoadError("--turn-transport/--tls-ca/--turn-peer/--turn-send-indications: only with --turn HOST:PORT")
+        } else if o.turnTransport != .udp || o.tlsCA != nil || o.turnPeer != nil || o.turnPeers != .shared || o.turnSendIndications {
+            throw LoadError("--turn-transport/--tls-ca/--turn-peer/--turn-peers/--turn-send-indications: only with --turn HOST:PORT")
         } else if o.legs != nil {
             guard o.relay == nil, o.target == nil else { throw LoadError("--legs: not with --relay or --target (it stands for both)") }
         } else if o.target == nil {

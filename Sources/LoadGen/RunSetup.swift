@@ -66,9 +66,9 @@ struct RunSetup: Sendable {
     /// starts.
     static func turn(_ turn: TurnClients, bidirectional: Bool) -> RunSetup {
         let n = turn.clients.count
-        let framing = turn.framing
         let forward = turn.clients.enumerated().map { i, client in
-            switch client.link {
+            let framing = turn.framing(of: client)
+            return switch client.link {
             // The client's own server: a 300 may have sent it to an alternate.
             case .datagram(let socket): Flow(route: .datagram(socket, client.server), stream: UInt32(i), framing: framing)
             case .stream(let connection): Flow(route: .stream(connection), stream: UInt32(i), framing: framing)

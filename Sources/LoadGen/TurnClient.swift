@@ -61,6 +61,9 @@ final class TurnClient {
     var relayed: SocketAddress?
     /// The allocation's lifetime in seconds as the server granted it.
     var lifetime: UInt32 = 0
+    /// The peer its permission and channel are for and its data goes to, set by `TurnClients`:
+    /// one for all clients, or its own (`--turn-peers each`).
+    var peer: SocketAddress?
 
     /// A client over UDP, on `socket`.
     convenience init(socket: UDPSocket, server: SocketAddress, username: String, password: String) {

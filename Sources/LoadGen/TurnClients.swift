@@ -3,7 +3,7 @@ import STUN
 import SystemSupport
 
 /// How a run's TURN clients reach their server and carry their data (`--turn-transport`,
-/// `--tls-ca`, `--turn-peer`, `--turn-send-indications`).
+/// `--tls-ca`, `--turn-peer`, `--turn-peers`, `--turn-send-indications`).
 struct TurnClientSettings: Sendable {
     var transport = TurnTransport.udp
     /// The server's host as the user named it (TLS: SNI and the certificate's name); the
@@ -14,6 +14,8 @@ struct TurnClientSettings: Sendable {
     /// A peer that echoes every datagram (coturn's turnutils_peer) in place of the generator's
     /// own peer socket: the data then goes out and comes back to the clients.
     var echoPeer: SocketAddress?
+    /// With an echo peer: all clients to it, or each to its own address counted up from it.
+    var peers = TurnPeers.shared
     /// Data as Send indications (and Data indications back) instead of ChannelData.
     var sendIndications = false
     /// The largest datagram of the run, which sizes the connections' buffers.
@@ -28,8 +30,9 @@ struct TurnClientSettings: Sendable {
 
 /// The TURN side of a load run (`--turn`): N clients of one TURN server (or of the alternate a
 /// 300 sent a client to), each with its own socket or connection (`--turn-transport`) and
-/// allocation, a permission for the peer and, unless they send Send indications, channel
-/// 0x4000 bound to it. The peer is the generator's own socket, or an echo peer (`--turn-peer`).
+/// allocation, a permission for its peer and, unless they send Send indications, channel
+/// 0x4000 bound to it. The peer is the generator's own socket, or an echo peer (`--turn-peer`),
+/// one for all clients or an address of its own for each (`--turn-peers each`).
 /// Forward streams go from each client, through its allocation, to the peer; reverse streams
 /// (--bidirectional, own peer only) go from the peer socket to each relayed address and come
 /// back to the client as ChannelData (or Data indications); an echo peer sends every forward
@@ -52,7 +55,8 @@ final class TurnClients {
     let clients: [TurnClient]
     /// The generator's own peer socket; nil with an echo peer.
     let peer: UDPSocket?
-    /// Where the clients' data goes: the own peer socket's address, or the echo peer.
+    /// Where the clients' data goes: the own peer socket's address, or the echo peer (with
+    /// `--turn-peers each` the first client's; each client's own is `TurnClient.peer`).
     let peerAddress: SocketAddress
     /// Refresh every this many ns instead of following the granted lifetimes (`--turn-refresh`).
     let refreshEvery: UInt64?
@@ -71,7 +75,8 @@ final class TurnClients {
 
     /// Opens `count` client sockets or connections and the peer socket. The peer binds the
     /// local address that routes to the server, so the relay can reach it (127.0.0.1 for a
-    /// server on loopback). Throws when a client cannot connect, naming how many and why.
+    /// server on loopback). Throws when a client cannot connect, naming how many and why, and
+    /// when `settings.peers` has no addresses for `count` clients.
     init(server: SocketAddress, count: Int, credential: TurnCredential, lifetime: UInt32, refreshSeconds: Double?,
          tos: UInt8, runSeconds: Double, settings: TurnClientSettings = TurnClientSettings()) throws(LoadError) {
         self.server = server
@@ -99,7 +104,6 @@ final class TurnClients {
             let any = try SocketAddress(host: server.family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
             for _ in 0..<count { links.append(.datagram(try UDPSocket(bindTo: any, tos: tos))) }
         }
-        clients = links.map { TurnClient(link: $0, server: server, username: login.username, password: login.password) }
         if let echo = settings.echoPeer {
             peer = nil
             peerAddress = echo
@@ -108,12 +112,26 @@ final class TurnClients {
             peer = socket
             peerAddress = socket.localAddress
         }
+        let peers = try (settings.echoPeer == nil ? .shared : settings.peers).addresses(first: peerAddress, count: count)
+        clients = zip(links, peers).map { link, peer in
+            let client = TurnClient(link: link, server: server, username: login.username, password: login.password)
+            client.peer = peer
+            return client
+        }
     }
 
-    /// How each client frames its data: ChannelData on the bound channel, or Send indications
-    /// to the peer.
-    var framing: TurnFraming {
-        settings.sendIndications ? .sendIndication(to: peerAddress) : .channelData(Self.channel)
+    /// How `client` frames its data: ChannelData on the bound channel, or Send indications to
+    /// its peer.
+    func framing(of client: TurnClient) -> TurnFraming {
+        settings.sendIndications ? .sendIndication(to: peerAddress(of: client)) : .channelData(Self.channel)
+    }
+
+    /// Every client of this set has its peer; the shared one stands in for a client made elsewhere.
+    private func peerAddress(of client: TurnClient) -> SocketAddress { client.peer ?? peerAddress }
+
+    /// The peers as the messages name them.
+    private var peerText: String {
+        settings.peers == .each && peer == nil ? "each client's peer counted up from \(peerAddress)" : "\(peerAddress)"
     }
 
     /// Allocate, CreatePermission and ChannelBind for every client. Throws, naming the first
@@ -194,19 +212,19 @@ final class TurnClients {
         return (span > 120 ? span - 60 : max(1, span / 2)) * 1_000_000_000
     }
 
-    /// CreatePermission, then ChannelBind unless the data goes in Send indications, for the
-    /// peer on every allocation.
+    /// CreatePermission, then ChannelBind unless the data goes in Send indications, for each
+    /// allocation's peer.
     private func bindPeer(_ transactions: TurnTransactions) throws(LoadError) {
-        let permissions = transactions.run(allocated, .createPermission) { _, builder in
-            builder.append(.xorPeerAddress, address: peerAddress)
+        let permissions = transactions.run(allocated, .createPermission) { client, builder in
+            builder.append(.xorPeerAddress, address: self.peerAddress(of: client))
         }
-        try check(permissions, of: allocated, "CreatePermission for \(peerAddress)")
+        try check(permissions, of: allocated, "CreatePermission for \(peerText)")
         if settings.sendIndications { return }
-        let channels = transactions.run(allocated, .channelBind) { _, builder in
+        let channels = transactions.run(allocated, .channelBind) { client, builder in
             builder.append(.channelNumber, [UInt8(Self.channel >> 8), UInt8(Self.channel & 0xFF), 0, 0])
-            builder.append(.xorPeerAddress, address: peerAddress)
+            builder.append(.xorPeerAddress, address: self.peerAddress(of: client))
         }
-        try check(channels, of: allocated, "ChannelBind to \(peerAddress)")
+        try check(channels, of: allocated, "ChannelBind to \(peerText)")
     }
 
     private func check(_ answers: [StunMessage?], of asked: [TurnClient], _ what: String) throws(LoadError) {

@@ -103,6 +103,25 @@ final class OptionParserTests: XCTestCase {
         XCTAssertTrue(error(["--relay", "http://127.0.0.1:1", "--turn-send-indications"])?.hasSuffix("only with --turn HOST:PORT") == true)
     }
 
+    func testTurnPeersEach() throws {
+        let turn = ["--turn", "127.0.0.1:3478", "--turn-user", "u:p"]
+        guard case .run(let o) = try OptionParser.parse(turn + ["--turn-peer", "127.1.0.1:3480", "--turn-peers", "each"]) else { return XCTFail() }
+        XCTAssertEqual(o.turnPeers, .each)
+        guard case .run(let d) = try OptionParser.parse(turn + ["--turn-peer", "127.1.0.1:3480"]) else { return XCTFail() }
+        XCTAssertEqual(d.turnPeers, .shared, "one echo peer for all unless asked")
+        XCTAssertEqual(error(turn + ["--turn-peers", "some"]), "--turn-peers some: accepted: shared, each")
+        XCTAssertEqual(error(turn + ["--turn-peers", "each"]),
+                       "--turn-peers each: needs --turn-peer HOST:PORT (an echo peer listening on every client's address)")
+        XCTAssertEqual(error(turn + ["--turn-peer", "127.1.0.1:3480", "--turn-peers", "each", "--bidirectional"]),
+                       "--turn-peers each: not with --bidirectional (each client's echo peer sends its datagrams back already)")
+        XCTAssertEqual(error(turn + ["--turn-peer", "[::1]:3480", "--turn-peers", "each"]),
+                       "--turn-peers each: --turn-peer [::1]:3480 is IPv6; the peers are IPv4 addresses counted up from it (e.g. 127.1.0.1:PORT)")
+        XCTAssertEqual(error(turn + ["--turn-peer", "127.1.0.200:3480", "--turn-peers", "each", "--streams", "100"]),
+                       "--turn-peers each: 100 clients counted up from --turn-peer 127.1.0.200:3480 pass .255 "
+                       + "(client i's peer is A.B.(C+i/250).(D+i%250)); start from 127.1.0.1")
+        XCTAssertTrue(error(["--relay", "http://127.0.0.1:1", "--turn-peers", "each"])?.hasSuffix("only with --turn HOST:PORT") == true)
+    }
+
     func testCompareDefaultsAndQuick() throws {
         guard case .compare(let o) = try OptionParser.parse(["compare", "--server", "/x/mediarelay"]) else { return XCTFail() }
         XCTAssertEqual(o.repeats, 3)
@@ -199,10 +218,10 @@ final class OptionParserTests: XCTestCase {
                        "--repeats", "--out", "--quick", "--check", "--legs", "--forwarder-stats", "--sender-gso",
                        "--reference", "--references", "--loads", "--engines", "--workers", "--relay-host", "--server-prefix", "--pin",
                        "--turn", "--turn-user", "--turn-secret", "--turn-lifetime", "--turn-refresh", "--drain",
-                       "--turn-transport", "--tls-ca", "--turn-peer", "--turn-send-indications"] {
+                       "--turn-transport", "--tls-ca", "--turn-peer", "--turn-peers", "--turn-send-indications"] {
             XCTAssertTrue(helpText.contains(option), "help lacks \(option)")
         }
-        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]", "[udp]"] {
+        for defaultValue in ["[10]", "[1000]", "[200]", "[5]", "[constant]", "[0.5]", "[3]", "[600]", "[0.3]", "[udp]", "[shared]"] {
             XCTAssertTrue(helpText.contains(defaultValue), "help lacks default \(defaultValue)")
         }
     }
