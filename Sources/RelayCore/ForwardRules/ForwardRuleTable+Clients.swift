@@ -33,7 +33,7 @@ extension ForwardRuleTable {
         engine.unregister(state.upstreamSocket)
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
-        if rules[Int(state.rule)].lastClient?.client == index { rules[Int(state.rule)].lastClient = nil }
+        if routes[Int(state.rule)].lastClient == index { routes[Int(state.rule)].lastClient = -1 }
         rules[Int(state.rule)].shared.clients.subtract(1, ordering: .relaxed)
         clients[Int(index)] = nil
         freeClients.append(index)
