@@ -34,16 +34,13 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 
     /// A JSON object encoded with sorted keys (stable output for tests and diffs) and "/" left
-    /// unescaped, so paths and "HTTP/1.1" in error reasons read as written.
-    /// An object JSONSerialization cannot encode (NaN, a non-JSON type) becomes a 500 rather
-    /// than a crash: Foundation traps on such input instead of throwing.
+    /// unescaped, so paths and "HTTP/1.1" in error reasons read as written (`JSONText`).
+    /// An object that cannot be encoded (NaN, a non-JSON type) becomes a 500, never invalid JSON.
     public static func json(_ status: Int, _ object: [String: Any]) -> HTTPResponse {
-        guard JSONSerialization.isValidJSONObject(object),
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else {
+        guard let body = JSONText.encode(object) else {
             return .error(500, "internal error: response is not encodable as JSON")
         }
-        return .json(status, data)
+        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
     }
 
     /// `{"error": reason}`, the body every API error has.
