@@ -18,6 +18,9 @@ public struct EngineConfiguration: Sendable {
     /// The kernel's receive timestamp on every datagram socket (SO_TIMESTAMPNS), as each
     /// datagram's `receivedAt`: how long it waited in its socket's queue, for marking by sojourn.
     /// Off, `receivedAt` is 0. Its cost is measured in bench/README.md ("Receive timestamps").
+    /// When no other socket on the host has stamps on, the kernel turns them on a moment later
+    /// (a deferred work item); a datagram that arrives before is stamped when it is read and
+    /// shows no wait, so marking by sojourn starts a few milliseconds after the first socket.
     public var receiveTimestamps = false
     /// io_uring provided buffers wanted (a power of two); see `uringBufferCount`.
     public var uringBuffers = 4096
