@@ -83,4 +83,15 @@ final class StreamEchoHarness {
         }
         return done()
     }
+
+    /// Turns the engine until `client`'s receive into `buffer` gives something (bytes, the end
+    /// of the stream or an error), for at most `seconds`; `.wouldBlock` when nothing came.
+    func receive(_ client: Int32, into buffer: UnsafeMutableRawBufferPointer, seconds: Double = 5) -> TCPClientFixture.Outcome {
+        var outcome = TCPClientFixture.Outcome.wouldBlock
+        _ = run(seconds: seconds) {
+            outcome = TCPClientFixture.receive(client, into: buffer)
+            return outcome != .wouldBlock
+        }
+        return outcome
+    }
 }
