@@ -50,12 +50,12 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `legs`, `drops`, `marks` and `random` are read and written per datagram by this
+    // `now`, `drops`, `marks` and `random` are read and written per datagram by this
     // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
     // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
-    @exclusivity(unchecked) var legs: [LegState] = []
+    let legs = LegStore()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
