@@ -41,9 +41,12 @@ public struct MessageBuilder {
         updateLength()
     }
 
-    /// ERROR-CODE with the code's standard reason phrase.
-    public mutating func append(error code: ErrorCode) {
-        append(.errorCode, [0, 0, UInt8(code.rawValue / 100), UInt8(code.rawValue % 100)] + Array(code.reason.utf8))
+    /// ERROR-CODE with `reason`, or the code's standard reason phrase. RFC 8489 allows 127
+    /// characters at most; a longer reason is a bug (the server's reasons are constants).
+    public mutating func append(error code: ErrorCode, reason: String? = nil) {
+        let phrase = reason ?? code.reason
+        precondition(phrase.count <= 127, "an ERROR-CODE reason phrase is 127 characters at most")
+        append(.errorCode, [0, 0, UInt8(code.rawValue / 100), UInt8(code.rawValue % 100)] + Array(phrase.utf8))
     }
 
     /// MESSAGE-INTEGRITY (HMAC-SHA1) or MESSAGE-INTEGRITY-SHA256 under `key`.

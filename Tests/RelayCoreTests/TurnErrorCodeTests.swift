@@ -25,6 +25,25 @@ final class TurnErrorCodeTests: XCTestCase {
         XCTAssertEqual(client.bind(0x4000, other)?.errorCode, 400, "channel bound to another peer")
         XCTAssertEqual(client.bind(0x4001, peer)?.errorCode, 400, "peer bound to another channel")
         XCTAssertEqual(client.ask(.createPermission)?.errorCode, 400, "no XOR-PEER-ADDRESS")
+    }
+
+    /// A 400 names the rule the request broke (uclient and browsers' logs print the phrase);
+    /// other codes keep their standard phrase.
+    func test400SaysWhy() throws {
+        let harness = try TurnHarness()
+        var client = try TurnTestClient(harness)
+        XCTAssertEqual(client.ask(.allocate)?.errorReason, "REQUESTED-TRANSPORT missing")
+        XCTAssertEqual(client.allocate { $0.append(.additionalAddressFamily, [1, 0, 0, 0]) }?.errorReason,
+                       "ADDITIONAL-ADDRESS-FAMILY must be IPv6")
+        XCTAssertEqual(client.ask(.refresh)?.errorReason, "Allocation Mismatch", "a standard phrase stays")
+        XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
+        let (_, peer) = try harness.socket()
+        let (_, other) = try harness.socket()
+        XCTAssertEqual(client.bind(0x3FFF, peer)?.errorReason, "Channel number out of range")
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4000, peer)).isSuccess)
+        XCTAssertEqual(client.bind(0x4000, other)?.errorReason, "Channel number bound to another peer")
+        XCTAssertEqual(client.bind(0x4001, peer)?.errorReason, "Peer bound to another channel number")
+        XCTAssertEqual(client.ask(.createPermission)?.errorReason, "XOR-PEER-ADDRESS missing")
         // Unknown methods are refused before authentication.
         let unknown = MessageBuilder(MessageType(Method(rawValue: 0x00A), .request), transactionID: .random()).bytes
         XCTAssertEqual(harness.ask(unknown, from: client.socket)?.errorCode, 400)

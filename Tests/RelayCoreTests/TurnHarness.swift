@@ -229,6 +229,7 @@ struct TurnTestClient {
 
 extension StunMessage {
     var errorCode: Int? { (try? value(.errorCode, AttributeValue.errorCode))?.code }
+    var errorReason: String? { (try? value(.errorCode, AttributeValue.errorCode))?.reason }
     var isSuccess: Bool { messageClass == .successResponse }
 }
 

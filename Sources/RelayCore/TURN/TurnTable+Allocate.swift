@@ -21,7 +21,7 @@ extension TurnTable {
         }
         guard let transport = try read({ () throws(MessageError) in
             try message.value(.requestedTransport, AttributeValue.requestedTransport)
-        }) else { throw TurnRefusal(code: .badRequest) }
+        }) else { throw .badRequest("REQUESTED-TRANSPORT missing") }
         guard transport == 17 else { throw TurnRefusal(code: .unsupportedTransportProtocol) }
         let requested = try read { () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }
         // RFC 8656's number, or the draft's that coturn's clients send; answered in kind.
@@ -32,11 +32,15 @@ extension TurnTable {
         let evenPort = try read { () throws(MessageError) in try message.value(.evenPort, AttributeValue.evenPortReservesNext) }
         let token = try read { () throws(MessageError) in try message.value(.reservationToken, AttributeValue.reservationToken) }
         let lifetime = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
-        if token != nil && (evenPort != nil || requested != nil || additional != nil) { throw TurnRefusal(code: .badRequest) }
+        if token != nil && (evenPort != nil || requested != nil || additional != nil) {
+            throw .badRequest("RESERVATION-TOKEN with EVEN-PORT or an address family")
+        }
         // A dual allocation cannot reserve the next port (coturn refuses the same; EVEN-PORT
         // without the R bit still gives the IPv4 relayed address an even port).
-        if additional != nil && (requested != nil || evenPort == true) { throw TurnRefusal(code: .badRequest) }
-        if additional == .ipv4 { throw TurnRefusal(code: .badRequest) }
+        if additional != nil && (requested != nil || evenPort == true) {
+            throw .badRequest("ADDITIONAL-ADDRESS-FAMILY with REQUESTED-ADDRESS-FAMILY or EVEN-PORT(R)")
+        }
+        if additional == .ipv4 { throw .badRequest("ADDITIONAL-ADDRESS-FAMILY must be IPv6") }
         // A reserved port comes with the family of the allocation that reserved it.
         let redeemed = token.flatMap { shared.redeem($0) }
         if token != nil && redeemed == nil { throw TurnRefusal(code: .insufficientCapacity) }

@@ -8,6 +8,11 @@ struct TurnRefusal: Error {
     var code: ErrorCode
     var unknown: [AttributeType] = []
     var redirect: TurnRedirect?
+    /// The reason phrase when the code's own says too little: a 400 names what was wrong, so a
+    /// client's log (uclient prints it) tells its developer which rule the request broke.
+    var reason: String?
+
+    static func badRequest(_ reason: String) -> TurnRefusal { TurnRefusal(code: .badRequest, reason: reason) }
 }
 
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
@@ -46,7 +51,7 @@ extension TurnTable {
             return sendUnauthenticated(answer.bytes, to: client, requestSize: bytes.count)
         }
         guard [Method.allocate, .refresh, .createPermission, .channelBind].contains(message.method) else {
-            var answer = errorAnswer(message, TurnRefusal(code: .badRequest))
+            var answer = errorAnswer(message, .badRequest("Unknown method"))
             if fingerprint { answer.appendFingerprint() }
             return sendRefusal(answer.bytes, to: client, requestSize: bytes.count, prepaid: prepaid)
         }
@@ -88,7 +93,7 @@ extension TurnTable {
 
     func errorAnswer(_ message: StunMessage, _ refusal: TurnRefusal) -> MessageBuilder {
         var answer = MessageBuilder(MessageType(message.method, .errorResponse), transactionID: message.transactionID)
-        answer.append(error: refusal.code)
+        answer.append(error: refusal.code, reason: refusal.reason)
         if !refusal.unknown.isEmpty {
             answer.append(.unknownAttributes, refusal.unknown.flatMap { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] })
         }
@@ -158,7 +163,7 @@ extension TurnTable {
         do {
             return try body()
         } catch {
-            throw TurnRefusal(code: .badRequest)
+            throw .badRequest("Malformed attribute")
         }
     }
 
@@ -193,7 +198,7 @@ extension TurnTable {
     func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
         let a = try allocation(of: client, identity)
         let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
-        guard !peers.isEmpty else { throw TurnRefusal(code: .badRequest) }
+        guard !peers.isEmpty else { throw .badRequest("XOR-PEER-ADDRESS missing") }
         try checkPeers(a, peers, withPorts: false)
         let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a].permissions[$0] == nil }
         guard allocations[a].permissions.count + fresh.count <= settings.maxPermissions else {
@@ -206,11 +211,16 @@ extension TurnTable {
         let a = try allocation(of: client, identity)
         let channel = try read { () throws(MessageError) in try message.value(.channelNumber, AttributeValue.channelNumber) }
         let peer = try read { () throws(MessageError) in try message.xorAddress(.xorPeerAddress) }
-        guard let channel, let peer, ChannelData.channels.contains(channel) else { throw TurnRefusal(code: .badRequest) }
+        guard let channel, let peer else { throw .badRequest("CHANNEL-NUMBER or XOR-PEER-ADDRESS missing") }
+        guard ChannelData.channels.contains(channel) else { throw .badRequest("Channel number out of range") }
         try checkPeers(a, [peer], withPorts: true)
         // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
-        if let bound = allocations[a].channels.binding(number: channel), bound.peer != peer { throw TurnRefusal(code: .badRequest) }
-        if let other = allocations[a].channels.binding(peer: peer), other.number != channel { throw TurnRefusal(code: .badRequest) }
+        if let bound = allocations[a].channels.binding(number: channel), bound.peer != peer {
+            throw .badRequest("Channel number bound to another peer")
+        }
+        if let other = allocations[a].channels.binding(peer: peer), other.number != channel {
+            throw .badRequest("Peer bound to another channel number")
+        }
         // Refreshing a channel is always allowed; only a new one counts against the cap.
         if allocations[a].channels.binding(number: channel) == nil && allocations[a].channels.count >= shared.maxChannels {
             counters.channelsRefused &+= 1
