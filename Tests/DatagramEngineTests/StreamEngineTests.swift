@@ -10,7 +10,7 @@ import SystemSupport
 /// connections, a client that never reads beside relayed datagrams, partial writes, peers that
 /// close or reset mid-message, an accept storm; and the descriptors all given back afterwards.
 final class StreamEngineTests: XCTestCase {
-    private var descriptorsAtStart = 0
+    private var descriptorsAtStart: Set<String> = []
 
     override func setUpWithError() throws {
         try TCPClientFixture.raiseDescriptorLimit(to: 16_384)
@@ -18,8 +18,17 @@ final class StreamEngineTests: XCTestCase {
     }
 
     override func tearDown() {
-        // Every engine, listener, stream and client of the test is gone by now.
-        XCTAssertEqual(TCPClientFixture.openDescriptors(), descriptorsAtStart, "descriptors left open")
+        // Every engine, listener, stream and client of the test is gone by now: nothing is open
+        // that was not open at the start. Not a count: one CI run saw 59 open at a test's start
+        // and 55 at its end, descriptors the test never opened closed meanwhile (what they were
+        // was not recorded; three full runs since did not see it). Each descriptor is its number
+        // and what it points at (socket:[inode], ...), so a leak that reuses a number closed
+        // meanwhile still shows.
+        let now = TCPClientFixture.openDescriptors()
+        XCTAssertEqual(now.subtracting(descriptorsAtStart), [], "descriptors left open")
+        let gone = descriptorsAtStart.subtracting(now)
+        // Not a failure (above), but said: should it come back, the log shows what was closed.
+        if !gone.isEmpty { print("StreamEngineTests: open at the start, closed during the test: \(gone.sorted())") }
     }
 
     /// 1,000 connections each send their own sequence and read it back, in order and complete.

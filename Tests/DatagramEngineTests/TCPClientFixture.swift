@@ -64,12 +64,19 @@ enum TCPClientFixture {
     }
 
     /// The descriptors this process has open now (/proc/self/fd, less the one reading it).
-    static func openDescriptors() -> Int {
-        guard let directory = opendir("/proc/self/fd") else { return -1 }
-        var count = 0
-        while readdir(directory) != nil { count += 1 }
+    static func openDescriptors() -> Set<String> {
+        guard let directory = opendir("/proc/self/fd") else { return ["/proc/self/fd cannot be read"] }
+        let own = dirfd(directory)
+        var open: Set<String> = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name), fd != own else { continue }
+            var target = [CChar](repeating: 0, count: 256)
+            let length = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
+            open.insert("\(name) -> \(length > 0 ? String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?")")
+        }
         closedir(directory)
-        return count - 3  // ".", ".." and the directory's own descriptor
+        return open
     }
 
     /// Raises the soft descriptor limit to at least `wanted` (up to the hard limit).
