@@ -27,10 +27,11 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// An already encoded JSON body.
     public static func json(_ status: Int, _ data: Data) -> HTTPResponse {
-        HTTPResponse(
-            status: status,
-            headers: HTTPHeaders([("Content-Type", "application/json")]),
-            body: Array(data))
+        json(status, body: Array(data))
+    }
+
+    private static func json(_ status: Int, body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
     }
 
     /// A JSON object encoded with sorted keys (stable output for tests and diffs) and "/" left
@@ -40,7 +41,7 @@ public struct HTTPResponse: Sendable, Equatable {
         guard let body = JSONText.encode(object) else {
             return .error(500, "internal error: response is not encodable as JSON")
         }
-        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: body)
+        return json(status, body: body)
     }
 
     /// `{"error": reason}`, the body every API error has.

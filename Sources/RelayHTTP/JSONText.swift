@@ -9,8 +9,9 @@ import Foundation
 /// 18 KB /metrics. This walks the same values once.
 ///
 /// Contract: takes what the handlers build: `[String: Any]`, `[Any]`, `String`, `Bool`, any
-/// fixed-width integer, `Double`, `Float`, `NSNumber` and `NSNull` (null). Returns nil for anything else and for a non-finite number, which JSON cannot
-/// carry, so the caller answers 500 instead of sending invalid JSON. Keys are sorted by
+/// fixed-width integer, `Double`, `Float`, `NSNumber` and `NSNull` (null). Returns nil for
+/// anything else and for a non-finite number, which JSON cannot carry, so the caller answers
+/// 500 instead of sending invalid JSON. Keys are sorted by
 /// Unicode scalar values (byte order for the ASCII keys the API has). Strings are escaped as
 /// RFC 8259 requires: `"`, `\` and the control characters below U+0020; everything else is
 /// written as UTF-8. Nesting is bounded (`maximumDepth`) so a value that contains itself
