@@ -34,13 +34,15 @@ release: deps
 # bench/turn-bench.sh), tshark (reads the DF bit of relayed datagrams on loopback:
 # TurnDontFragmentTests), PyYAML (checks the deploy files), promtool (Debian ships it in the
 # prometheus package, which also installs the server: checks deploy/prometheus's rules),
-# readelf (binutils: the libraries the container's run stage must install) and openssl (the
-# TLS tests make their certificates with it and talk to its s_client and s_server). Installed when
+# readelf (binutils: the libraries the container's run stage must install), openssl (the
+# TLS tests make their certificates with it and talk to its s_client and s_server), chromium
+# (a real browser's TURN client across a fleet: BrowserFleetTests) and curl (that check reads
+# the relays' stats inside their namespace). Installed when
 # missing; when that fails, make stops here and says why: under `make test` a missing tool is an
 # error, never a skip.
 TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
 	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark \
-	promtool:prometheus readelf:binutils openssl:openssl
+	promtool:prometheus readelf:binutils openssl:openssl chromium:chromium curl:curl
 # kubernetes-validate checks deploy/kubernetes against the API schemas, which it ships (no
 # network at test time). From PyPI, pinned, in a virtualenv under .build: Debian's Python
 # refuses pip installs (PEP 668), and a pinned version keeps the schemas the same everywhere.
