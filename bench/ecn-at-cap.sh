@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ECN-reactive senders at a session leg's rate limit, with the relay's CE marking on and off.
-# See bench/README.md ("ECN marking at a cap").
+# See bench/README.md ("ECN-reactive senders at a capped leg").
 #
 #   bench/ecn-at-cap.sh [--cap 2000] [--streams 4] [--load 1.5] [--seconds 10] [--size 200] [--out FILE]
 #

@@ -25,7 +25,7 @@
 # Why 20,000 datagrams/s and not a media-like 2,000: the namespaces are joined by veth, so the
 # round trip is about 100 us, and TCP never sends less than one or two segments per round trip
 # (10,000-20,000 datagrams/s here). Below that rate no marking can hold TCP under the limit and
-# only losses slow it (bench/README.md, "ECN marking: the kernel's TCP").
+# only losses slow it (bench/README.md, "The kernel's TCP through a capped session").
 set -euo pipefail
 
 relay=""

@@ -1,8 +1,8 @@
 #!/bin/sh
 # User-space instructions per datagram through one relay session, with and without its rate
 # limits and the egress cap, counted by valgrind's callgrind (a figure that does not move with
-# the machine's load): the cost of the policer (bench/README.md, "ECN marking: what the policer
-# costs").
+# the machine's load): the cost of the policer (bench/README.md, "What the policer costs per
+# datagram").
 #
 #   bench/session-instructions.sh [COUNT]      (default 20000; MEDIARELAY=PATH for another binary)
 #
