@@ -39,7 +39,8 @@ let package = Package(
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
-        // worker's engine stays the only I/O. The only importer of CSSL.
+        // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
+        // has its own TLS client, an outside check).
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
