@@ -59,4 +59,57 @@ final class TurnCrowdTests: XCTestCase {
         // 128 bare Allocates at once outrun a burst of 20 per worker: the budget was at work.
         XCTAssertGreaterThan(RelayProcess.number(stats, "turn", "drops", "unauthenticated_rate") ?? 0, 0)
     }
+
+    /// A flood of 20,000 unsigned Allocates a second for two seconds from one address (eight
+    /// source ports, so every worker meets it), nobody on that address authenticating: the
+    /// answers that reach the flooding sockets stay within each worker's burst and rate.
+    func testAFloodFromOneAddressIsAnsweredWithinTheBudget() throws {
+        let turnPort = try freeUDPPort()
+        let relay = try RelayProcess(ports: PortBlock(count: 20), ["--turn", "127.0.0.1:\(turnPort)", "--turn-user", "crowd:pw"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let workers = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let server = try SocketAddress(host: "127.0.0.1", port: turnPort)
+        let sockets = try (0..<8).map { _ in try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
+        var answers = 0
+        var answerBytes = 0
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        func drain() {
+            for socket in sockets {
+                while case let count = recv(socket.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+                    answers += 1
+                    answerBytes += count
+                }
+            }
+        }
+        let perMillisecond = 20
+        let started = TurnResponseBudgetTests.nanoseconds()
+        var sent = 0
+        for millisecond in 0..<2000 {
+            for _ in 0..<perMillisecond {
+                let request = TurnResponseBudgetTests.bareAllocate(sent)
+                let socket = sockets[sent % sockets.count]
+                _ = request.withUnsafeBytes { raw in server.withSockaddr { sendto(socket.fd, raw.baseAddress, raw.count, 0, $0, $1) } }
+                sent += 1
+            }
+            drain()
+            let due = started + UInt64(millisecond + 1) * 1_000_000
+            while TurnResponseBudgetTests.nanoseconds() < due { usleep(100) }
+        }
+        // Answers still on their way after the last request.
+        let ended = TurnResponseBudgetTests.nanoseconds()
+        while TurnResponseBudgetTests.nanoseconds() < ended + 300_000_000 {
+            drain()
+            usleep(10_000)
+        }
+        let seconds = Double(TurnResponseBudgetTests.nanoseconds() - started) / 1e9
+        let bound = workers * (TurnResponseBudgetTests.burst + TurnResponseBudgetTests.rate * seconds)
+        print("flood from one address: \(sent) requests in \(String(format: "%.2f", Double(ended - started) / 1e9)) s, "
+              + "\(answers) answers (\(answerBytes) bytes) in \(String(format: "%.2f", seconds)) s; bound \(Int(bound)) "
+              + "(\(Int(workers)) workers x (20 + 10/s))")
+        XCTAssertGreaterThanOrEqual(answers, Int(TurnResponseBudgetTests.burst), "at least one worker's burst is answered")
+        XCTAssertLessThanOrEqual(Double(answers), bound, "more than each worker's burst and rate")
+        XCTAssertLessThanOrEqual(answerBytes, answers * 120, "each answer a 401 of about 116 bytes")
+        let stats = try relay.waitFor { RelayProcess.number($0, "turn", "drops", "unauthenticated_rate") ?? 0 > 0 }
+        XCTAssertGreaterThan(RelayProcess.number(stats, "turn", "drops", "unauthenticated_rate") ?? 0, sent / 2)
+    }
 }
