@@ -25,10 +25,7 @@ extension Server {
                                 ownPorts: relay.ports.range,
                                 relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 },
                                 ownAddresses: relay.hostAddresses)
-        // One nonce key for the fleet: the explicit secrets, else the REST secrets (which every
-        // relay serving the same credentials holds), else a key of this process.
-        let nonceSecrets = (options.turnNonceSecrets.isEmpty ? options.turnSecrets : options.turnNonceSecrets).map { Array($0.utf8) }
-        let authenticator = TurnAuthenticator(credentials: credentials, nonces: .fleet(secrets: nonceSecrets))
+        let authenticator = TurnAuthenticator(credentials: credentials, nonces: .fleet(secrets: options.turnNonceKeySecrets))
         if !options.turnAlternates.isEmpty && !authenticator.nonces.isShared {
             log.warning("--turn-alternate without --turn-nonce-secret or --turn-secret: the siblings cannot verify this relay's "
                 + "nonces, so a browser (libwebrtc) sent on by 300 Try Alternate gets 438 there and gives up; "

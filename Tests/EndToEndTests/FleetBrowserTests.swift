@@ -44,6 +44,20 @@ final class FleetBrowserTests: XCTestCase {
         XCTAssertEqual(RelayProcess.number(third, "turn", "auth_failures", "stale_nonce"), 0, "the first relay's nonce was good")
     }
 
+    /// Siblings whose nonce keys differ (`--turn-nonce-secret` set apart on each): the browser
+    /// is sent on, signs with the first relay's nonce, gets 438 and gives up, as Chromium did
+    /// before relays shared their nonces.
+    func testWithoutASharedNonceKeyTheBrowserGivesUpOnTheSibling() throws {
+        let fleet = try FleetFixture(extra: [["--turn-max-allocations", "1", "--turn-nonce-secret", "first"],
+                                             ["--turn-nonce-secret", "second"], []])
+        defer { fleet.stop() }
+        XCTAssertEqual(try fleet.client(of: 0).allocate()?.messageClass, .successResponse)
+        let browser = try browserClient(of: fleet.members[0].turn)
+        XCTAssertEqual(browser.allocate(), .failed("438 on \(fleet.members[1].turn)"))
+        let second = try fleet.members[1].relay.waitFor { RelayProcess.number($0, "turn", "auth_failures", "stale_nonce") == 1 }
+        XCTAssertEqual(RelayProcess.number(second, "turn", "allocations_created"), 0)
+    }
+
     private func browserClient(of server: Endpoint) throws -> BrowserTurnClient {
         let login = TurnCredential.secret(FleetFixture.secret).login(validUntil: UInt64(time(nil)) + 3600)
         return try BrowserTurnClient(server: server, username: login.username, password: login.password)
