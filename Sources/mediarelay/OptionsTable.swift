@@ -331,7 +331,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxChannels: "TURN channels per allocation; a ChannelBind for one more is refused with 508"
         case .turnUnauthenticatedRate:
             "answers per second (burst: \(TurnLimits.burstSeconds) s worth) per source address and worker to TURN requests "
-                + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
+                + "that did not authenticate; each request from the address that authenticates earns it 2 more (up to "
+                + "\(TurnLimits.creditSeconds) s worth), so clients behind one NAT get in; past it they are counted and dropped "
+                + "(Binding is always answered)"
         case .turnAlternate:
             "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
                 + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients"
