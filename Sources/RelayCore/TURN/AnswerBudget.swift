@@ -23,7 +23,8 @@ import NetAddress
 /// `ways` slots, the set chosen by the address hashed with the process's random seed, so
 /// nobody can aim many addresses at one set. An address not in its set takes the slot whose
 /// bucket has refilled to the burst and holds no credit (forgetting it loses nothing: a new
-/// address starts full), else the one charged longest ago; a source evicted that way gets at most one more burst.
+/// address starts full), else the one charged longest ago; a source evicted that way gets at
+/// most one more burst, and one that held credit loses it (to earn it again).
 /// IPv4 addresses count one by one; IPv6 ones by /64, since one site holds a whole /64 and
 /// could otherwise spend a fresh address on every request (DNS RRL groups by /56).
 struct AnswerBudget {
