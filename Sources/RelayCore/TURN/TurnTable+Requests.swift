@@ -20,8 +20,9 @@ struct TurnRefusal: Error {
 /// source address (`AnswerBudget`, which requests that authenticate add to), Binding answers
 /// are not: Binding is the one request a client makes without credentials by design
 /// (server-reflexive candidates, NAT keepalives), and its success adds only XOR-MAPPED-ADDRESS
-/// (12 or 24 bytes) to the request, at most 1.4x on the wire. Budgeting it would let whoever forges an address starve the real clients
-/// behind it of their candidates, to take away a reflection that gains an attacker little.
+/// (12 or 24 bytes) to the request, at most 1.4x on the wire. Budgeting it would let whoever
+/// forges an address starve the real clients behind it of their candidates, to take away a
+/// reflection that gains an attacker little.
 extension TurnTable {
     /// A response to an unauthenticated request may exceed the request by this many bytes at
     /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
