@@ -80,7 +80,7 @@ extension OptionKey {
             false
         // The TURN server reads these at start; users and secrets may become reloadable once
         // it can swap them in (the two quotas above are atomics in TurnShared).
-        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
+        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
         }
@@ -124,6 +124,7 @@ extension OptionKey {
         case .turnUser: options.turnUsers.map { "\($0.name):\($0.password)" }.joined(separator: "\n")
         case .turnUsersFile: options.turnUsersFile ?? ""
         case .turnSecret: options.turnSecrets.joined(separator: "\n")
+        case .turnNonceSecret: options.turnNonceSecrets.joined(separator: "\n")
         case .turnAllowedPeer: options.turnAllowedPeers.map(\.text).joined(separator: ",")
         case .turnDeniedPeer: options.turnDeniedPeers.map(\.text).joined(separator: ",")
         case .turnMaxAllocations: String(options.turnMaxAllocations)

@@ -71,6 +71,8 @@ struct ServerOptions: Equatable, Sendable {
     var turnUsers: [TURNUser] = []
     var turnUsersFile: String? = nil
     var turnSecrets: [String] = []
+    /// `--turn-nonce-secret`: the fleet's nonce key; without it the REST secrets give one.
+    var turnNonceSecrets: [String] = []
     var turnAllowedPeers: [AddressRange] = []
     var turnDeniedPeers: [AddressRange] = []
     var turnMaxAllocations = 10000

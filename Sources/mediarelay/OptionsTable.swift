@@ -8,7 +8,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, ecnBacklog, ecnBacklogL4SThreshold,
         ecnBacklogClassicThreshold, logLevel, drainSeconds, readyThreshold,
         idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
-        turnSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
+        turnSecret, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
         turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
         turnMaxConnections, turnMaxConnectionsPerSource
 
@@ -53,6 +53,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUser: "--turn-user"
         case .turnUsersFile: "--turn-users-file"
         case .turnSecret: "--turn-secret"
+        case .turnNonceSecret: "--turn-nonce-secret"
         case .turnAllowedPeer: "--turn-allowed-peer"
         case .turnDeniedPeer: "--turn-denied-peer"
         case .turnMaxAllocations: "--turn-max-allocations"
@@ -88,7 +89,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels, .turnUnauthenticatedRate,
             .turnMaxConnections, .turnMaxConnectionsPerSource: .integer
         case .readyThreshold: .number
-        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
+        case .forward, .turn, .turnUser, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
         default: .string
         }
     }
@@ -102,7 +103,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .forward: ServerOptions.maxForwardRules
         case .turn, .turnAlternate, .turnTCP, .turnTLS: 64
-        case .turnSecret: 16
+        case .turnSecret, .turnNonceSecret: 16
         case .turnUser: 10_000
         default: 1024
         }
@@ -110,7 +111,7 @@ enum OptionKey: String, CaseIterable, Sendable {
 
     /// Tokens, passwords and secrets are never echoed back in an error message: it would end
     /// up in logs.
-    var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret }
+    var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret || self == .turnNonceSecret }
 
     var valueName: String {
         switch self {
@@ -137,7 +138,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnRealm: "REALM"
         case .turnUser: "NAME:PASSWORD"
         case .turnUsersFile: "PATH"
-        case .turnSecret: "SECRET"
+        case .turnSecret, .turnNonceSecret: "SECRET"
         case .turnAllowedPeer, .turnDeniedPeer: "CIDR"
         case .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnMaxChannels, .turnUnauthenticatedRate: "N"
         case .turnBandwidth: "BYTES"
@@ -184,6 +185,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnRealm: "mediarelay"
         case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
         case .turnUsersFile: "none"
+        case .turnNonceSecret: "derived from --turn-secret when given, else a key of this process alone"
         case .turnMaxAllocations: "10000"
         case .turnMaxAllocationsPerUser: "0 (no limit per user)"
         case .turnBandwidth: "0 (no limit)"
@@ -256,7 +258,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnRealm: TURNRealm.accepted
         case .turnUser: TURNUser.accepted + "; repeatable"
         case .turnUsersFile: "a readable text file, at most 1 MiB: one NAME:PASSWORD per line, # starts a comment line"
-        case .turnSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
+        case .turnSecret, .turnNonceSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
         case .turnAllowedPeer, .turnDeniedPeer: "a CIDR block such as 192.0.2.0/24 or 2001:db8::/32 (no host bits) or one address; repeatable"
         case .turnMaxAllocations: integers(Self.capRange)
         case .turnMaxAllocationsPerUser: integers(Self.perUserRange)
@@ -317,6 +319,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUser: "a static TURN user"
         case .turnUsersFile: "file of static TURN users, read at start"
         case .turnSecret: "shared secret of REST-API credentials (coturn's use-auth-secret); give two to rotate"
+        case .turnNonceSecret:
+            "secret the fleet's relays share so each accepts the nonces of the others (a browser sent on by 300 signs "
+                + "its Allocate with the nonce it holds); the first issues, all verify, so give two to rotate"
         case .turnAllowedPeer: "peers TURN clients may reach even inside the default deny list"
         case .turnDeniedPeer: "peers TURN clients may never reach; wins over --turn-allowed-peer"
         case .turnMaxAllocations: "TURN allocations at once"
@@ -326,7 +331,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxChannels: "TURN channels per allocation; a ChannelBind for one more is refused with 508"
         case .turnUnauthenticatedRate:
             "answers per second (burst: \(TurnLimits.burstSeconds) s worth) per source address and worker to TURN requests "
-                + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
+                + "that did not authenticate; each request from the address that authenticates earns it 2 more (up to "
+                + "\(TurnLimits.creditSeconds) s worth), so clients behind one NAT get in; past it they are counted and dropped "
+                + "(Binding is always answered)"
         case .turnAlternate:
             "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
                 + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients"
@@ -386,6 +393,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             guard !text.isEmpty else { throw ValueProblem(expected: "expected \(accepted)") }
             options.turnUsersFile = text
         case .turnSecret: options.turnSecrets.append(try Self.visibleASCII(text, expected: accepted))
+        case .turnNonceSecret: options.turnNonceSecrets.append(try Self.visibleASCII(text, expected: accepted))
         case .turnAllowedPeer: options.turnAllowedPeers.append(try Self.range(text))
         case .turnDeniedPeer: options.turnDeniedPeers.append(try Self.range(text))
         case .turnMaxAllocations: options.turnMaxAllocations = try integer(text, in: Self.capRange)
@@ -412,6 +420,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turn: options.turnListeners = []
         case .turnUser: options.turnUsers = []
         case .turnSecret: options.turnSecrets = []
+        case .turnNonceSecret: options.turnNonceSecrets = []
         case .turnAllowedPeer: options.turnAllowedPeers = []
         case .turnDeniedPeer: options.turnDeniedPeers = []
         case .turnAlternate: options.turnAlternates = []

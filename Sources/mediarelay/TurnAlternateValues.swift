@@ -52,6 +52,13 @@ enum TurnAlternateDomain {
 }
 
 extension ServerOptions {
+    /// What the TURN nonce key is derived from: `--turn-nonce-secret`, else the REST secrets
+    /// (every relay serving the same credentials holds them, so a fleet shares its nonces with
+    /// no option more); empty with static users alone, for a key of this process.
+    var turnNonceKeySecrets: [[UInt8]] {
+        (turnNonceSecrets.isEmpty ? turnSecrets : turnNonceSecrets).map { Array($0.utf8) }
+    }
+
     /// The alternates as the TURN server takes them.
     var turnAlternatesInForce: TurnAlternates {
         TurnAlternates(plain: turnAlternates.filter { !$0.tls }.map(\.endpoint),

@@ -25,7 +25,12 @@ extension Server {
                                 ownPorts: relay.ports.range,
                                 relayAddresses: [relayIPv4, relayIPv6, advertiseIPv4, advertiseIPv6].compactMap { $0 },
                                 ownAddresses: relay.hostAddresses)
-        let authenticator = TurnAuthenticator(credentials: credentials)
+        let authenticator = TurnAuthenticator(credentials: credentials, nonces: .fleet(secrets: options.turnNonceKeySecrets))
+        if !options.turnAlternates.isEmpty && !authenticator.nonces.isShared {
+            log.warning("--turn-alternate without --turn-nonce-secret or --turn-secret: the siblings cannot verify this relay's "
+                + "nonces, so a browser (libwebrtc) sent on by 300 Try Alternate gets 438 there and gives up; "
+                + "give every relay of the fleet the same --turn-nonce-secret")
+        }
         if !authenticator.challengeFitsBareAllocate {
             log.warning("--turn-realm is \(options.turnRealm.utf8.count) bytes: the 401 to an Allocate that carries only "
                 + "REQUESTED-TRANSPORT would exceed the amplification bound, so such clients get no answer; "

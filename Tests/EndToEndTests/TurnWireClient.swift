@@ -11,7 +11,8 @@ import STUN
 /// (the requests themselves: `SigningTurnClient`).
 final class TurnWireClient: SigningTurnClient {
     let socket: LoadGen.UDPSocket
-    let server: SocketAddress
+    /// Where requests go: the TURN listener it was given, or an alternate a test moved it to.
+    var server: SocketAddress
     let username: String
     let password: String
     var realm = ""

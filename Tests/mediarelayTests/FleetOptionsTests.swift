@@ -11,6 +11,15 @@ import XCTest
 final class FleetOptionsTests: XCTestCase {
     let base = ["--turn", "127.0.0.1:3478", "--turn-secret", "s"]
 
+    func testTheNonceKeyComesFromTheNonceSecretElseTheRESTSecrets() {
+        XCTAssertEqual(runOptions(base)?.turnNonceKeySecrets, [Array("s".utf8)], "the REST secret, which the fleet shares")
+        XCTAssertEqual(runOptions(base + ["--turn-nonce-secret", "n1", "--turn-nonce-secret", "n2"])?.turnNonceKeySecrets,
+                       [Array("n1".utf8), Array("n2".utf8)], "the nonce secrets win, in order")
+        XCTAssertEqual(runOptions(["--turn", "127.0.0.1:3478", "--turn-user", "a:b"])?.turnNonceKeySecrets, [],
+                       "static users alone: a key of this process")
+        refusal(["--turn-nonce-secret", "n"], mentions: ["--turn-nonce-secret:", "without a TURN listener"])
+    }
+
     func testAlternatesSplitByTransportInOrder() {
         let options = runOptions(base + ["--turn-alternate", "127.0.0.2:3478", "--turn-alternate=tls:127.0.0.2:5349",
                                          "--turn-alternate", "[::1]:3478", "--turn-alternate-domain", "turn.example.org."])

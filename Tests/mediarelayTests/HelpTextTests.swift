@@ -12,6 +12,7 @@ final class HelpTextTests: XCTestCase {
         "--ecn-backlog-classic-threshold",
         "--log-level", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
+        "--turn-nonce-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
         "--turn-alternate-domain", "--turn-tcp", "--turn-tls", "--tls-cert", "--tls-key", "--turn-max-connections",
