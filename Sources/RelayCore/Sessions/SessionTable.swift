@@ -68,6 +68,8 @@ final class SessionTable {
     var sessionsCreated: UInt64 = 0
     var sessionsDeleted: UInt64 = 0
     var sessionsExpired: UInt64 = 0
+    /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,

@@ -1,0 +1,31 @@
+import NetAddress
+
+/// The accounting record of a forward-rule client that ends, built as it is removed.
+extension ForwardRuleTable {
+    /// Hands client `index`'s record to `accounting` (if any). Two sides: the client (reached
+    /// from the rule's listen address) and the upstream (reached from the client's own port).
+    func account(_ index: Int, _ state: ClientState, _ reason: EndReason) {
+        guard let accounting else { return }
+        let rule = rules[Int(state.rule)].rule
+        let counters = clientCounters[index]
+        var client = AccountingSide(name: "client", remote: state.source, local: [rule.listen])
+        client.packetsIn = counters.packetsFromClient
+        client.bytesIn = counters.bytesFromClient
+        client.packetsOut = counters.packetsToClient
+        client.bytesOut = counters.bytesToClient
+        client.setECN(in: counters.ecnFromClient, out: counters.ecnToClient)
+        // The upstream socket is bound to the wildcard address of the upstream's family.
+        let local = rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: state.port) : Endpoint(high: 0, low: 0, port: state.port)
+        var upstream = AccountingSide(name: "upstream", remote: rule.upstream, local: [local])
+        upstream.packetsIn = counters.packetsToClient
+        upstream.bytesIn = counters.bytesToClient
+        upstream.packetsOut = counters.packetsFromClient
+        upstream.bytesOut = counters.bytesFromClient
+        upstream.setECN(in: counters.ecnFromUpstream, out: counters.ecnToUpstream)
+        let span = AccountingRecord.span(created: state.created, now: now)
+        accounting(AccountingRecord(kind: .forwardClient, id: rule.listen.description, transport: .udp,
+                                    startNanoseconds: span.start, durationNanoseconds: span.duration,
+                                    sides: [client, upstream], ceMarked: counters.ceMarked,
+                                    drops: counters.drops.nonZero, reason: reason))
+    }
+}

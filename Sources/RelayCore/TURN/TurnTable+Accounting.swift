@@ -1,0 +1,32 @@
+/// The accounting record of an allocation that ends, built from its counters as it is removed.
+extension TurnTable {
+    /// Hands allocation `a`'s record to `accounting` (if any). Two sides: the client (what it
+    /// sent that was relayed, what it was sent) and its peers through the relayed addresses.
+    func account(_ a: Int, _ reason: EndReason) {
+        guard let accounting else { return }
+        let allocation = allocations[a]
+        let counters = allocation.counters
+        let fromClient = counters.channelDataIn &+ counters.indicationsIn
+        let toClient = counters.channelDataOut &+ counters.indicationsOut
+        var client = AccountingSide(name: "client", remote: allocation.client.address, local: [])
+        client.packetsIn = fromClient
+        client.bytesIn = counters.bytesToPeers
+        client.packetsOut = toClient
+        client.bytesOut = counters.bytesToClient
+        client.setECN(in: counters.ecnFromClient, out: counters.ecnToClient)
+        var peers = AccountingSide(name: "peers", remote: nil,
+                                   local: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised })
+        peers.packetsIn = toClient
+        peers.bytesIn = counters.bytesToClient
+        peers.packetsOut = fromClient
+        peers.bytesOut = counters.bytesToPeers
+        peers.setECN(in: counters.ecnFromPeers, out: counters.ecnToPeers)
+        let drops = TurnDropReason.allCases.compactMap { reason in
+            counters.drops[reason.rawValue] > 0 ? (reason: reason.name, count: counters.drops[reason.rawValue]) : nil
+        }
+        let span = AccountingRecord.span(created: allocation.created, now: now)
+        accounting(AccountingRecord(kind: .allocation, id: allocation.username, transport: allocation.transport,
+                                    startNanoseconds: span.start, durationNanoseconds: span.duration, sides: [client, peers],
+                                    ceMarked: counters.ceMarked.total, drops: drops, reason: reason))
+    }
+}
