@@ -2,6 +2,7 @@
 extension TurnTable {
     /// Hands allocation `a`'s record to `accounting` (if any). Two sides: the client (what it
     /// sent that was relayed, what it was sent) and its peers through the relayed addresses.
+    /// Bytes are payload bytes (without ChannelData or Send/Data framing), as in the stats.
     func account(_ a: Int, _ reason: EndReason) {
         guard let accounting else { return }
         let allocation = allocations[a]
@@ -14,6 +15,10 @@ extension TurnTable {
         client.packetsOut = toClient
         client.bytesOut = counters.bytesToClient
         client.setECN(in: counters.ecnFromClient, out: counters.ecnToClient)
+        if allocation.transport != .udp {
+            // A stream carries no codepoint per message: what reached the client was Not-ECT.
+            client.ecnOut = [toClient, 0, 0, 0]
+        }
         var peers = AccountingSide(name: "peers", remote: nil,
                                    local: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised })
         peers.packetsIn = toClient
