@@ -9,23 +9,23 @@ extension ForwardRuleTable {
         let rule = rules[Int(state.rule)].rule
         let counters = clientCounters[index]
         var client = AccountingSide(name: "client", remote: state.source, local: [rule.listen])
-        client.packetsIn = counters.packetsFromClient
-        client.bytesIn = counters.bytesFromClient
-        client.packetsOut = counters.packetsToClient
-        client.bytesOut = counters.bytesToClient
-        client.setECN(in: counters.ecnFromClient, out: counters.ecnToClient)
+        client.packetsIn = counters.up.packets
+        client.bytesIn = counters.up.bytes
+        client.packetsOut = counters.down.packets
+        client.bytesOut = counters.down.bytes
+        client.setECN(in: counters.up.ecnReceived, out: counters.down.ecnSent)
         // The upstream socket is bound to the wildcard address of the upstream's family.
         let local = rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: state.port) : Endpoint(high: 0, low: 0, port: state.port)
         var upstream = AccountingSide(name: "upstream", remote: rule.upstream, local: [local])
-        upstream.packetsIn = counters.packetsToClient
-        upstream.bytesIn = counters.bytesToClient
-        upstream.packetsOut = counters.packetsFromClient
-        upstream.bytesOut = counters.bytesFromClient
-        upstream.setECN(in: counters.ecnFromUpstream, out: counters.ecnToUpstream)
+        upstream.packetsIn = counters.down.packets
+        upstream.bytesIn = counters.down.bytes
+        upstream.packetsOut = counters.up.packets
+        upstream.bytesOut = counters.up.bytes
+        upstream.setECN(in: counters.down.ecnReceived, out: counters.up.ecnSent)
         let span = AccountingRecord.span(created: state.created, now: now)
         accounting(AccountingRecord(kind: .forwardClient, id: rule.listen.description, transport: .udp,
                                     startNanoseconds: span.start, durationNanoseconds: span.duration,
-                                    sides: [client, upstream], ceMarked: counters.ceMarked,
+                                    sides: [client, upstream], ceMarked: counters.up.ceMarked &+ counters.down.ceMarked,
                                     drops: counters.drops.nonZero, reason: reason))
     }
 }

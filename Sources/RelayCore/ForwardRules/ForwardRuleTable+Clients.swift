@@ -21,7 +21,7 @@ extension ForwardRuleTable {
         let index = freeClients.popLast().map(Int.init) ?? clients.count
         let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now, created: now)
         if index < clients.count { clients[index] = state } else { clients.append(state) }
-        clientCounters.reset(index)
+        if index < clientCounters.count { clientCounters[index] = ForwardClientCounters() } else { clientCounters.append(ForwardClientCounters()) }
         clientsByRule[rule][source] = Int32(index)
         engine.setOwner(socket, OwnerTag(.upstream, Int32(index)))
         clientCount += 1

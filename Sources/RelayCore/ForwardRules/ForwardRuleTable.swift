@@ -65,7 +65,7 @@ final class ForwardRuleTable {
     var clientsCreated: UInt64 = 0
     var clientsExpired: UInt64 = 0
     /// Each client's counters, by client index (written per datagram, read when it ends).
-    let clientCounters = ForwardClientCounterStore()
+    let clientCounters = EntryStore<ForwardClientCounters>()
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
@@ -118,12 +118,7 @@ final class ForwardRuleTable {
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: route.pointee.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
-        let received = Int(datagram.trafficClass.ecn.rawValue), sent = Int(marking.ecn.rawValue)
-        clientCounters[client].packetsFromClient &+= 1
-        clientCounters[client].bytesFromClient &+= UInt64(datagram.bytes.count)
-        clientCounters[client].ecnFromClient[received] &+= 1
-        clientCounters[client].ecnToUpstream[sent] &+= 1
-        clientCounters[client].ceMarked &+= Self.markedHere(received, sent)
+        clientCounters[client].up.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     @inline(__always)
@@ -140,18 +135,7 @@ final class ForwardRuleTable {
         noteHeard(client)
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: route.pointee.listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
-        let received = Int(datagram.trafficClass.ecn.rawValue), sent = Int(marking.ecn.rawValue)
-        clientCounters[client].packetsToClient &+= 1
-        clientCounters[client].bytesToClient &+= UInt64(datagram.bytes.count)
-        clientCounters[client].ecnFromUpstream[received] &+= 1
-        clientCounters[client].ecnToClient[sent] &+= 1
-        clientCounters[client].ceMarked &+= Self.markedHere(received, sent)
-    }
-
-    /// 1 when the relay marked a datagram CE itself (it leaves CE but did not arrive CE), else 0.
-    @inline(__always)
-    private static func markedHere(_ received: Int, _ sent: Int) -> UInt64 {
-        sent == Int(ECN.ce.rawValue) && received != Int(ECN.ce.rawValue) ? 1 : 0
+        clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     /// Notes that `client` was heard in this turn. `now` moves once a turn, so the array is

@@ -55,7 +55,7 @@ final class SessionTable {
     // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
-    let legs = LegStore()
+    let legs = EntryStore<LegState>()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
