@@ -13,7 +13,8 @@ extension ForwardRuleTable {
         client.bytesIn = counters.up.bytes
         client.packetsOut = counters.down.packets
         client.bytesOut = counters.down.bytes
-        client.setECN(in: counters.up.ecnReceived, out: counters.down.ecnSent)
+        client.ecnIn = counters.up.ecnReceived
+        client.ecnOut = counters.down.ecnSent
         // The upstream socket is bound to the wildcard address of the upstream's family.
         let local = rule.upstream.isIPv4 ? Endpoint(ipv4: 0, port: state.port) : Endpoint(high: 0, low: 0, port: state.port)
         var upstream = AccountingSide(name: "upstream", remote: rule.upstream, local: [local])
@@ -21,7 +22,8 @@ extension ForwardRuleTable {
         upstream.bytesIn = counters.down.bytes
         upstream.packetsOut = counters.up.packets
         upstream.bytesOut = counters.up.bytes
-        upstream.setECN(in: counters.down.ecnReceived, out: counters.up.ecnSent)
+        upstream.ecnIn = counters.down.ecnReceived
+        upstream.ecnOut = counters.up.ecnSent
         let span = AccountingRecord.span(created: state.created, now: now)
         accounting(AccountingRecord(kind: .forwardClient, id: rule.listen.description, transport: .udp,
                                     startNanoseconds: span.start, durationNanoseconds: span.duration,
