@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import LoadGen
 import NetAddress
+import STUN
 import TestPorts
 import XCTest
 
@@ -108,6 +109,24 @@ final class AccountingLogTests: XCTestCase {
             ], "\(transport) allocation")
             if let line { assertTimes(line, since: before) }
         }
+    }
+
+    /// A REST user name is the client's choice: spaces, quotes, `=` and a line break in it
+    /// neither break the text line nor forge a field, and it reads back whole.
+    func testAClientChosenUserNameIsEscaped() throws {
+        let secret = "accounting-secret"
+        let server = try TurnStreamServerFixture(["--turn-secret", secret])
+        let username = "\(UInt64(time(nil)) + 3600):eve \"x\" kind=session\nmediarelay[info] accounting reason=forged"
+        let password = LongTermKey.restPassword(secret: Array(secret.utf8), username: username)
+        let client = try TurnStreamClientFixture(port: server.tcpPort, username: username, password: password)
+        let peer = try Peers(count: 1)
+        _ = try client.allocate(channel: 0x4000, to: peer.address(0))
+        shutdown(client.descriptor, Int32(SHUT_RDWR))
+        let line = AccountingLines.wait(server.relay) { $0["kind"] == "allocation" }
+        assertFields(line, ["user": username, "reason": "connection_closed", "transport": "tcp"], "escaped user name")
+        let lines = server.relay.log.split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.contains("accounting") }.count, 1, server.relay.log)
+        XCTAssertFalse(lines.contains { $0.hasPrefix("mediarelay[info] accounting reason=forged") }, server.relay.log)
     }
 
     /// A session ended by DELETE, as text; then SIGHUP switches the config file's log_format
