@@ -116,10 +116,9 @@ final class ForwardRuleTable {
         route.pointee.lastClient = Int32(client)
         noteHeard(client)
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
-        // Counted before the send: nothing it uses then stays live across the engine call.
-        clientCounters[client].up.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: route.pointee.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].up.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     @inline(__always)
@@ -135,8 +134,8 @@ final class ForwardRuleTable {
         }
         noteHeard(client)
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
-        clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
         engine.enqueue(socket: route.pointee.listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     /// Notes that `client` was heard in this turn. `now` moves once a turn, so the array is
