@@ -73,11 +73,17 @@ public struct AccountingSide: Sendable, Equatable {
         self.local = local
     }
 
-    mutating func setECN(in received: InlineArray<4, UInt64>, out sent: InlineArray<4, UInt64>) {
-        for codepoint in 0..<4 {
-            ecnIn[codepoint] = received[codepoint]
-            ecnOut[codepoint] = sent[codepoint]
-        }
+    /// A side with what came in from it and what went out to it.
+    init(name: String, remote: Endpoint?, local: [Endpoint], in received: (packets: UInt64, bytes: UInt64, ecn: [UInt64]),
+         out sent: (packets: UInt64, bytes: UInt64, ecn: [UInt64])) {
+        self.init(name: name, remote: remote, local: local)
+        (packetsIn, bytesIn, ecnIn) = received
+        (packetsOut, bytesOut, ecnOut) = sent
+    }
+
+    /// ECN counts of a fixed table, by codepoint value.
+    static func codepoints(_ counts: InlineArray<4, UInt64>) -> [UInt64] {
+        (0..<4).map { counts[$0] }
     }
 }
 

@@ -13,13 +13,10 @@ extension SessionTable {
         for slot in 0..<session.slotCount {
             let leg = legs[first + slot]
             let name = slot < session.request.legs ? "leg\(slot)" : "rtcp\(slot - session.request.legs)"
-            var side = AccountingSide(name: name, remote: leg.latched, local: [leg.address])
-            side.packetsIn = leg.counters.packetsIn
-            side.bytesIn = leg.counters.bytesIn
-            side.packetsOut = leg.counters.packetsOut
-            side.bytesOut = leg.counters.bytesOut
-            side.setECN(in: leg.counters.ecnIn, out: leg.counters.ecnOut)
-            sides.append(side)
+            let counters = leg.counters
+            sides.append(AccountingSide(name: name, remote: leg.latched, local: [leg.address],
+                                        in: (counters.packetsIn, counters.bytesIn, AccountingSide.codepoints(counters.ecnIn)),
+                                        out: (counters.packetsOut, counters.bytesOut, AccountingSide.codepoints(counters.ecnOut))))
             ceMarked &+= leg.counters.ceMarked.total
             drops.merge(leg.counters.drops)
         }

@@ -9,23 +9,14 @@ extension TurnTable {
         let counters = allocation.counters
         let fromClient = counters.channelDataIn &+ counters.indicationsIn
         let toClient = counters.channelDataOut &+ counters.indicationsOut
-        var client = AccountingSide(name: "client", remote: allocation.client.address, local: [])
-        client.packetsIn = fromClient
-        client.bytesIn = counters.bytesToPeers
-        client.packetsOut = toClient
-        client.bytesOut = counters.bytesToClient
-        client.setECN(in: counters.ecnFromClient, out: counters.ecnToClient)
-        if allocation.transport != .udp {
-            // A stream carries no codepoint per message: what reached the client was Not-ECT.
-            client.ecnOut = [toClient, 0, 0, 0]
-        }
-        var peers = AccountingSide(name: "peers", remote: nil,
-                                   local: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised })
-        peers.packetsIn = toClient
-        peers.bytesIn = counters.bytesToClient
-        peers.packetsOut = fromClient
-        peers.bytesOut = counters.bytesToPeers
-        peers.setECN(in: counters.ecnFromPeers, out: counters.ecnToPeers)
+        // A stream carries no codepoint per message: what reached a TCP or TLS client was Not-ECT.
+        let ecnToClient = allocation.transport == .udp ? AccountingSide.codepoints(counters.ecnToClient) : [toClient, 0, 0, 0]
+        let client = AccountingSide(name: "client", remote: allocation.client.address, local: [],
+                                    in: (fromClient, counters.bytesToPeers, AccountingSide.codepoints(counters.ecnFromClient)),
+                                    out: (toClient, counters.bytesToClient, ecnToClient))
+        let peers = AccountingSide(name: "peers", remote: nil, local: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised },
+                                   in: (toClient, counters.bytesToClient, AccountingSide.codepoints(counters.ecnFromPeers)),
+                                   out: (fromClient, counters.bytesToPeers, AccountingSide.codepoints(counters.ecnToPeers)))
         let drops = TurnDropReason.allCases.compactMap { reason in
             counters.drops[reason.rawValue] > 0 ? (reason: reason.name, count: counters.drops[reason.rawValue]) : nil
         }
