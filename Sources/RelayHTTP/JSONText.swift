@@ -15,8 +15,9 @@ import Foundation
 /// Unicode scalar values (byte order for the ASCII keys the API has). Strings are escaped as
 /// RFC 8259 requires: `"`, `\` and the control characters below U+0020; everything else is
 /// written as UTF-8. Nesting is bounded (`maximumDepth`) so a value that contains itself
-/// cannot recurse without end.
-enum JSONText {
+/// cannot recurse without end. `writeString` is the one JSON string escaper of the relay: the
+/// executable's log lines (`--log-format json`, and quoted values in text) use it too.
+public enum JSONText {
     static let maximumDepth = 64
 
     static func encode(_ object: [String: Any]) -> [UInt8]? {
@@ -77,7 +78,9 @@ enum JSONText {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ string: String, into out: inout [UInt8]) {
+    /// Appends `string` to `out` as a JSON string: quoted, with `"`, `\` and the control
+    /// characters below U+0020 escaped, the rest as UTF-8.
+    public static func writeString(_ string: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
             switch byte {

@@ -59,7 +59,7 @@ extension OptionKey {
     /// the next start. Exhaustive on purpose: a new key (TURN users, say) must choose.
     var isReloadable: Bool {
         switch self {
-        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
+        case .controlToken, .logLevel, .logFormat, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
             .maxClients, .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate, .turnAlternate, .turnAlternateDomain:
             true
         // The certificate is read again on every SIGHUP (a certbot renewal), from these paths.
@@ -110,6 +110,7 @@ extension OptionKey {
         case .ecnBacklogL4SThreshold: String(options.ecnBacklogL4SThreshold)
         case .ecnBacklogClassicThreshold: String(options.ecnBacklogClassicThreshold)
         case .logLevel: options.logLevel.rawValue
+        case .logFormat: options.logFormat.rawValue
         case .drainSeconds: String(options.drainSeconds)
         case .readyThreshold: String(options.readyThreshold)
         case .idleTimeout: String(options.idleTimeoutSeconds)
@@ -151,6 +152,7 @@ extension ServerOptions {
         var next = self
         next.controlToken = new.controlToken
         next.logLevel = new.logLevel
+        next.logFormat = new.logFormat
         next.dscp = new.dscp
         next.serviceClass = new.serviceClass
         next.ecn = new.ecn

@@ -55,6 +55,7 @@ struct ServerOptions: Equatable, Sendable {
     /// Bytes per second the relay sends in all; 0: no cap.
     var egressRate = 0
     var logLevel: LogLevel = .info
+    var logFormat: LogFormat = .text
     var drainSeconds = 0
     /// /readyz says 503 once any capacity in use reaches this fraction of its total.
     var readyThreshold = 0.9

@@ -6,7 +6,7 @@ import RelayCore
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, ecnBacklog, ecnBacklogL4SThreshold,
-        ecnBacklogClassicThreshold, logLevel, drainSeconds, readyThreshold,
+        ecnBacklogClassicThreshold, logLevel, logFormat, drainSeconds, readyThreshold,
         idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
         turnSecret, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
         turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
@@ -40,6 +40,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: "--ecn-backlog-l4s-threshold"
         case .ecnBacklogClassicThreshold: "--ecn-backlog-classic-threshold"
         case .logLevel: "--log-level"
+        case .logFormat: "--log-format"
         case .drainSeconds: "--drain-seconds"
         case .readyThreshold: "--ready-threshold"
         case .idleTimeout: "--idle-timeout"
@@ -131,6 +132,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnL4SThreshold, .ecnClassicThreshold: "PERCENT"
         case .ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold: "US"
         case .logLevel: "L"
+        case .logFormat: "text|json"
         case .drainSeconds, .idleTimeout: "S"
         case .readyThreshold: "FRACTION"
         case .maxDatagramSize, .egressRate: "BYTES"
@@ -173,6 +175,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: "\(BacklogThresholds.defaultL4SMicroseconds) (1 ms)"
         case .ecnBacklogClassicThreshold: "\(BacklogThresholds.defaultClassicMicroseconds) (5 ms)"
         case .logLevel: "info"
+        case .logFormat: "text"
         case .drainSeconds: "0"
         case .readyThreshold: "0.9"
         case .idleTimeout: "60"
@@ -247,6 +250,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: integers(Self.sojournRange) + ", below --ecn-backlog-classic-threshold"
         case .ecnBacklogClassicThreshold: integers(Self.sojournRange) + ", above --ecn-backlog-l4s-threshold"
         case .logLevel: oneOf(LogLevel.allCases)
+        case .logFormat: oneOf(LogFormat.allCases)
         case .drainSeconds: integers(Self.drainRange)
         case .readyThreshold: "a decimal fraction above 0 and at most 1, such as 0.9"
         case .idleTimeout: integers(Self.idleTimeoutRange)
@@ -304,6 +308,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: "microseconds an ECT(1) (L4S) datagram may wait in a socket queue before it is marked CE"
         case .ecnBacklogClassicThreshold: "microseconds an ECT(0) (classic) datagram may wait in a socket queue before it is marked CE"
         case .logLevel: "lowest level of log lines on stderr"
+        case .logFormat: "log lines as text (key=value fields) or JSON (one object per line)"
         case .drainSeconds: "after SIGTERM/SIGINT, keep forwarding this long before exiting"
         case .readyThreshold: "/readyz answers 503 once any capacity (allocations, sessions, ports) is this full"
         case .idleTimeout: "forget a forward client after this many idle seconds"
@@ -375,6 +380,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: options.ecnBacklogL4SThreshold = try integer(text, in: Self.sojournRange)
         case .ecnBacklogClassicThreshold: options.ecnBacklogClassicThreshold = try integer(text, in: Self.sojournRange)
         case .logLevel: options.logLevel = try choice(text)
+        case .logFormat: options.logFormat = try choice(text)
         case .drainSeconds: options.drainSeconds = try integer(text, in: Self.drainRange)
         case .readyThreshold: options.readyThreshold = try fraction(text)
         case .idleTimeout: options.idleTimeoutSeconds = try integer(text, in: Self.idleTimeoutRange)

@@ -21,7 +21,7 @@ struct Server {
         self.options = options
         self.arguments = arguments
         self.environment = environment
-        log = Log(level: options.logLevel)
+        log = Log(level: options.logLevel, format: options.logFormat)
         notifier = SystemdNotifier(environment: environment)
     }
 
@@ -37,6 +37,9 @@ struct Server {
                                               maxDatagramSize: options.maxDatagramSize, receiveTimestamps: options.ecnBacklog)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
+        // Formatted and written on the worker that ends the entry (one write(2) a line).
+        let log = self.log
+        settings.accounting = { record in log.record(AccountingLine.message, AccountingLine.fields(record)) }
         settings.ecnMarking = options.ecnMarking
         settings.ecnThresholds = ECNThresholds(l4sPercent: options.ecnL4SThreshold, classicPercent: options.ecnClassicThreshold)
         settings.backlogThresholds = BacklogThresholds(l4sMicroseconds: options.ecnBacklogL4SThreshold,
@@ -174,6 +177,7 @@ struct Server {
     private func apply(_ options: ServerOptions, relay: Relay, settings: ReloadableSettings) {
         settings.replace(with: .init(options))
         log.setLevel(options.logLevel)
+        log.setFormat(options.logFormat)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits,
                                        ecnMarking: options.ecnMarking))

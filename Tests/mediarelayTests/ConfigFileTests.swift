@@ -18,7 +18,7 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "ecn_marking": "off", "ecn_l4s_threshold": 10,
           "ecn_classic_threshold": 90, "ecn_backlog": "off", "ecn_backlog_l4s_threshold": 2000,
-          "ecn_backlog_classic_threshold": 15000, "egress_rate": 1250000, "log_level": "warning",
+          "ecn_backlog_classic_threshold": 15000, "egress_rate": 1250000, "log_level": "warning", "log_format": "json",
           "drain_seconds": 30, "ready_threshold": 0.8, "idle_timeout_seconds": 120, "max_clients": 50,
           "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
@@ -62,6 +62,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.serviceClass, .signaling)
         XCTAssertEqual(options.ecn, .clear)
         XCTAssertEqual(options.logLevel, .warning)
+        XCTAssertEqual(options.logFormat, .json)
         XCTAssertEqual(options.drainSeconds, 30)
         XCTAssertEqual(options.readyThreshold, 0.8)
         XCTAssertEqual(options.idleTimeoutSeconds, 120)
@@ -98,7 +99,7 @@ final class ConfigFileTests: XCTestCase {
             "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "ecn_marking", "ecn_l4s_threshold", "ecn_classic_threshold",
             "ecn_backlog", "ecn_backlog_l4s_threshold", "ecn_backlog_classic_threshold",
-            "log_level", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "log_level", "log_format", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
             "max_datagram_size", "egress_rate", "turn", "turn_realm",
             "turn_user", "turn_users_file", "turn_secret", "turn_nonce_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",

@@ -10,7 +10,7 @@ final class HelpTextTests: XCTestCase {
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--ecn-marking", "--ecn-l4s-threshold", "--ecn-classic-threshold", "--ecn-backlog", "--ecn-backlog-l4s-threshold",
         "--ecn-backlog-classic-threshold",
-        "--log-level", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
+        "--log-level", "--log-format", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
         "--turn-nonce-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",

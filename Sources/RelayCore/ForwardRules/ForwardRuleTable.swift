@@ -36,6 +36,7 @@ final class ForwardRuleTable {
         var upstreamSocket: SocketID
         var port: UInt16
         var lastHeard: UInt64
+        var created: UInt64
     }
 
     let engine: DatagramEngine
@@ -63,6 +64,10 @@ final class ForwardRuleTable {
     @exclusivity(unchecked) var random = MarkingRandom()
     var clientsCreated: UInt64 = 0
     var clientsExpired: UInt64 = 0
+    /// Each client's counters, by client index (written per datagram, read when it ends).
+    let clientCounters = EntryStore<ForwardClientCounters>()
+    /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
     /// socket, or nowhere).
 
@@ -110,9 +115,10 @@ final class ForwardRuleTable {
         route.pointee.lastSource = datagram.source
         route.pointee.lastClient = Int32(client)
         noteHeard(client)
-        guard let marking = outgoing(datagram, route.pointee.policy) else { return }
+        guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: route.pointee.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].up.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     @inline(__always)
@@ -122,10 +128,14 @@ final class ForwardRuleTable {
         // Only the rule's upstream may answer through this socket: anything else would make
         // the relay a reflector towards its clients.
         let route = routes + rule
-        guard datagram.source == route.pointee.upstream else { return drops.add(.unknownSource) }
+        guard datagram.source == route.pointee.upstream else {
+            clientCounters[client].drops.add(.unknownSource)
+            return drops.add(.unknownSource)
+        }
         noteHeard(client)
-        guard let marking = outgoing(datagram, route.pointee.policy) else { return }
+        guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: route.pointee.listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     /// Notes that `client` was heard in this turn. `now` moves once a turn, so the array is

@@ -55,7 +55,7 @@ final class SessionTable {
     // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
-    let legs = LegStore()
+    let legs = EntryStore<LegState>()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
@@ -68,6 +68,8 @@ final class SessionTable {
     var sessionsCreated: UInt64 = 0
     var sessionsDeleted: UInt64 = 0
     var sessionsExpired: UInt64 = 0
+    /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,

@@ -194,7 +194,7 @@ extension TurnTable {
             guard has else { throw TurnRefusal(code: .peerAddressFamilyMismatch) }
         }
         if requested == 0 {
-            removeAllocation(a)
+            removeAllocation(a, .deleted)
             counters.allocationsDeleted &+= 1
             answer.append(.lifetime, uint32: 0)
             return

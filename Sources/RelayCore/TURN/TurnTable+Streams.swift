@@ -140,7 +140,7 @@ extension TurnTable {
         connections[c].closing = true
         transportCounters.close(connections[c].transport, reason)
         if let a = byClient[connections[c].client(c)] {
-            removeAllocation(Int(a))
+            removeAllocation(Int(a), .connectionClosed)
             counters.allocationsDeleted &+= 1
         }
         finishClose(c)
@@ -193,7 +193,7 @@ extension TurnTable {
         // Closing already, so removing the allocation queues no second close for this index.
         connections[c].closing = true
         if let a = byClient[connection.client(c)] {
-            removeAllocation(Int(a))
+            removeAllocation(Int(a), .connectionClosed)
             counters.allocationsDeleted &+= 1
         }
         shared.releaseConnection(from: connection.peer)
