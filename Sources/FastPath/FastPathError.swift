@@ -13,7 +13,8 @@ public struct FastPathError: Error, Sendable, CustomStringConvertible {
     static func failed(_ operation: String, code: Int32, detail: String? = nil) -> FastPathError {
         var text = "fast path: \(operation): \(SystemCallError.explain(code))"
         if code == EPERM || code == EACCES {
-            text += " (loading BPF needs CAP_BPF and CAP_NET_ADMIN: run as root or grant them)"
+            // libbpf's own words here guess at a missing kernel option: the cause is privilege.
+            return FastPathError(text + " (loading BPF needs CAP_BPF and CAP_NET_ADMIN: run as root or grant them)")
         }
         if let detail, !detail.isEmpty { text += " [libbpf: \(detail)]" }
         return FastPathError(text)

@@ -15,7 +15,7 @@ enum LibbpfLog {
             }
             let text = String(decoding: buffer.prefix(min(max(written, 0), buffer.count - 1)), as: UTF8.self)
             LibbpfLog.lines.withLock { lines in
-                lines.append(contentsOf: text.split(separator: "\n").map(String.init))
+                lines.append(contentsOf: text.split(separator: "\n").map { String($0.hasPrefix("libbpf: ") ? $0.dropFirst(8) : $0) })
                 if lines.count > 64 { lines.removeFirst(lines.count - 64) }
             }
             return 0

@@ -121,7 +121,9 @@ static __always_inline int parse(struct __sk_buff *skb, struct mr_packet *packet
     packet->key.source_port = udp->source;
     packet->key.destination_port = udp->dest;
     __u32 length = bpf_ntohs(udp->len);
-    if (length < sizeof(*udp) || length != skb->len - packet->l4)
+    // A first fragment carries the UDP length of the whole datagram; it is looked up (and
+    // counted as handed back) but never changed.
+    if (length < sizeof(*udp) || (!packet->more_fragments && length != skb->len - packet->l4))
         return -1;
     packet->payload = length - sizeof(*udp);
     return 0;

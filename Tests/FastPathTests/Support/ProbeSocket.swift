@@ -43,6 +43,12 @@ final class ProbeSocket {
 
     deinit { close(descriptor) }
 
+    /// Lets the kernel fragment datagrams larger than the path's MTU (IPv4: no DF bit).
+    func allowFragments() {
+        var dont: Int32 = 0  // IP_PMTUDISC_DONT
+        if !ipv6 { setsockopt(descriptor, Int32(IPPROTO_IP), IP_MTU_DISCOVER, &dont, 4) }
+    }
+
     func send(_ payload: [UInt8], to destination: Endpoint, trafficClass: UInt8 = 0) throws {
         var value = Int32(trafficClass)
         if ipv6 {
@@ -64,7 +70,7 @@ final class ProbeSocket {
     func receive(timeout: Double = 1) -> Arrival? {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 2048)
+        var buffer = [UInt8](repeating: 0, count: 65536)
         var control = [UInt8](repeating: 0, count: 128)
         var storage = sockaddr_storage()
         var controlLength = 0
