@@ -19,12 +19,8 @@ final class ChannelDataTests: XCTestCase {
     func testIPv6HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: true) }
 
     private func checkStripAndAdd(ipv6: Bool) throws {
-        let harness = try FastPathHarness(ipv6: ipv6)
+        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
         defer { harness.remove() }
-        let fastPath = try XCTUnwrap(harness.fastPath)
-        try harness.triangle.setChecksumOffload(false)
-        try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
-        try fastPath.install(harness.toClient, harness.entryToClient(.addChannel(channel)))
 
         // Lengths 0 to 9, each with the padding to 4 that a sender may add, and ECT(1) on EF.
         var sentToPeer = 0
@@ -66,12 +62,8 @@ final class ChannelDataTests: XCTestCase {
     }
 
     private func checkHandedBackWithOffload(ipv6: Bool) throws {
-        let harness = try FastPathHarness(ipv6: ipv6)
+        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: true)
         defer { harness.remove() }
-        let fastPath = try XCTUnwrap(harness.fastPath)
-        try harness.triangle.setChecksumOffload(true)
-        try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
-        try fastPath.install(harness.toClient, harness.entryToClient(.addChannel(channel)))
 
         try harness.client.send(channelData([5, 6, 7, 8]), to: harness.relayClientSide.local, trafficClass: 0x02)
         XCTAssertEqual(harness.relayClientSide.receive(), .init(source: harness.client.local, trafficClass: 0x02, payload: channelData([5, 6, 7, 8])))
@@ -82,6 +74,21 @@ final class ChannelDataTests: XCTestCase {
         XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.checksumState: 1])
         XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.checksumState: 1])
         XCTAssertEqual(fastPath.counters(harness.toPeer)?.packets, 0)
+    }
+
+    /// A harness whose client and peer share channel `channel` in the kernel, both ways.
+    private func boundChannel(ipv6: Bool, checksumOffload: Bool) throws -> (FastPathHarness, KernelFastPath) {
+        let harness = try FastPathHarness(ipv6: ipv6)
+        do {
+            let fastPath = try XCTUnwrap(harness.fastPath)
+            try harness.triangle.setChecksumOffload(checksumOffload)
+            try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
+            try fastPath.install(harness.toClient, harness.entryToClient(.addChannel(channel)))
+            return (harness, fastPath)
+        } catch {
+            harness.remove()
+            throw error
+        }
     }
 
     private func channelData(_ payload: [UInt8], channel: UInt16? = nil) -> [UInt8] {
