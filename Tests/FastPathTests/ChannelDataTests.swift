@@ -18,6 +18,25 @@ final class ChannelDataTests: XCTestCase {
 
     func testIPv6HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: true) }
 
+    /// A payload that fills the link's MTU leaves no room for the header: handed back, counted;
+    /// four bytes less fits exactly and is forwarded.
+    func testPayloadThatWouldPassTheMTUIsHandedBack() throws {
+        for ipv6 in [false, true] {
+            let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
+            defer { harness.remove() }
+            let largest = 1500 - (ipv6 ? 40 : 20) - 8
+            let full = [UInt8](repeating: 0x77, count: largest)
+            try harness.peer.send(full, to: harness.relayPeerSide.local)
+            XCTAssertEqual(harness.relayPeerSide.receive()?.payload.count, largest, "IPv6 \(ipv6)")
+            let fits = [UInt8](repeating: 0x78, count: largest - 4)
+            try harness.peer.send(fits, to: harness.relayPeerSide.local)
+            XCTAssertEqual(harness.client.receive()?.payload == channelData(fits), true, "IPv6 \(ipv6)")
+            XCTAssertNil(harness.client.receive(timeout: 0.05))
+            XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.tooLarge: 1], "IPv6 \(ipv6)")
+            XCTAssertEqual(fastPath.counters(harness.toClient)?.packets, 1, "IPv6 \(ipv6)")
+        }
+    }
+
     private func checkStripAndAdd(ipv6: Bool) throws {
         let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
         defer { harness.remove() }
