@@ -78,6 +78,7 @@ struct mr_fp_entry {
     __u16 reserved;
     __u32 egress_ifindex;   // interface to send on; 0: deliver in this host (TC_ACT_OK)
     __u32 counter_slot;     // index into the counters map
+    __u32 reserved2;
     __u64 expires_ns;       // CLOCK_MONOTONIC; 0: no expiry
 };
 

@@ -27,7 +27,7 @@ public final class KernelFastPath {
     private let processors: Int
     private var links: [InterfaceLink] = []
     private var slots: [FlowKey: UInt32] = [:]
-    private var freeSlots: [UInt32]
+    private var freeSlots: SlotPool
 
     public init(capacity: Int = 65_536) throws(FastPathError) {
         precondition(capacity > 0 && capacity <= Int(UInt32.max), "fast path capacity \(capacity)")
@@ -50,7 +50,7 @@ public final class KernelFastPath {
         counterMap = bpf_map__fd(bpf_object__find_map_by_name(object, "counters"))
         processors = Int(libbpf_num_possible_cpus())
         self.capacity = capacity
-        freeSlots = (0..<UInt32(capacity)).reversed()
+        freeSlots = SlotPool(capacity: capacity)
     }
 
     private static func prepareAndLoad(_ object: OpaquePointer, capacity: Int) -> Result<Void, FastPathError> {
@@ -95,7 +95,7 @@ public final class KernelFastPath {
     public func install(_ key: FlowKey, _ entry: FlowEntry) throws(FastPathError) {
         if let refusal = entry.refusal(for: key) { throw FastPathError("fast path: \(refusal)") }
         let existing = slots[key]
-        guard let slot = existing ?? freeSlots.popLast() else {
+        guard let slot = existing ?? freeSlots.take() else {
             throw FastPathError("fast path: \(key): the table is full (\(capacity) entries)")
         }
         if existing == nil { zeroCounters(slot) }
@@ -103,7 +103,7 @@ public final class KernelFastPath {
         var value = entry.kernelEntry(slot: slot)
         let result = bpf_map_update_elem(flows, &kernelKey, &value, UInt64(BPF_ANY))
         guard result == 0 else {
-            if existing == nil { freeSlots.append(slot) }
+            if existing == nil { freeSlots.give(slot) }
             throw .failed("installing \(key)", code: -result)
         }
         slots[key] = slot
@@ -114,7 +114,7 @@ public final class KernelFastPath {
         guard let slot = slots.removeValue(forKey: key) else { return }
         var kernelKey = key.kernelKey
         _ = bpf_map_delete_elem(flows, &kernelKey)
-        freeSlots.append(slot)
+        freeSlots.give(slot)
     }
 
     /// The entry's counters summed over every CPU, or nil when `key` has no entry.
