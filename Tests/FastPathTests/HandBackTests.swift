@@ -21,16 +21,20 @@ final class HandBackTests: XCTestCase {
         XCTAssertEqual(fastPath.counters(harness.toPeer), FlowCounters())
     }
 
+    /// On a plain entry and on a channel's: a STUN request is user space's.
     func testStunMessageOnAnEntryIsHandedBack() throws {
         let harness = try FastPathHarness(ipv6: true)
         defer { harness.remove() }
         let fastPath = try XCTUnwrap(harness.fastPath)
-        try fastPath.install(harness.toPeer, harness.entryToPeer())
         let bindingRequest: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42] + [UInt8](repeating: 0x5a, count: 12)
-        try harness.client.send(bindingRequest, to: harness.relayClientSide.local)
-        XCTAssertEqual(harness.relayClientSide.receive()?.payload, bindingRequest)
-        XCTAssertNil(harness.peer.receive(timeout: 0.05))
-        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.stun: 1])
+        for kind in [FlowEntry.Kind.plain, .stripChannel(0x4001)] {
+            try fastPath.install(harness.toPeer, harness.entryToPeer(kind))
+            try harness.client.send(bindingRequest, to: harness.relayClientSide.local)
+            XCTAssertEqual(harness.relayClientSide.receive()?.payload, bindingRequest, "\(kind)")
+            XCTAssertNil(harness.peer.receive(timeout: 0.05), "\(kind)")
+            XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.stun: 1], "\(kind)")
+            fastPath.remove(harness.toPeer)
+        }
     }
 
     /// A datagram too large for the link leaves the client in fragments: the first (it has the

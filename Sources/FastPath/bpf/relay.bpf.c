@@ -1,7 +1,8 @@
 // mediarelay's kernel fast path: a tc program (tcx ingress) that forwards the datagrams of
 // flows user space has already decided, and passes everything else on untouched to the
 // relay's sockets. "Untouched" returns TC_ACT_UNSPEC, tcx's "next": a program attached after
-// this one (another relay's) still sees the datagram, and with none it goes up the stack. The layout of its maps is fastpath_abi.h, shared with FastPath.
+// this one (another relay's) still sees the datagram, and with none it goes up the stack.
+// The layout of its maps is fastpath_abi.h, shared with FastPath.
 //
 // Rules it keeps:
 // - Anything it is not sure of goes to user space unmodified: non-UDP, IP options, fragments,
@@ -29,9 +30,12 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Sizes are set by the loader before the maps are created.
+// Sizes are set by the loader before the maps are created. The flows map allocates on update
+// (no preallocation) so that a replaced entry is freed only after every reader is done with
+// it: a preallocated element could be reused while the program copies it.
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
     __uint(max_entries, 1);
     __type(key, struct mr_fp_key);
     __type(value, struct mr_fp_entry);
@@ -166,6 +170,8 @@ int mr_relay_ingress(struct __sk_buff *skb)
     __u8 tos = traffic_class(&entry, packet.tos);
     __u32 sent = packet.payload;
     int result;
+    if (is_stun(&packet, head))
+        return hand_back(count, MR_FP_BACK_STUN);
     if (entry.kind == MR_FP_KIND_CHANNEL_STRIP) {
         if (packet.payload < MR_CHANNEL_HEADER)
             return hand_back(count, MR_FP_BACK_MALFORMED);
@@ -179,8 +185,6 @@ int mr_relay_ingress(struct __sk_buff *skb)
         sent = length;
         result = strip_channel(skb, &packet, &entry, tos, head);
     } else if (entry.kind == MR_FP_KIND_CHANNEL_ADD) {
-        if (is_stun(&packet, head))
-            return hand_back(count, MR_FP_BACK_STUN);
         if (checksum_pending(skb))
             return hand_back(count, MR_FP_BACK_CHECKSUM_STATE);
         __u32 mtu = 0;
@@ -188,11 +192,9 @@ int mr_relay_ingress(struct __sk_buff *skb)
             return hand_back(count, MR_FP_BACK_TOO_LARGE);
         result = add_channel(skb, &packet, &entry, tos);
     } else {
-        if (is_stun(&packet, head))
-            return hand_back(count, MR_FP_BACK_STUN);
         result = rewrite_plain(skb, &packet, &entry, tos);
     }
-    // A helper failed after the packet was changed: it is neither the old datagram nor the new.
+    // A helper failed; the datagram may be half rewritten, neither the old one nor the new.
     if (result < 0) {
         count->failed += 1;
         return TC_ACT_SHOT;
