@@ -10,6 +10,21 @@ final class PlainForwardingTests: XCTestCase {
 
     func testIPv6BothWaysUnderEachPolicy() throws { try checkBothWays(ipv6: true) }
 
+    /// An entry without an egress interface rewrites and lets the datagram go up this host's
+    /// stack: here to the relay's other socket, from the new source.
+    func testLocalDestinationIsDeliveredInThisHost() throws {
+        let harness = try FastPathHarness(ipv6: false)
+        defer { harness.remove() }
+        let fastPath = try XCTUnwrap(harness.fastPath)
+        let newSource = Endpoint(host: "10.71.1.2", port: 41000)!
+        try fastPath.install(harness.toPeer, FlowEntry(source: newSource, destination: harness.relayPeerSide.local,
+                                                       dscp: .value(26), egressInterface: 0))
+        try harness.client.send([4, 5, 6], to: harness.relayClientSide.local, trafficClass: 0x02)
+        XCTAssertEqual(harness.relayPeerSide.receive(), .init(source: newSource, trafficClass: 26 << 2 | 2, payload: [4, 5, 6]))
+        XCTAssertNil(harness.relayClientSide.receive(timeout: 0.05))
+        XCTAssertEqual(fastPath.counters(harness.toPeer)?.packets, 1)
+    }
+
     /// The four ECN codepoints under mirror/copy, a class value, zero, and ecn clear; every
     /// datagram checked at the far socket (payload, source, TOS), nothing handed back, and the
     /// counters equal to what was sent.
