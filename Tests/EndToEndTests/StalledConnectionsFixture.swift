@@ -59,6 +59,39 @@ final class StalledConnectionsFixture {
         for index in range { _ = bytes.withUnsafeBytes { Glibc.send(descriptors[index], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
     }
 
+    /// Sends all of `bytes` on every connection, polling while their send buffers are full;
+    /// throws when a connection fails or 30 s pass.
+    func sendWhole(_ bytes: [UInt8]) throws {
+        var offsets = Array(repeating: 0, count: descriptors.count)
+        var pending = Array(descriptors.indices)
+        let deadline = Date().addingTimeInterval(30)
+        while !pending.isEmpty {
+            guard Date() < deadline else { throw LoadError("\(pending.count) connections to 127.0.0.1:\(port) still sending after 30 s") }
+            for index in pending {
+                let sent = bytes.withUnsafeBytes {
+                    Glibc.send(descriptors[index], $0.baseAddress! + offsets[index], $0.count - offsets[index], Int32(MSG_NOSIGNAL))
+                }
+                if sent > 0 {
+                    offsets[index] += sent
+                } else if sent < 0 && errno != EAGAIN && errno != EINTR {
+                    throw LoadError("send on connection \(index) to 127.0.0.1:\(port): errno \(errno)")
+                }
+            }
+            pending = pending.filter { offsets[$0] < bytes.count }
+            if !pending.isEmpty {
+                var polled = pending.map { pollfd(fd: descriptors[$0], events: Int16(POLLOUT), revents: 0) }
+                _ = poll(&polled, nfds_t(polled.count), 100)
+            }
+        }
+    }
+
+    /// Closes every connection with a reset (SO_LINGER 0), as a client that vanishes does.
+    func resetAll() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        for fd in descriptors { setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size)) }
+        closeAll()
+    }
+
     /// Sends the next byte of `message` on each connection the relay has not closed, while
     /// bytes are left.
     func trickle(_ message: [UInt8]) {

@@ -245,11 +245,14 @@ final class StreamTable {
     // MARK: the turn
 
     /// Releases the streams whose `closed` was reported last turn (their descriptors close
-    /// now), and closes those whose deadline has passed.
+    /// now, their buffers' pages go back to the kernel), and closes those whose deadline has
+    /// passed.
     func beginTurn() {
         for index in releaseList {
             let slot = Int(states[Int(index)].socket.slot)
             state.table.release(slot)
+            buffers.release(Int(index))
+            state.counters.syscalls &+= 1
             states[Int(index)] = State()
             freeIndices.append(index)
             count -= 1
