@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import LoadGen
 
 /// The kernel's queues of the TCP sockets on one port, read from /proc/net/tcp and
 /// /proc/net/tcp6 (what `ss` shows as Send-Q and Recv-Q): for an established socket, `tx_queue`
@@ -21,7 +23,7 @@ struct KernelTCPQueues {
         var server: [Socket] = []
         var client: [Socket] = []
         for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let text = try String(contentsOfFile: file, encoding: .utf8)
+            let text = try Self.read(file)
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 // sl local_address rem_address st tx_queue:rx_queue ...; state 01 is ESTABLISHED.
@@ -35,6 +37,23 @@ struct KernelTCPQueues {
         }
         serverSide = server
         clientSide = client
+    }
+
+    /// The whole of a /proc file, read to its end: such a file says its size is 0, and a
+    /// reader that trusts the size (Foundation's String(contentsOfFile:)) gets its first page only.
+    private static func read(_ path: String) throws -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw LoadError("open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = Glibc.read(descriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw LoadError("read \(path): errno \(errno)") }
+            if count == 0 { return String(decoding: bytes, as: UTF8.self) }
+            bytes += chunk[0..<count]
+        }
     }
 
     /// "0100007F:1F90" → 8080.
