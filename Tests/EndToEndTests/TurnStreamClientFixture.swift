@@ -86,6 +86,33 @@ final class TurnStreamClientFixture: SigningTurnClient {
         try flushCiphertext()
     }
 
+    /// Sends `bytes` with one send call: over TLS, as full records (16 KiB of plaintext each)
+    /// encrypted first, their ciphertext together.
+    func writeAtOnce(_ bytes: [UInt8]) throws {
+        try sendAll(try sealed(bytes)[...])
+    }
+
+    /// What goes on the wire for `bytes`: over TLS their records (16 KiB of plaintext each),
+    /// which leave the session now and must be sent in this order before anything else.
+    func sealed(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let tls else { return bytes }
+        var ciphertext: [UInt8] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + (16 << 10))
+            guard bytes[offset..<end].withUnsafeBytes({ tls.writePlaintext($0) }) else {
+                throw LoadError("the TLS session refused \(end - offset) bytes")
+            }
+            while tls.pendingCiphertext > 0 {
+                let count = buffer.withUnsafeMutableBytes { tls.takeCiphertext(into: $0) }
+                guard count > 0 else { break }
+                ciphertext += buffer[0..<count]
+            }
+            offset = end
+        }
+        return ciphertext
+    }
+
     /// ChannelData on `channel`, padded to 4 bytes as a stream needs.
     func sendChannelData(_ channel: UInt16, _ payload: [UInt8]) throws {
         let message = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload

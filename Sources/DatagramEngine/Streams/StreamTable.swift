@@ -122,6 +122,9 @@ final class StreamTable {
         // Relayed media and STUN transactions are small, latency-bound writes: no Nagle delay.
         var one: Int32 = 1
         SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))) }
+        if var sendBuffer = Int32(exactly: state.configuration.streamSendBufferBytes), sendBuffer > 0 {
+            SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))) }
+        }
         let index = Int(free)
         let id = state.table.add(TCPConnection(descriptor, peer: peer, local: local), stream: free)
         states[index] = State(socket: id, descriptor: fd, listener: listener, phase: .open)
@@ -146,10 +149,10 @@ final class StreamTable {
     }
 
     /// Copies `bytes` into the output ring, whole or not at all: false (counted) when they
-    /// would leave more than the high water mark pending, or when the stream is closing.
-    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard states[index].phase == .open,
-              Int(states[index].cursors.outputCount) + bytes.count <= state.configuration.streamHighWater else {
+    /// would leave more than `limit` (at most the high water mark) pending, or when the stream
+    /// is closing.
+    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {
+        guard states[index].phase == .open, Int(states[index].cursors.outputCount) + bytes.count <= limit else {
             states[index].writeRefused = true
             state.counters.streamWritesRefused &+= 1
             return false
@@ -157,6 +160,17 @@ final class StreamTable {
         buffers.append(index, &states[index].cursors, bytes)
         sendAgain(index)
         return true
+    }
+
+    /// The owner wants a `writable` event once the pending output is below the low water
+    /// mark, as after a refused write (at the next report when it is below already).
+    func notifyWritable(_ index: Int) {
+        guard states[index].phase == .open else { return }
+        states[index].writeRefused = true
+        if Int(states[index].cursors.outputCount) < state.configuration.streamLowWater {
+            states[index].writeRefused = false
+            report(index, Report.writable)
+        }
     }
 
     /// The owner closes the stream. Keeping the output, the stream drains first (no more
