@@ -239,13 +239,13 @@ public final class DatagramEngine {
         return streams.write(index, bytes, limit: min(pendingAtMost, configuration.streamHighWater))
     }
 
-    /// Asks for a `writable` event on `stream` once its pending output is below the low water
-    /// mark (in the next turn's events when it is below already): for an owner that stops
-    /// reading a stream's input until it has room for the answers (a refused `write` asks
-    /// for one by itself).
-    public func notifyWritable(_ stream: SocketID) {
+    /// Asks for a `writable` event on `stream` once at most `pendingAtMost` bytes of its
+    /// output are pending (in the next turn's events when that is so already): for an owner
+    /// that stops reading a stream's input until it has room for an answer. (A refused `write`
+    /// asks for one below the low water mark by itself.)
+    public func notifyWritable(_ stream: SocketID, pendingAtMost: Int) {
         guard let streams = state.streams, let index = streams.index(of: stream) else { return }
-        streams.notifyWritable(index)
+        streams.notifyWritable(index, pendingAtMost: pendingAtMost)
     }
 
     /// Bytes written to `stream` and not yet taken by the kernel.

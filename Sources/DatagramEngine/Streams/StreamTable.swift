@@ -34,8 +34,9 @@ final class StreamTable {
         var cursors = StreamCursors()
         var reason = StreamCloseReason.byOwner
         var reports: UInt8 = 0
-        /// Past the high water mark since the last `writable`.
-        var writeRefused = false
+        /// A `writable` is due once the pending output is at most this many bytes (after a
+        /// refused write, or as the owner asked); -1 for none.
+        var writableAtMost: Int32 = -1
         /// In the ready, service and send lists.
         var inReadyList = false
         var inServiceList = false
@@ -153,7 +154,7 @@ final class StreamTable {
     /// is closing.
     func write(_ index: Int, _ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {
         guard states[index].phase == .open, Int(states[index].cursors.outputCount) + bytes.count <= limit else {
-            states[index].writeRefused = true
+            states[index].writableAtMost = max(states[index].writableAtMost, Int32(state.configuration.streamLowWater - 1))
             state.counters.streamWritesRefused &+= 1
             return false
         }
@@ -162,15 +163,12 @@ final class StreamTable {
         return true
     }
 
-    /// The owner wants a `writable` event once the pending output is below the low water
-    /// mark, as after a refused write (at the next report when it is below already).
-    func notifyWritable(_ index: Int) {
+    /// The owner wants a `writable` event once at most `bytes` are pending (at the next
+    /// report when that is so already).
+    func notifyWritable(_ index: Int, pendingAtMost bytes: Int) {
         guard states[index].phase == .open else { return }
-        states[index].writeRefused = true
-        if Int(states[index].cursors.outputCount) < state.configuration.streamLowWater {
-            states[index].writeRefused = false
-            report(index, Report.writable)
-        }
+        states[index].writableAtMost = max(states[index].writableAtMost, Int32(clamping: bytes))
+        writableIfDue(index)
     }
 
     /// The owner closes the stream. Keeping the output, the stream drains first (no more
@@ -219,16 +217,21 @@ final class StreamTable {
     }
 
     /// The kernel took `bytes` from the front of the output. A stream below the low water mark
-    /// after a refusal is reported writable; a draining one that is empty now closes.
+    /// after a refusal (or at what its owner asked for) is reported writable; a draining one
+    /// that is empty now closes.
     func sent(_ index: Int, _ bytes: Int) {
         states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
         state.counters.streamBytesOut &+= UInt64(bytes)
-        let pending = Int(states[index].cursors.outputCount)
-        if states[index].writeRefused && pending < state.configuration.streamLowWater && states[index].phase == .open {
-            states[index].writeRefused = false
+        writableIfDue(index)
+        if states[index].cursors.outputCount == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
+    }
+
+    private func writableIfDue(_ index: Int) {
+        let due = states[index].writableAtMost
+        if due >= 0 && states[index].cursors.outputCount <= due && states[index].phase == .open {
+            states[index].writableAtMost = -1
             report(index, Report.writable)
         }
-        if pending == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
     }
 
     /// The connection ended or must end: no more reading or sending. Pending output is dropped

@@ -36,6 +36,10 @@ public struct TurnStreamLimits: Sendable, Equatable {
     /// Engine output per connection: the relayed datagrams' bound and room for answers behind
     /// them, so a client whose output is full of media still gets its Refresh answered.
     public static let outputBytes = relayedOutputBytes + (16 << 10)
+    /// Output a connection without an allocation may hold: answers only, so a client reading
+    /// them has plenty, while one that pipelines requests without reading stops being read
+    /// here, and an unauthenticated connection costs the relay no more than this and its input.
+    public static let outputBeforeAllocation = 32 << 10
     /// How much longer than its request an answer can be: REALM, NONCE, a reason phrase (763
     /// bytes at most each), addresses, integrity and fingerprint, and a 420's list of unknown
     /// attributes, which is shorter than the attributes it names. A request is handled only

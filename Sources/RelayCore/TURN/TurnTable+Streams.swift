@@ -88,8 +88,8 @@ extension TurnTable {
             let stunOnly = !connections[c].spoke && handled == 0
             switch StreamFrame.front(of: rest, maximum: TurnStreamLimits.maxMessage, stunOnly: stunOnly) {
             case .message(let length, let consumed):
-                if Self.streamClass(rest) == .request && !answerFits(c, requestBytes: length) {
-                    waitForRoom(c)
+                if Self.streamClass(rest) == .request, let room = roomWanted(c, requestBytes: length) {
+                    waitForRoom(c, pendingAtMost: room)
                     break frames
                 }
                 var message = UnsafeRawBufferPointer(rebasing: rest[0..<length])
@@ -122,7 +122,7 @@ extension TurnTable {
     /// Writes `bytes` (one whole message) to a stream client; false, writing nothing, when its
     /// output is at its bound (a client that does not read) or it is closing. Relayed
     /// datagrams stop at `relayedOutputBytes`; answers (STUN responses) may use the room kept
-    /// behind it, which a request checked for before it was handled (`answerFits`).
+    /// behind it, which a request checked for before it was handled (`roomWanted`).
     func toStream(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer) -> Bool {
         let c = Int(client.connection)
         // A connection closing after this turn still takes its last answers (a Refresh of 0).
@@ -142,21 +142,24 @@ extension TurnTable {
         return MessageType(wire: UInt16(bytes[0]) << 8 | UInt16(bytes[1])).messageClass
     }
 
-    /// Whether connection `c`'s output has room for the answer to a request of `requestBytes`:
-    /// what is pending (in the engine and, over TLS, in the session) and the longest answer
-    /// such a request can have, as a record over TLS.
-    func answerFits(_ c: Int, requestBytes: Int) -> Bool {
+    /// nil when connection `c`'s output has room for the answer to a request of
+    /// `requestBytes`, else the pending output at which it will: what is pending (in the engine
+    /// and, over TLS, in the session) and the longest answer such a request can have, as a
+    /// record over TLS, must fit within the whole output once the client has an allocation,
+    /// and within `outputBeforeAllocation` until then. An empty output takes any answer.
+    func roomWanted(_ c: Int, requestBytes: Int) -> Int? {
         let pending = engine.outputPending(connections[c].stream) + (connections[c].tls?.pendingCiphertext ?? 0)
         let answer = TLSRecord.ciphertextBound(plaintextBytes: requestBytes + TurnStreamLimits.answerAllowance)
-        return pending + answer <= engine.configuration.streamHighWater
+        let bound = connections[c].allocated ? engine.configuration.streamHighWater : TurnStreamLimits.outputBeforeAllocation
+        return pending == 0 || pending + answer <= bound ? nil : max(0, bound - answer)
     }
 
-    /// Connection `c` reads no further until its output has room for an answer: its input
+    /// Connection `c` reads no further until its output is down to `pendingAtMost`: its input
     /// stays where it is (and, once full, the engine stops reading the socket), and the
     /// engine's `writable` event resumes it.
-    func waitForRoom(_ c: Int) {
+    func waitForRoom(_ c: Int, pendingAtMost: Int) {
         connections[c].waitingForRoom = true
-        engine.notifyWritable(connections[c].stream)
+        engine.notifyWritable(connections[c].stream, pendingAtMost: pendingAtMost)
     }
 
     func allocationMade(on c: Int) {
