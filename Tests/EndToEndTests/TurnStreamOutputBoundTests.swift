@@ -96,6 +96,43 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         }
     }
 
+    /// 100 clients over TCP without an allocation pipeline 20,000 Bindings each and never
+    /// read. Each is read until 32 KiB of answers wait in the relay (and the kernel's buffers
+    /// between them are full), so the relay holds little more than their inputs (66 KiB each),
+    /// not the output an allocated client's media may fill.
+    func testClientsThatPipelineWithoutReadingBeforeAnAllocationCostLittleMoreThanTheirInput() throws {
+        raiseOpenFileLimit()
+        let server = try TurnStreamServerFixture(["--turn-max-connections-per-source", "1000"])
+        let pid = server.relay.process.processIdentifier
+        let clients = 100
+        let before = try ProcessFootprint(pid: pid)
+        let pipeliners = try StalledConnectionsFixture(count: clients, port: server.tcpPort, receiveBufferBytes: 4096)
+        let requests = TurnStreamPipelinedRequestsTests.bindings(20_000).bytes
+        let sent = try pipeliners.sendUntilStalled(requests, quietSeconds: 0.5)
+        // What the relay has not read waits in the kernel; once that stops shrinking, every
+        // client's output is as full as the relay lets it be.
+        var waiting = try KernelTCPQueues(port: server.tcpPort).bytesInFlightToServer
+        var still = 0
+        while still < 3 {
+            usleep(200_000)
+            let now = try KernelTCPQueues(port: server.tcpPort).bytesInFlightToServer
+            still = now < waiting ? 0 : still + 1
+            waiting = now
+        }
+        let stats = try server.relay.stats()
+        let after = try ProcessFootprint(pid: pid)
+        let perClient = (after.residentKilobytes - before.residentKilobytes) / clients
+        let read = (sent - waiting) / clients
+        print("TurnStreamOutputBoundTests: \(clients) clients pipelining without reading: the relay read \(read) bytes of each "
+              + "(\(read / 20) Bindings) and stopped; relay \(before) before, \(after) after: \(perClient) KiB a client")
+        XCTAssertEqual(RelayProcess.number(stats, "turn", "transports", "tcp", "connections"), clients, "\(stats)")
+        XCTAssertEqual(RelayProcess.number(stats, "turn", "drops", "client_backpressure"), 0, "answers dropped")
+        XCTAssertGreaterThan(waiting, 0, "the relay read every request: their answers filled nothing")
+        XCTAssertLessThan(perClient, 66 + 32 + 64, "a client that does not read its answers holds more than its input and 32 KiB")
+        pipeliners.closeAll()
+        XCTAssertEqual(server.relay.stop(), 0, server.relay.log)
+    }
+
     private static let bursts = 5
     private static let burstDatagrams = 200
     private static let datagramBytes = 1_200

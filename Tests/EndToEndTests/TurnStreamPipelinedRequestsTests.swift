@@ -73,7 +73,7 @@ final class TurnStreamPipelinedRequestsTests: XCTestCase {
     }
 
     /// `count` Binding requests back to back, and their transaction IDs.
-    private static func bindings(_ count: Int) -> (bytes: [UInt8], transactions: Set<[UInt8]>) {
+    static func bindings(_ count: Int) -> (bytes: [UInt8], transactions: Set<[UInt8]>) {
         var bytes: [UInt8] = []
         var transactions: Set<[UInt8]> = []
         for _ in 0..<count {
