@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import LoadGen
@@ -133,6 +134,51 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         XCTAssertEqual(server.relay.stop(), 0, server.relay.log)
     }
 
+    /// A client that first sends media fast (so the kernel's autotuning would let the relay's
+    /// receive buffer grow to megabytes), then pipelines requests without reading their answers:
+    /// the relay stops reading it, and what the client sends meanwhile waits in a receive
+    /// buffer of the README's size (SO_RCVBUF of 128 KiB, which the kernel doubles).
+    func testWhatAClientSendsWhileTheRelayStopsReadingItWaitsInABoundedBuffer() throws {
+        let server = try TurnStreamServerFixture()
+        let peer = try IndependentPeer(host: "127.0.0.1")
+        let client = try TurnStreamClientFixture(port: server.tcpPort, receiveBufferBytes: 4096)
+        _ = try client.allocate(channel: 0x4000, to: Endpoint(host: "127.0.0.1", port: peer.port)!)
+        let media = [UInt8](repeating: 0x5A, count: 1_200)
+        var burst: [UInt8] = []
+        for _ in 0..<1_000 { burst += [0x40, 0x00, UInt8(media.count >> 8), UInt8(media.count & 0xFF)] + media }
+        for _ in 0..<20 { try client.writeAtOnce(burst) }
+        let requests = TurnStreamPipelinedRequestsTests.bindings(100_000).bytes
+        let descriptor = client.descriptor
+        let written = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            requests.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    guard sent > 0 else { break }
+                    offset += sent
+                }
+            }
+            written.signal()
+        }
+        writer.start()
+        let clientPort = try Self.localPort(descriptor)
+        var largest = 0
+        var steady = 0
+        while steady < 5 {
+            usleep(200_000)
+            let now = try KernelTCPQueues(port: server.tcpPort).serverSide.first { $0.remotePort == clientPort }?.receiveQueue ?? 0
+            steady = now > largest ? 0 : steady + 1
+            largest = max(largest, now)
+        }
+        print("TurnStreamOutputBoundTests: a client the relay stopped reading: \(largest) bytes wait in the relay's receive queue")
+        XCTAssertLessThanOrEqual(largest, Self.receiveBufferBoundBytes, "the relay's receive queue for one client")
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        _ = written.wait(timeout: .now() + 10)
+        XCTAssertEqual(server.relay.stop(), 0, server.relay.log)
+    }
+
+    private static let receiveBufferBoundBytes = 256 << 10
     private static let bursts = 5
     private static let burstDatagrams = 200
     private static let datagramBytes = 1_200

@@ -123,8 +123,11 @@ final class StreamTable {
         // Relayed media and STUN transactions are small, latency-bound writes: no Nagle delay.
         var one: Int32 = 1
         SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))) }
-        if var sendBuffer = Int32(exactly: state.configuration.streamSendBufferBytes), sendBuffer > 0 {
-            SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))) }
+        // Bounded kernel buffers, where asked for, so that a peer costs what the owner promises.
+        for (option, bytes) in [(SO_SNDBUF, state.configuration.streamSendBufferBytes), (SO_RCVBUF, state.configuration.streamReceiveBufferBytes)]
+        where bytes > 0 {
+            var value = Int32(clamping: bytes)
+            SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<Int32>.size))) }
         }
         let index = Int(free)
         let id = state.table.add(TCPConnection(descriptor, peer: peer, local: local), stream: free)

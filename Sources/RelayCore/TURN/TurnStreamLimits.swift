@@ -50,6 +50,11 @@ public struct TurnStreamLimits: Sendable, Equatable {
     /// at most `outputBytes` in the relay and twice this in the kernel. A client that reads
     /// gets at most about that much in flight: 8 Mbit/s at 100 ms of round trip.
     public static let sendBufferBytes = 64 << 10
+    /// SO_RCVBUF of a connection, likewise doubled: what a client sends while the relay does
+    /// not read it (it waits for room to answer) waits in at most this much kernel memory, where
+    /// autotuning would grow it to megabytes after a fast upload. It bounds a client's upload
+    /// to about 10 Mbit/s at 100 ms of round trip.
+    public static let receiveBufferBytes = 128 << 10
 
     public init() {}
 
@@ -61,5 +66,6 @@ public struct TurnStreamLimits: Sendable, Equatable {
         engine.streamOutputBytes = outputBytes
         engine.streamHighWater = outputBytes
         engine.streamSendBufferBytes = sendBufferBytes
+        engine.streamReceiveBufferBytes = receiveBufferBytes
     }
 }
