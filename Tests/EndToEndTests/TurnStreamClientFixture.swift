@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import LoadGen
@@ -90,6 +91,28 @@ final class TurnStreamClientFixture: SigningTurnClient {
     /// encrypted first, their ciphertext together.
     func writeAtOnce(_ bytes: [UInt8]) throws {
         try sendAll(try sealed(bytes)[...])
+    }
+
+    /// Sends `bytes` (over TLS, sealed now) from a thread of their own, since the write blocks
+    /// while the relay does not read: the semaphore is signalled once all of them are sent
+    /// (never, when the connection fails first). The caller reads meanwhile, or stops the
+    /// thread by shutting the connection down.
+    func writeInBackground(_ bytes: [UInt8]) throws -> DispatchSemaphore {
+        let wire = try sealed(bytes)
+        let descriptor = descriptor
+        let written = DispatchSemaphore(value: 0)
+        Thread {
+            wire.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    guard sent > 0 else { return }
+                    offset += sent
+                }
+                written.signal()
+            }
+        }.start()
+        return written
     }
 
     /// What goes on the wire for `bytes`: over TLS their records (16 KiB of plaintext each),

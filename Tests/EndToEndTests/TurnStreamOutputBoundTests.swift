@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Glibc
 import LoadGen
@@ -148,21 +147,8 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         for _ in 0..<1_000 { burst += [0x40, 0x00, UInt8(media.count >> 8), UInt8(media.count & 0xFF)] + media }
         for _ in 0..<20 { try client.writeAtOnce(burst) }
         let requests = TurnStreamPipelinedRequestsTests.bindings(100_000).bytes
-        let descriptor = client.descriptor
-        let written = DispatchSemaphore(value: 0)
-        let writer = Thread {
-            requests.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                    guard sent > 0 else { break }
-                    offset += sent
-                }
-            }
-            written.signal()
-        }
-        writer.start()
-        let clientPort = try Self.localPort(descriptor)
+        _ = try client.writeInBackground(requests)
+        let clientPort = try Self.localPort(client.descriptor)
         var largest = 0
         var steady = 0
         while steady < 5 {
@@ -173,8 +159,8 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         }
         print("TurnStreamOutputBoundTests: a client the relay stopped reading: \(largest) bytes wait in the relay's receive queue")
         XCTAssertLessThanOrEqual(largest, Self.receiveBufferBoundBytes, "the relay's receive queue for one client")
-        shutdown(descriptor, Int32(SHUT_RDWR))
-        _ = written.wait(timeout: .now() + 10)
+        // The writer's next send fails, and its thread ends.
+        shutdown(client.descriptor, Int32(SHUT_RDWR))
         XCTAssertEqual(server.relay.stop(), 0, server.relay.log)
     }
 

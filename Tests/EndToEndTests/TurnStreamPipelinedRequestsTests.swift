@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Glibc
 import LoadGen
 import STUN
 import XCTest
@@ -34,22 +32,7 @@ final class TurnStreamPipelinedRequestsTests: XCTestCase {
                                                      receiveBufferBytes: 4096)
             let (requests, transactions) = Self.bindings(20_000)
             var waiting = transactions
-            // Written from another thread, since the write blocks once the relay stops reading.
-            let wire = try client.sealed(requests)
-            let descriptor = client.descriptor
-            let written = DispatchSemaphore(value: 0)
-            let writer = Thread {
-                wire.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                        guard sent > 0 else { return }
-                        offset += sent
-                    }
-                    written.signal()
-                }
-            }
-            writer.start()
+            let written = try client.writeInBackground(requests)
             usleep(500_000)
             try expectAnswers(to: &waiting, from: client, server, tls ? "TLS read late" : "TCP read late")
             XCTAssertEqual(written.wait(timeout: .now() + 10), .success, "the requests were never all written")
