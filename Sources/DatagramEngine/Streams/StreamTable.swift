@@ -120,15 +120,8 @@ final class StreamTable {
             state.counters.streamsRefused &+= 1
             return nil
         }
-        // Relayed media and STUN transactions are small, latency-bound writes: no Nagle delay.
-        var one: Int32 = 1
-        SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))) }
-        // Bounded kernel buffers, where asked for, so that a peer costs what the owner promises.
-        for (option, bytes) in [(SO_SNDBUF, state.configuration.streamSendBufferBytes), (SO_RCVBUF, state.configuration.streamReceiveBufferBytes)]
-        where bytes > 0 {
-            var value = Int32(clamping: bytes)
-            SystemCall.ignoringFailure { Int(setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<Int32>.size))) }
-        }
+        TCPConnection.setUp(fd, sendBufferBytes: state.configuration.streamSendBufferBytes,
+                            receiveBufferBytes: state.configuration.streamReceiveBufferBytes)
         let index = Int(free)
         let id = state.table.add(TCPConnection(descriptor, peer: peer, local: local), stream: free)
         states[index] = State(socket: id, descriptor: fd, listener: listener, phase: .open)
