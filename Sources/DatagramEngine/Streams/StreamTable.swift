@@ -69,8 +69,11 @@ final class StreamTable {
     /// Streams whose `closed` was reported this turn, released when the next begins.
     private var releaseList: [Int32] = []
     private var nearestDeadline = UInt64.max
-    /// Listeners out of descriptors or memory, resumed by the backend when their pause ends.
+    /// Listeners out of descriptors or memory, or waiting for a free index, resumed by the
+    /// backend when their pause ends.
     let pausedListeners = PausedListeners()
+    /// Connections accepted while no index was free, oldest first, owned here until adopted.
+    private var held: [(descriptor: Int32, listener: SocketID)] = []
     private(set) var count = 0
 
     init(state: EngineState, buffers: StreamBuffers) {
@@ -87,9 +90,19 @@ final class StreamTable {
         serviceList.reserveCapacity(limit)
         sendList.reserveCapacity(limit)
         releaseList.reserveCapacity(limit)
+        held.reserveCapacity(StreamTable.heldLimit)
     }
 
-    deinit { states.deallocate() }
+    deinit {
+        for connection in held { SystemCall.close(connection.descriptor) }
+        states.deallocate()
+    }
+
+    /// io_uring accepts that may complete between the last free index being taken and the
+    /// kernel seeing the multishot accept cancelled: a multishot accept takes the listener's
+    /// whole backlog at once, which `ListenerOptions.backlog` and net.core.somaxconn bound
+    /// (4,096 each by default). Past this many held, they are reset.
+    static let heldLimit = 4096
 
     subscript(index: Int) -> State {
         get { states[index] }
@@ -104,13 +117,23 @@ final class StreamTable {
 
     // MARK: accept
 
+    /// Whether a connection accepted now would get a stream. A backend stops accepting while
+    /// none is free (`PausedListeners.waitForIndex`), so connections wait in the backlog.
+    var hasFreeIndex: Bool { !freeIndices.isEmpty }
+
     /// Takes a connection the kernel accepted on `listener`. Returns its stream index, or nil
-    /// when it was refused: no free stream (it is reset at once, so the client learns it now),
-    /// or already gone. The backend starts watching it in its service pass.
+    /// when it waits for one (io_uring's accepts completed before the backend stopped them
+    /// are held, and adopted as indices come back) or was refused: too many held already (it
+    /// is reset at once, so the client learns it now), or already gone. The backend starts
+    /// watching it in its service pass.
     @discardableResult
     func adopt(_ descriptor: consuming Descriptor, listener: SocketID) -> Int? {
         let fd = descriptor.rawValue
         guard let free = freeIndices.popLast() else {
+            if held.count < StreamTable.heldLimit {
+                held.append((descriptor.release(), listener))
+                return nil
+            }
             state.counters.streamsRefused &+= 1
             TCPConnection.reset(descriptor)
             return nil
@@ -258,8 +281,9 @@ final class StreamTable {
     // MARK: the turn
 
     /// Releases the streams whose `closed` was reported last turn (their descriptors close
-    /// now, their buffers' pages go back to the kernel), and closes those whose deadline has
-    /// passed.
+    /// now, their buffers' pages go back to the kernel), gives the indices to held connections
+    /// first and then to the listeners waiting for one, and closes the streams whose deadline
+    /// has passed.
     func beginTurn() {
         for index in releaseList {
             let slot = Int(states[Int(index)].socket.slot)
@@ -271,6 +295,13 @@ final class StreamTable {
             count -= 1
         }
         releaseList.removeAll(keepingCapacity: true)
+        var adopted = 0
+        while adopted < held.count && hasFreeIndex {
+            adopt(Descriptor(taking: held[adopted].descriptor), listener: held[adopted].listener)
+            adopted += 1
+        }
+        held.removeFirst(adopted)
+        if held.isEmpty && hasFreeIndex { pausedListeners.indexFreed() }
         guard nearestDeadline != .max else { return }
         let now = MonotonicClock.now()
         guard now >= nearestDeadline else { return }
