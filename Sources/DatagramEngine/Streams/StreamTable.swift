@@ -72,8 +72,8 @@ final class StreamTable {
     /// Listeners out of descriptors or memory, or waiting for a free index, resumed by the
     /// backend when their pause ends.
     let pausedListeners = PausedListeners()
-    /// Connections accepted while no index was free, oldest first, owned here until adopted.
-    private var held: [(descriptor: Int32, listener: SocketID)] = []
+    /// Connections accepted while no index was free, adopted first as indices come back.
+    private let held = HeldConnections()
     private(set) var count = 0
 
     init(state: EngineState, buffers: StreamBuffers) {
@@ -90,19 +90,9 @@ final class StreamTable {
         serviceList.reserveCapacity(limit)
         sendList.reserveCapacity(limit)
         releaseList.reserveCapacity(limit)
-        held.reserveCapacity(StreamTable.heldLimit)
     }
 
-    deinit {
-        for connection in held { SystemCall.close(connection.descriptor) }
-        states.deallocate()
-    }
-
-    /// io_uring accepts that may complete between the last free index being taken and the
-    /// kernel seeing the multishot accept cancelled: a multishot accept takes the listener's
-    /// whole backlog at once, which `ListenerOptions.backlog` and net.core.somaxconn bound
-    /// (4,096 each by default). Past this many held, they are reset.
-    static let heldLimit = 4096
+    deinit { states.deallocate() }
 
     subscript(index: Int) -> State {
         get { states[index] }
@@ -130,8 +120,8 @@ final class StreamTable {
     func adopt(_ descriptor: consuming Descriptor, listener: SocketID) -> Int? {
         let fd = descriptor.rawValue
         guard let free = freeIndices.popLast() else {
-            if held.count < StreamTable.heldLimit {
-                held.append((descriptor.release(), listener))
+            if !held.isFull {
+                held.keep(descriptor, listener: listener)
                 return nil
             }
             state.counters.streamsRefused &+= 1
@@ -295,12 +285,7 @@ final class StreamTable {
             count -= 1
         }
         releaseList.removeAll(keepingCapacity: true)
-        var adopted = 0
-        while adopted < held.count && hasFreeIndex {
-            adopt(Descriptor(taking: held[adopted].descriptor), listener: held[adopted].listener)
-            adopted += 1
-        }
-        held.removeFirst(adopted)
+        held.handOver(while: { hasFreeIndex }, to: { adopt($0, listener: $1) })
         if held.isEmpty && hasFreeIndex { pausedListeners.indexFreed() }
         guard nearestDeadline != .max else { return }
         let now = MonotonicClock.now()
