@@ -230,12 +230,22 @@ public final class DatagramEngine {
 
     /// Copies `bytes` into `stream`'s output, whole, to be sent from the next `flush` on, in
     /// order after what was written before. Returns false, taking nothing, when that would
-    /// leave more than the high water mark pending (or the stream is closing): the caller drops
-    /// the message and counts it, and may wait for a `writable` event. `bytes` are the
-    /// caller's again as soon as this returns.
-    public func write(_ stream: SocketID, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// leave more than the high water mark pending, or more than `pendingAtMost` (an owner's
+    /// lower bound for some of its messages), or the stream is closing: the caller drops the
+    /// message and counts it, and may wait for a `writable` event. `bytes` are the caller's
+    /// again as soon as this returns.
+    public func write(_ stream: SocketID, _ bytes: UnsafeRawBufferPointer, pendingAtMost: Int = .max) -> Bool {
         guard let streams = state.streams, let index = streams.index(of: stream) else { return false }
-        return streams.write(index, bytes)
+        return streams.write(index, bytes, limit: min(pendingAtMost, configuration.streamHighWater))
+    }
+
+    /// Asks for a `writable` event on `stream` once at most `pendingAtMost` bytes of its
+    /// output are pending (in the next turn's events when that is so already): for an owner
+    /// that stops reading a stream's input until it has room for an answer. (A refused `write`
+    /// asks for one below the low water mark by itself.)
+    public func notifyWritable(_ stream: SocketID, pendingAtMost: Int) {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        streams.notifyWritable(index, pendingAtMost: pendingAtMost)
     }
 
     /// Bytes written to `stream` and not yet taken by the kernel.

@@ -59,9 +59,7 @@ struct Server {
             settings.turnTCPListeners = options.turnTCPListeners.map { Endpoint(host: $0.host, port: $0.port)! }
             settings.turnTLSListeners = options.turnTLSListeners.map { Endpoint(host: $0.host, port: $0.port)! }
             if !settings.turnTCPListeners.isEmpty || !settings.turnTLSListeners.isEmpty {
-                // Any worker may be given every connection (SO_REUSEPORT), so each has room for all.
-                settings.engine.streamLimit = options.turnMaxConnections
-                settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+                TurnStreamLimits.configure(&settings.engine, maxConnections: options.turnMaxConnections)
             }
             settings.turn = turnSettings(settings)
         }

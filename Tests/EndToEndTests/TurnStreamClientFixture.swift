@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import LoadGen
@@ -84,6 +85,55 @@ final class TurnStreamClientFixture: SigningTurnClient {
         guard let tls else { return try sendAll(bytes[...]) }
         guard bytes.withUnsafeBytes({ tls.writePlaintext($0) }) else { throw LoadError("the TLS session refused \(bytes.count) bytes") }
         try flushCiphertext()
+    }
+
+    /// Sends `bytes` with one send call: over TLS, as full records (16 KiB of plaintext each)
+    /// encrypted first, their ciphertext together.
+    func writeAtOnce(_ bytes: [UInt8]) throws {
+        try sendAll(try sealed(bytes)[...])
+    }
+
+    /// Sends `bytes` (over TLS, sealed now) from a thread of their own, since the write blocks
+    /// while the relay does not read: the semaphore is signalled once all of them are sent
+    /// (never, when the connection fails first). The caller reads meanwhile, or stops the
+    /// thread by shutting the connection down.
+    func writeInBackground(_ bytes: [UInt8]) throws -> DispatchSemaphore {
+        let wire = try sealed(bytes)
+        let descriptor = descriptor
+        let written = DispatchSemaphore(value: 0)
+        Thread {
+            wire.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    guard sent > 0 else { return }
+                    offset += sent
+                }
+                written.signal()
+            }
+        }.start()
+        return written
+    }
+
+    /// What goes on the wire for `bytes`: over TLS their records (16 KiB of plaintext each),
+    /// which leave the session now and must be sent in this order before anything else.
+    func sealed(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let tls else { return bytes }
+        var ciphertext: [UInt8] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + (16 << 10))
+            guard bytes[offset..<end].withUnsafeBytes({ tls.writePlaintext($0) }) else {
+                throw LoadError("the TLS session refused \(end - offset) bytes")
+            }
+            while tls.pendingCiphertext > 0 {
+                let count = buffer.withUnsafeMutableBytes { tls.takeCiphertext(into: $0) }
+                guard count > 0 else { break }
+                ciphertext += buffer[0..<count]
+            }
+            offset = end
+        }
+        return ciphertext
     }
 
     /// ChannelData on `channel`, padded to 4 bytes as a stream needs.

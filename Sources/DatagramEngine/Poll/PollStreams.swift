@@ -22,10 +22,15 @@ final class PollStreams {
     }
 
     /// Accepts up to `acceptsPerTurn` connections from a ready listener; the rest stay in the
-    /// kernel's backlog, and the listener, level-triggered, is ready again next turn.
+    /// kernel's backlog, and the listener, level-triggered, is ready again next turn. With every
+    /// stream index taken it accepts none and stops watching the listener until one is free.
     func accept(on listener: SocketID, descriptor: Int32) {
         let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         for _ in 0..<state.configuration.acceptsPerTurn {
+            guard streams.hasFreeIndex else {
+                if poller.modify(descriptor, tag: EventPoller.tag(listener), events: 0) { streams.pausedListeners.waitForIndex(listener) }
+                return
+            }
             let outcome = SystemCall.ownOutcome("accept4") { Int(mr_accept4(descriptor, flags)) }
             state.counters.syscalls &+= 1
             switch outcome {

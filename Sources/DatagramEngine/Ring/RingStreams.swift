@@ -19,6 +19,11 @@ final class RingStreams {
     /// Listeners whose multishot accept must be armed (new, or ended), by the next arming pass.
     /// (Internal for closing: a listener still waiting here has nothing in flight to cancel.)
     var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
+    /// Listeners with a multishot accept in flight, and those of them whose cancellation was
+    /// asked for (every stream index taken), by slot and generation: a listener is armed again
+    /// only once its last accept has completed, so it never has two.
+    private var armed = Set<RingTag>()
+    private var stopping = Set<RingTag>()
 
     init(state: EngineState, streams: StreamTable, ring: Ring) {
         self.state = state
@@ -51,7 +56,10 @@ final class RingStreams {
             toArm.append((Int(listener.slot), listener.generation, entry.descriptor))
         }
         for (slot, generation, descriptor) in toArm {
-            ring.prepareAccept(descriptor: descriptor, tag: RingTag(.accept, generation: generation, slot: slot))
+            let tag = RingTag(.accept, generation: generation, slot: slot)
+            // Still armed: its last completion (of the cancellation) arms it again.
+            guard armed.insert(tag).inserted else { continue }
+            ring.prepareAccept(descriptor: descriptor, tag: tag)
         }
         toArm.removeAll(keepingCapacity: true)
         service()
@@ -69,10 +77,12 @@ final class RingStreams {
         let generation = completion.tag.generation
         let current = state.table.holds(slot: slot, generation: generation)
         let active = current && state.table[slot].active
+        let listener = SocketID(slot: Int32(slot), generation: generation)
         if completion.result >= 0 {
             let descriptor = Descriptor(taking: completion.result)
             if active {
-                streams.adopt(descriptor, listener: SocketID(slot: Int32(slot), generation: generation))
+                streams.adopt(descriptor, listener: listener)
+                if !streams.hasFreeIndex { stopAccepting(completion.tag, listener) }
             }
             // Otherwise the listener is closing: `descriptor` ends here and closes.
         } else if completion.result == -EBADF || completion.result == -EFAULT {
@@ -85,7 +95,9 @@ final class RingStreams {
             }
         }
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
-            if active && streams.pausedListeners.contains(SocketID(slot: Int32(slot), generation: generation)) {
+            armed.remove(completion.tag)
+            stopping.remove(completion.tag)
+            if active && streams.pausedListeners.contains(listener) {
                 // Out of descriptors or memory: armed again when the pause ends (`arm`).
             } else if active {
                 // The multishot accept ended (the kernel chose to, or a passing error): arm it
@@ -95,6 +107,15 @@ final class RingStreams {
                 state.table.release(slot)
             }
         }
+    }
+
+    /// Every stream index is taken: the listener's multishot accept is cancelled, so further
+    /// connections wait in the kernel's backlog (those accepted before the kernel sees the
+    /// cancellation are held by the stream table), and it is armed again once an index is free.
+    private func stopAccepting(_ accept: RingTag, _ listener: SocketID) {
+        streams.pausedListeners.waitForIndex(listener)
+        guard armed.contains(accept), stopping.insert(accept).inserted else { return }
+        ring.prepareCancel(of: accept, tag: RingTag(.streamCancel, generation: accept.generation, slot: accept.slot))
     }
 
     private func received(_ completion: RingCompletion) {

@@ -6,6 +6,9 @@ import SystemSupport
 /// listener (level-triggered epoll, or a multishot accept armed again) would keep the worker
 /// spinning; so the backend stops accepting on it for `pause` and resumes it after, as
 /// swift-nio's accept backoff does. Its connections wait in the kernel's backlog meanwhile.
+/// A listener also waits here, with no time set, while every stream index is taken: it resumes
+/// as soon as one is given back (`indexFreed`), and until then its connections wait in the
+/// backlog rather than being accepted only to be reset.
 final class PausedListeners {
     static let pause: UInt64 = 100_000_000
 
@@ -25,6 +28,17 @@ final class PausedListeners {
     func pause(_ listener: SocketID) {
         guard !contains(listener) else { return }
         paused.append((listener, MonotonicClock.now() &+ PausedListeners.pause))
+    }
+
+    /// Stops `listener` until a stream index is free again.
+    func waitForIndex(_ listener: SocketID) {
+        guard !contains(listener) else { return }
+        paused.append((listener, .max))
+    }
+
+    /// A stream index is free: the listeners waiting for one are due now.
+    func indexFreed() {
+        for position in paused.indices where paused[position].until == .max { paused[position].until = 0 }
     }
 
     /// Hands the listeners whose pause is over to `body` (which resumes them) and forgets them.

@@ -34,8 +34,9 @@ final class StreamTable {
         var cursors = StreamCursors()
         var reason = StreamCloseReason.byOwner
         var reports: UInt8 = 0
-        /// Past the high water mark since the last `writable`.
-        var writeRefused = false
+        /// A `writable` is due once the pending output is at most this many bytes (after a
+        /// refused write, or as the owner asked); -1 for none.
+        var writableAtMost: Int32 = -1
         /// In the ready, service and send lists.
         var inReadyList = false
         var inServiceList = false
@@ -68,8 +69,11 @@ final class StreamTable {
     /// Streams whose `closed` was reported this turn, released when the next begins.
     private var releaseList: [Int32] = []
     private var nearestDeadline = UInt64.max
-    /// Listeners out of descriptors or memory, resumed by the backend when their pause ends.
+    /// Listeners out of descriptors or memory, or waiting for a free index, resumed by the
+    /// backend when their pause ends.
     let pausedListeners = PausedListeners()
+    /// Connections accepted while no index was free, adopted first as indices come back.
+    private let held = HeldConnections()
     private(set) var count = 0
 
     init(state: EngineState, buffers: StreamBuffers) {
@@ -103,13 +107,23 @@ final class StreamTable {
 
     // MARK: accept
 
+    /// Whether a connection accepted now would get a stream. A backend stops accepting while
+    /// none is free (`PausedListeners.waitForIndex`), so connections wait in the backlog.
+    var hasFreeIndex: Bool { !freeIndices.isEmpty }
+
     /// Takes a connection the kernel accepted on `listener`. Returns its stream index, or nil
-    /// when it was refused: no free stream (it is reset at once, so the client learns it now),
-    /// or already gone. The backend starts watching it in its service pass.
+    /// when it waits for one (io_uring's accepts completed before the backend stopped them
+    /// are held, and adopted as indices come back) or was refused: too many held already (it
+    /// is reset at once, so the client learns it now), or already gone. The backend starts
+    /// watching it in its service pass.
     @discardableResult
     func adopt(_ descriptor: consuming Descriptor, listener: SocketID) -> Int? {
         let fd = descriptor.rawValue
         guard let free = freeIndices.popLast() else {
+            if !held.isFull {
+                held.keep(descriptor, listener: listener)
+                return nil
+            }
             state.counters.streamsRefused &+= 1
             TCPConnection.reset(descriptor)
             return nil
@@ -119,9 +133,8 @@ final class StreamTable {
             state.counters.streamsRefused &+= 1
             return nil
         }
-        // Relayed media and STUN transactions are small, latency-bound writes: no Nagle delay.
-        var one: Int32 = 1
-        SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))) }
+        TCPConnection.setUp(fd, sendBufferBytes: state.configuration.streamSendBufferBytes,
+                            receiveBufferBytes: state.configuration.streamReceiveBufferBytes)
         let index = Int(free)
         let id = state.table.add(TCPConnection(descriptor, peer: peer, local: local), stream: free)
         states[index] = State(socket: id, descriptor: fd, listener: listener, phase: .open)
@@ -146,17 +159,25 @@ final class StreamTable {
     }
 
     /// Copies `bytes` into the output ring, whole or not at all: false (counted) when they
-    /// would leave more than the high water mark pending, or when the stream is closing.
-    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard states[index].phase == .open,
-              Int(states[index].cursors.outputCount) + bytes.count <= state.configuration.streamHighWater else {
-            states[index].writeRefused = true
+    /// would leave more than `limit` (at most the high water mark) pending, or when the stream
+    /// is closing.
+    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {
+        guard states[index].phase == .open, Int(states[index].cursors.outputCount) + bytes.count <= limit else {
+            states[index].writableAtMost = max(states[index].writableAtMost, Int32(state.configuration.streamLowWater - 1))
             state.counters.streamWritesRefused &+= 1
             return false
         }
         buffers.append(index, &states[index].cursors, bytes)
         sendAgain(index)
         return true
+    }
+
+    /// The owner wants a `writable` event once at most `bytes` are pending (at the next
+    /// report when that is so already).
+    func notifyWritable(_ index: Int, pendingAtMost bytes: Int) {
+        guard states[index].phase == .open else { return }
+        states[index].writableAtMost = max(states[index].writableAtMost, Int32(clamping: bytes))
+        writableIfDue(index)
     }
 
     /// The owner closes the stream. Keeping the output, the stream drains first (no more
@@ -205,16 +226,21 @@ final class StreamTable {
     }
 
     /// The kernel took `bytes` from the front of the output. A stream below the low water mark
-    /// after a refusal is reported writable; a draining one that is empty now closes.
+    /// after a refusal (or at what its owner asked for) is reported writable; a draining one
+    /// that is empty now closes.
     func sent(_ index: Int, _ bytes: Int) {
         states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
         state.counters.streamBytesOut &+= UInt64(bytes)
-        let pending = Int(states[index].cursors.outputCount)
-        if states[index].writeRefused && pending < state.configuration.streamLowWater && states[index].phase == .open {
-            states[index].writeRefused = false
+        writableIfDue(index)
+        if states[index].cursors.outputCount == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
+    }
+
+    private func writableIfDue(_ index: Int) {
+        let due = states[index].writableAtMost
+        if due >= 0 && states[index].cursors.outputCount <= due && states[index].phase == .open {
+            states[index].writableAtMost = -1
             report(index, Report.writable)
         }
-        if pending == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
     }
 
     /// The connection ended or must end: no more reading or sending. Pending output is dropped
@@ -245,16 +271,22 @@ final class StreamTable {
     // MARK: the turn
 
     /// Releases the streams whose `closed` was reported last turn (their descriptors close
-    /// now), and closes those whose deadline has passed.
+    /// now, their buffers' pages go back to the kernel), gives the indices to held connections
+    /// first and then to the listeners waiting for one, and closes the streams whose deadline
+    /// has passed.
     func beginTurn() {
         for index in releaseList {
             let slot = Int(states[Int(index)].socket.slot)
             state.table.release(slot)
+            buffers.release(Int(index))
+            state.counters.syscalls &+= 1
             states[Int(index)] = State()
             freeIndices.append(index)
             count -= 1
         }
         releaseList.removeAll(keepingCapacity: true)
+        held.handOver(while: { hasFreeIndex }, to: { adopt($0, listener: $1) })
+        if held.isEmpty && hasFreeIndex { pausedListeners.indexFreed() }
         guard nearestDeadline != .max else { return }
         let now = MonotonicClock.now()
         guard now >= nearestDeadline else { return }
