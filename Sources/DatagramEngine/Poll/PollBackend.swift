@@ -90,7 +90,6 @@ final class PollBackend {
     /// Sends the streams' new output (the datagrams are `send`'s).
     func flushStreams() { streams?.flush() }
 
-    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     /// The socket a receive reads, as its datagrams are recorded.
     private struct Source {
         var id: SocketID
@@ -98,6 +97,7 @@ final class PollBackend {
         var owner: OwnerTag
     }
 
+    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     private func receiveMany(_ descriptor: Int32, _ from: Source, used: Int) -> Int {
         let room = vectors.capacity - used
         // MSG_TRUNC: a datagram longer than its buffer reports its real length.

@@ -290,6 +290,9 @@ final class Ring {
 
     // MARK: completions
 
+    /// Whether completions wait in the completion queue, unreaped.
+    var hasReadyCompletions: Bool { io_uring_cq_ready(ring) > 0 }
+
     /// The one reap loop: hands the completions ready now, oldest first, to `body` until it
     /// returns false (that completion is consumed too), and releases their queue entries.
     /// Returns how many it handed over; 0 when none was ready.
@@ -300,9 +303,6 @@ final class Ring {
     /// an overflowed completion queue when it finds nothing; every caller here enters with
     /// GETEVENTS when this returns 0, which flushes it just the same.)
     @inline(__always)
-    /// Whether completions wait in the completion queue, unreaped.
-    var hasReadyCompletions: Bool { io_uring_cq_ready(ring) > 0 }
-
     func reap(_ body: (RingCompletion) -> Bool) -> Int {
         let ready = io_uring_cq_ready(ring)
         guard ready > 0 else { return 0 }

@@ -68,8 +68,6 @@ final class ForwardRuleTable {
     let clientCounters = EntryStore<ForwardClientCounters>()
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
-    /// socket, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {

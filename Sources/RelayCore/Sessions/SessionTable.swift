@@ -70,7 +70,6 @@ final class SessionTable {
     var sessionsExpired: UInt64 = 0
     /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {
