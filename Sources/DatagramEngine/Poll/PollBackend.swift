@@ -15,7 +15,7 @@ final class PollBackend {
     /// Listeners and streams; nil when the configuration keeps streams off.
     private let streams: PollStreams?
     /// Receive slots the last turn used: only those need `prepare` again.
-    @exclusivity(unchecked) private var slotsUsed = 0  // per turn, this thread only (see EngineState)
+    @exclusivity(unchecked) private var slotsUsed = 0
 
     /// `batched`: recvmmsg / sendmmsg (mmsg) rather than one call per datagram (perPacket).
     init(state: EngineState, batched: Bool, waker: EngineWaker) throws(SystemCallError) {

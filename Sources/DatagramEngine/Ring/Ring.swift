@@ -25,9 +25,6 @@ final class Ring {
     private let buffers: UnsafeMutableRawPointer
     private let template: UnsafeMutablePointer<msghdr>
     private let held: UnsafeMutablePointer<UInt16>
-    // The ring's bookkeeping below is touched per completion and per submission by the engine's
-    // thread only, never while another access to it is open: no dynamic exclusivity checks
-    // (swift_beginAccess, about 80 instructions a time), as in EngineState.
     @exclusivity(unchecked) private var heldCount = 0
     @exclusivity(unchecked) private var recycledSinceAdvance: Int32 = 0
     private let wakeDescriptor: Int32

@@ -44,9 +44,6 @@ final class ForwardRuleTable {
     let opener: PortOpener
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
-    // The tables below are read and written per datagram by this worker's thread only, and no
-    // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
-    // 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     @exclusivity(unchecked) var rules: [RuleState] = []

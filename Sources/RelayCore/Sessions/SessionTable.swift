@@ -50,9 +50,6 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `drops`, `marks` and `random` are read and written per datagram by this
-    // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
-    // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     let legs = EntryStore<LegState>()
