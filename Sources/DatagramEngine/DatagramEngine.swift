@@ -39,7 +39,6 @@ public final class DatagramEngine {
     /// is @usableFromInline for `enqueue` only: it stays this object's, never handed out.)
     @usableFromInline let outgoing: UnsafeMutablePointer<OutgoingDatagram>
     @usableFromInline let sendCapacity: Int
-    /// Per datagram, on the engine's thread only: no dynamic exclusivity check (see EngineState).
     @usableFromInline @exclusivity(unchecked) var outgoingCount = 0
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) throws(SystemCallError) {

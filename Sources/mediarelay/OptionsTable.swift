@@ -153,55 +153,70 @@ enum OptionKey: String, CaseIterable, Sendable {
         }
     }
 
+    /// The default the help text gives, read from a fresh `ServerOptions`, where every default
+    /// is written once; lists and options that are unset by default are described instead.
     var defaultText: String {
-        switch self {
-        case .engine: "auto"
-        case .gso: "on"
-        case .gro: "on"
-        case .workers: "number of online cores (\(ServerOptions.onlineCores) here)"
+        let defaults = ServerOptions()
+        return switch self {
+        case .engine: defaults.engine.rawValue
+        case .gso: Self.onOff(defaults.gso)
+        case .gro: Self.onOff(defaults.gro)
+        case .workers: "number of online cores (\(defaults.workers) here)"
         case .forward: "none"
-        case .ports: "40000-40999"
-        case .relayAddress: "0.0.0.0"
-        case .advertiseAddress: "127.0.0.1 when the relay address is a wildcard, else the relay address"
-        case .http: "127.0.0.1:9480"
+        case .ports: defaults.ports.description
+        case .relayAddress: defaults.relayAddress
+        case .advertiseAddress: "\(ServerOptions.wildcardAdvertiseAddress) when the relay address is a wildcard, else the relay address"
+        case .http: defaults.http.description
         case .controlToken: "env \(ServerOptions.tokenEnvironmentVariable), else none"
-        case .dscp: "mirror"
-        case .serviceClass: "bestEffort"
-        case .ecn: "preserve"
-        case .ecnMarking: "on"
-        case .ecnL4SThreshold: "\(ECNThresholds.defaultL4SPercent)"
-        case .ecnClassicThreshold: "\(ECNThresholds.defaultClassicPercent)"
-        case .ecnBacklog: ServerOptions.defaultECNBacklog ? "on" : "off"
-        case .ecnBacklogL4SThreshold: "\(BacklogThresholds.defaultL4SMicroseconds) (1 ms)"
-        case .ecnBacklogClassicThreshold: "\(BacklogThresholds.defaultClassicMicroseconds) (5 ms)"
-        case .logLevel: "info"
-        case .logFormat: "text"
-        case .drainSeconds: "0"
-        case .readyThreshold: "0.9"
-        case .idleTimeout: "60"
-        case .maxClients: "10000"
-        case .maxSessions: "10000"
-        case .batchSize: "64"
-        case .maxDatagramSize: "\(ServerOptions.defaultMaxDatagramSize)"
-        case .egressRate: "0 (no cap)"
+        case .dscp: defaults.dscp.rawValue
+        case .serviceClass: defaults.serviceClass.rawValue
+        case .ecn: defaults.ecn.rawValue
+        case .ecnMarking: Self.onOff(defaults.ecnMarking)
+        case .ecnL4SThreshold: "\(defaults.ecnL4SThreshold)"
+        case .ecnClassicThreshold: "\(defaults.ecnClassicThreshold)"
+        case .ecnBacklog: Self.onOff(defaults.ecnBacklog)
+        case .ecnBacklogL4SThreshold: Self.microseconds(defaults.ecnBacklogL4SThreshold)
+        case .ecnBacklogClassicThreshold: Self.microseconds(defaults.ecnBacklogClassicThreshold)
+        case .logLevel: defaults.logLevel.rawValue
+        case .logFormat: defaults.logFormat.rawValue
+        case .drainSeconds: "\(defaults.drainSeconds)"
+        case .readyThreshold: "\(defaults.readyThreshold)"
+        case .idleTimeout: "\(defaults.idleTimeoutSeconds)"
+        case .maxClients: "\(defaults.maxClients)"
+        case .maxSessions: "\(defaults.maxSessions)"
+        case .batchSize: "\(defaults.batchSize)"
+        case .maxDatagramSize: "\(defaults.maxDatagramSize)"
+        case .egressRate: Self.zeroMeans(defaults.egressRate, "no cap")
         case .turn: "none (no TURN server)"
-        case .turnRealm: "mediarelay"
+        case .turnRealm: defaults.turnRealm
         case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
         case .turnUsersFile: "none"
         case .turnNonceSecret: "derived from --turn-secret when given, else a key of this process alone"
-        case .turnMaxAllocations: "10000"
-        case .turnMaxAllocationsPerUser: "0 (no limit per user)"
-        case .turnBandwidth: "0 (no limit)"
-        case .turnPortShare: "50"
-        case .turnMaxChannels: "\(TurnLimits().maxChannels)"
-        case .turnUnauthenticatedRate: "\(TurnLimits().unauthenticatedRate) (a burst of \(TurnLimits().unauthenticatedRate * TurnLimits.burstSeconds))"
+        case .turnMaxAllocations: "\(defaults.turnMaxAllocations)"
+        case .turnMaxAllocationsPerUser: Self.zeroMeans(defaults.turnMaxAllocationsPerUser, "no limit per user")
+        case .turnBandwidth: Self.zeroMeans(defaults.turnBandwidth, "no limit")
+        case .turnPortShare: "\(defaults.turnPortShare)"
+        case .turnMaxChannels: "\(defaults.turnMaxChannels)"
+        case .turnUnauthenticatedRate:
+            "\(defaults.turnUnauthenticatedRate) (a burst of \(defaults.turnUnauthenticatedRate * TurnLimits.burstSeconds))"
         case .turnAlternate: "none (refuse as without alternates)"
         case .turnAlternateDomain: "none"
         case .turnTCP, .turnTLS: "none"
         case .tlsCert, .tlsKey: "none (needed by --turn-tls)"
-        case .turnMaxConnections: "\(TurnStreamLimits().maxConnections)"
-        case .turnMaxConnectionsPerSource: "\(TurnStreamLimits().maxPerSource)"
+        case .turnMaxConnections: "\(defaults.turnMaxConnections)"
+        case .turnMaxConnectionsPerSource: "\(defaults.turnMaxConnectionsPerSource)"
         }
+    }
+
+    private static func onOff(_ on: Bool) -> String { on ? "on" : "off" }
+
+    /// "1000 (1 ms)": the value as given, then in milliseconds.
+    private static func microseconds(_ value: Int) -> String {
+        value % 1000 == 0 ? "\(value) (\(value / 1000) ms)" : "\(value)"
+    }
+
+    private static func zeroMeans(_ value: Int, _ meaning: String) -> String {
+        value == 0 ? "0 (\(meaning))" : "\(value)"
     }
 
     static let workersRange = 1...256

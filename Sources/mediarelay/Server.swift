@@ -79,7 +79,6 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
-        noteAlternatesThatAreThisRelay(options)
         let relay = Relay(settings: settings())
         guard loadCertificate(options, into: relay.settings.turnShared, reason: "start") else { return 2 }
         let engine: (backend: Backend, reason: String)
@@ -179,8 +178,10 @@ struct Server {
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits,
                                        ecnMarking: options.ecnMarking))
-        noteAlternatesThatAreThisRelay(options)
-        relay.updateAlternates(options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options)))
+        // The interfaces are read again: an address added since start is this relay too.
+        let addresses = options.turnAddresses(hostAddresses: hostAddresses())
+        noteAlternatesThatAreThisRelay(options, addresses)
+        relay.updateAlternates(options.turnAlternatesInForce(leavingOut: addresses))
     }
 
     /// What the limits and the backlog do with ECT datagrams, in one log line at start.
@@ -196,16 +197,10 @@ struct Server {
             + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop" + backlog
     }
 
-    /// The addresses an alternate would reach this relay on: the relay and advertised
-    /// addresses and the host's interfaces.
-    func alternateOwnAddresses(_ options: ServerOptions) -> [Endpoint] {
-        [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) } + hostAddresses()
-    }
-
     /// Says which alternates are this relay itself and so are never named (one list of the
     /// whole fleet may be given to every node).
-    private func noteAlternatesThatAreThisRelay(_ options: ServerOptions) {
-        for alternate in options.alternatesThatAreThisRelay(ownAddresses: alternateOwnAddresses(options)) {
+    func noteAlternatesThatAreThisRelay(_ options: ServerOptions, _ addresses: TurnServerAddresses) {
+        for alternate in options.alternatesThatAreThisRelay(addresses) {
             log.info("--turn-alternate \(alternate) is this relay (one of its own TURN listeners): left out of the alternates it names")
         }
     }

@@ -32,7 +32,7 @@ final class TurnServerFixture {
             turn += ["--turn", host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"]
         }
         self.listeners = listeners
-        // --relay-address 127.0.0.1 relays IPv4 there and IPv6 on ::1 (Server.relayedAddresses).
+        // --relay-address 127.0.0.1 relays IPv4 there and IPv6 on ::1 (TurnServerAddresses).
         relay = try RelayProcess(ports: PortBlock(count: 100), [
             "--relay-address", "127.0.0.1", "--turn-realm", Self.realm, "--turn-user", "\(Self.user):\(Self.password)",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128",

@@ -40,6 +40,31 @@ final class HelpTextTests: XCTestCase {
         }
     }
 
+    /// Options whose help default is a description, not a value to give back: lists and
+    /// values that are unset by default.
+    let describedDefaults: Set<OptionKey> = [
+        .forward, .controlToken, .turn, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer,
+        .turnDeniedPeer, .turnAlternate, .turnAlternateDomain, .turnTCP, .turnTLS, .tlsCert, .tlsKey,
+    ]
+
+    func testTheHelpDefaultsAreTheParsedDefaults() throws {
+        // Each default the help gives, passed back as the option's value, changes nothing.
+        let turn = ["--turn", "127.0.0.1:3478", "--turn-secret", "s"]
+        for key in OptionKey.allCases where !describedDefaults.contains(key) {
+            let base = key.flag.hasPrefix("--turn") ? turn : []
+            var value = key.defaultText
+            if key == .workers {
+                value = try XCTUnwrap(value.firstMatch(of: /\((\d+) here\)/)).output.1.description
+            } else if key == .advertiseAddress {
+                value = try XCTUnwrap(value.split(separator: " ").first).description
+            } else if let note = value.range(of: " (") {
+                value = String(value[..<note.lowerBound])
+            }
+            XCTAssertEqual(runOptions(base + [key.flag, value]), runOptions(base),
+                           "\(key.flag): the help's default \(value) is not the default")
+        }
+    }
+
     func testEveryFlagInTheHelpIsAccepted() {
         // The reverse direction: help must not document a flag the parser refuses.
         let flags = HelpText.text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })

@@ -22,7 +22,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertTrue(options.ecnMarking)
         XCTAssertEqual(options.ecnL4SThreshold, 25)
         XCTAssertEqual(options.ecnClassicThreshold, 50)
-        XCTAssertEqual(options.ecnBacklog, ServerOptions.defaultECNBacklog)
+        XCTAssertFalse(options.ecnBacklog)
         XCTAssertEqual(options.ecnBacklogL4SThreshold, 1000)
         XCTAssertEqual(options.ecnBacklogClassicThreshold, 5000)
         XCTAssertEqual(options.egressRate, 0)

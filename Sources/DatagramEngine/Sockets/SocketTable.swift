@@ -35,8 +35,6 @@ final class SocketTable {
         var owner = OwnerTag.unowned
     }
 
-    // Touched per datagram by this engine's thread only, never while another access to it is
-    // open: the dynamic exclusivity check (swift_beginAccess, about 80 instructions) buys nothing.
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
     private var owners: [Owner?] = []
     private var free: [Int32] = []

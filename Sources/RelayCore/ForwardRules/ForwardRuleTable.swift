@@ -44,9 +44,6 @@ final class ForwardRuleTable {
     let opener: PortOpener
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
-    // The tables below are read and written per datagram by this worker's thread only, and no
-    // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
-    // 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     @exclusivity(unchecked) var rules: [RuleState] = []
@@ -68,8 +65,6 @@ final class ForwardRuleTable {
     let clientCounters = EntryStore<ForwardClientCounters>()
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
-    /// socket, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {

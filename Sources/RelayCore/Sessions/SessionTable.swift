@@ -50,9 +50,6 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `drops`, `marks` and `random` are read and written per datagram by this
-    // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
-    // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     let legs = EntryStore<LegState>()
@@ -70,7 +67,6 @@ final class SessionTable {
     var sessionsExpired: UInt64 = 0
     /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {

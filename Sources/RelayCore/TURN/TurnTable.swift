@@ -21,9 +21,6 @@ final class TurnTable {
     let egress: EgressShare
     /// Monotonic nanoseconds, set by the owner before each batch.
     var now: UInt64
-    // The state below is read and written per datagram by the worker's thread only, and no
-    // access to one of them overlaps another to the same: the dynamic exclusivity checks
-    // (swift_beginAccess, several per datagram) buy nothing here.
     // Not optionals: reaching into an optional element copied the whole allocation (its
     // dictionaries retained and released) per datagram. A free index holds `.vacant`.
     @exclusivity(unchecked) var allocations: [Allocation] = []
