@@ -162,6 +162,30 @@ final class StreamPhaseTests: XCTestCase {
         XCTFail("\(phase) on \(event) was allowed")
     }
 
+    /// A send the kernel completes after the owner closed the stream (io_uring: submitted at the
+    /// flush, reaped in the next turn) counts its bytes but leaves the dropped output empty, never
+    /// below: `outputPending` stays at 0 until the stream is gone.
+    func testASendCompletingAfterTheCloseLeavesTheOutputEmpty() throws {
+        for backend in Self.backends {
+            let echo = try StreamEchoHarness(backend: backend)
+            echo.echoing = false
+            let client = TCPClientFixture.connect(to: echo.server)
+            defer { Glibc.close(client) }
+            XCTAssertTrue(echo.run(seconds: 5) { echo.accepted.count == 1 }, "\(backend)")
+            let stream = try XCTUnwrap(echo.accepted.first)
+            XCTAssertTrue([UInt8](repeating: 3, count: 4_000).withUnsafeBytes { echo.engine.write(stream, $0) }, "\(backend)")
+            echo.engine.flush()
+            echo.engine.close(stream, keepingOutput: false)
+            var lowest = 0
+            XCTAssertTrue(echo.run(seconds: 5) {
+                lowest = min(lowest, echo.engine.outputPending(stream))
+                return echo.closed[stream] != nil
+            }, "\(backend)")
+            lowest = min(lowest, echo.engine.outputPending(stream))
+            XCTAssertEqual(lowest, 0, "\(backend): pending output went below empty")
+        }
+    }
+
     /// How long a stream the owner closes keeps its index, from its close to its release, as an
     /// accept storm meets it (2,000 connects, 256 streams at most, each closed by its owner as it
     /// is accepted): in time and in turns, and the backend's part of it (close to finish: on

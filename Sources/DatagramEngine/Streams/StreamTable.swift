@@ -234,8 +234,11 @@ final class StreamTable {
     /// after a refusal (or at what its owner asked for) is reported writable; a draining one
     /// that is empty now closes.
     func sent(_ index: Int, _ bytes: Int) {
-        states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
         state.counters.streamBytesOut &+= UInt64(bytes)
+        // A send (io_uring's) that completed after the stream began closing: its output is
+        // dropped already, and the cursors must not go below empty.
+        guard states[index].phase.isLive else { return }
+        states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
         writableIfDue(index)
         if states[index].cursors.outputCount == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
     }
