@@ -11,11 +11,12 @@ final class StreamDeadlines {
     private(set) var count = 0
 
     init(limit: Int) {
-        heap = .allocate(capacity: max(limit, 1))
-        positions = .allocate(capacity: max(limit, 1))
-        positions.initialize(repeating: -1, count: max(limit, 1))
-        deadlines = .allocate(capacity: max(limit, 1))
-        deadlines.initialize(repeating: .max, count: max(limit, 1))
+        let capacity = max(limit, 1)
+        heap = .allocate(capacity: capacity)
+        positions = .allocate(capacity: capacity)
+        positions.initialize(repeating: -1, count: capacity)
+        deadlines = .allocate(capacity: capacity)
+        deadlines.initialize(repeating: .max, count: capacity)
     }
 
     deinit {

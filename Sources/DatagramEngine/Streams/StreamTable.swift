@@ -202,9 +202,6 @@ final class StreamTable {
         deadlines.set(index, deadline)
     }
 
-    /// The stream's deadline, `.max` for none.
-    func deadline(_ index: Int) -> UInt64 { deadlines.deadline(of: index) }
-
     // MARK: what the backends do and report
 
     /// The free space after the stream's input, for the next read (see `StreamBuffers`).
