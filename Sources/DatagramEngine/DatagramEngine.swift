@@ -176,7 +176,7 @@ public final class DatagramEngine {
             sockets.removeAll { id in
                 guard let index = streams.index(of: id) else { return false }
                 setOwner(id, .unowned)
-                streams.close(index, keepingOutput: false)
+                if streams[index].phase == .open { streams.close(index, keepingOutput: false) }
                 return true
             }
         }
@@ -258,15 +258,17 @@ public final class DatagramEngine {
     /// when it has none, else the close reports `timeout`. Not keeping it, the stream closes at
     /// the next turn and its pending output is dropped. Either way `closed(.byOwner)` follows in
     /// a later turn, and only then is the stream's entry free; writes are refused meanwhile.
+    /// Closing a stream that is closing already (by its owner, its peer or its deadline) does
+    /// nothing: the first end stands.
     public func close(_ stream: SocketID, keepingOutput: Bool = true) {
-        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        guard let streams = state.streams, let index = streams.index(of: stream), streams[index].phase == .open else { return }
         streams.close(index, keepingOutput: keepingOutput)
     }
 
     /// Sets `stream`'s deadline, in nanoseconds of `MonotonicClock` (nil for none). When it
     /// passes, the engine closes the stream and reports `closed(.timeout)`; an owner that wants
     /// an idle timeout moves it forward on each `data` event. Checked once per turn, and a
-    /// turn's wait ends by the nearest deadline.
+    /// turn's wait ends by the nearest deadline. A stream that is closing already has none.
     public func setDeadline(_ stream: SocketID, _ nanoseconds: UInt64?) {
         guard let streams = state.streams, let index = streams.index(of: stream) else { return }
         streams.setDeadline(index, nanoseconds ?? .max)

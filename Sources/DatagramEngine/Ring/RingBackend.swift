@@ -69,7 +69,11 @@ final class RingBackend {
         // Receives that ended in this turn are armed now, and re-arms and the wake-up read reach
         // the kernel even in turns that found completions waiting and so did not enter it.
         armPending()
-        if ring.pendingSubmissions > 0 { ring.submit() }
+        if (streams?.awaitingCancellations ?? 0) > 0 {
+            ring.submitAndGetEvents()
+        } else if ring.pendingSubmissions > 0 {
+            ring.submit()
+        }
         ring.commitRecycled()
         state.counters.noteBatch(state.receivedCount)
         state.counters.syscalls &+= ring.takeSyscalls()

@@ -21,7 +21,11 @@ final class PausedListeners {
     }
 
     /// When the first paused listener is due, `.max` for none.
-    var earliest: UInt64 { paused.map(\.until).min() ?? .max }
+    var earliest: UInt64 {
+        var earliest = UInt64.max
+        for entry in paused { earliest = min(earliest, entry.until) }
+        return earliest
+    }
 
     func contains(_ listener: SocketID) -> Bool { paused.contains { $0.listener == listener } }
 
@@ -41,13 +45,23 @@ final class PausedListeners {
         for position in paused.indices where paused[position].until == .max { paused[position].until = 0 }
     }
 
-    /// Hands the listeners whose pause is over to `body` (which resumes them) and forgets them.
+    /// Hands the listeners whose pause is over to `body` (which resumes them, and pauses none)
+    /// and forgets them, in place: asked every turn, it builds no list.
     func takeDue(_ body: (SocketID) -> Void) {
         guard !paused.isEmpty else { return }
         let now = MonotonicClock.now()
-        let due = paused.filter { $0.until <= now }
-        guard !due.isEmpty else { return }
-        paused.removeAll { $0.until <= now }
-        for entry in due { body(entry.listener) }
+        let count = paused.count
+        var kept = 0
+        for position in 0..<count {
+            let entry = paused[position]
+            if entry.until <= now {
+                body(entry.listener)
+            } else {
+                paused[kept] = entry
+                kept += 1
+            }
+        }
+        precondition(paused.count == count, "a listener was paused while the due ones were taken")
+        paused.removeLast(count - kept)
     }
 }
