@@ -27,13 +27,8 @@ final class VethPair {
         if try NetworkNamespace.run(["sh", "-c", "command -v ethtool"]).status != 0 {
             throw NetworkNamespace.Failure(step: "command -v ethtool", output: "missing: make test-deps installs ethtool")
         }
-        senderNamespace = try NetworkNamespace("gro11-\(id)-s")
-        do {
-            receiverNamespace = try NetworkNamespace("gro11-\(id)-r")
-        } catch {
-            senderNamespace.remove()
-            throw error
-        }
+        let namespaces = try NetworkNamespace.make("gro11-\(id)-s", "gro11-\(id)-r")
+        (senderNamespace, receiverNamespace) = (namespaces[0], namespaces[1])
         let (senderName, receiverName) = (senderNamespace.name, receiverNamespace.name)
         let senderDevice = "g11s\(id % 100_000)", receiverDevice = "g11r\(id % 100_000)"
         let steps: [[String]] = [

@@ -27,13 +27,8 @@ final class TwoAddressNetwork {
 
     init() throws {
         let id = getpid()
-        relayHost = try NetworkNamespace("pktinfo-\(id)-r")
-        do {
-            clientHost = try NetworkNamespace("pktinfo-\(id)-c")
-        } catch {
-            relayHost.remove()
-            throw error
-        }
+        let namespaces = try NetworkNamespace.make("pktinfo-\(id)-r", "pktinfo-\(id)-c")
+        (relayHost, clientHost) = (namespaces[0], namespaces[1])
         do {
             try build(relayDevice: "pkr\(id % 100_000)", clientDevice: "pkc\(id % 100_000)")
         } catch {

@@ -28,6 +28,19 @@ public final class NetworkNamespace {
         }
     }
 
+    /// One namespace per name, in order; when one cannot be made, those made before are
+    /// removed and the error is thrown.
+    public static func make(_ names: String...) throws -> [NetworkNamespace] {
+        var made: [NetworkNamespace] = []
+        do {
+            for name in names { made.append(try NetworkNamespace(name)) }
+        } catch {
+            for namespace in made { namespace.remove() }
+            throw error
+        }
+        return made
+    }
+
     public func remove() { _ = try? NetworkNamespace.run(["ip", "netns", "del", name]) }
 
     /// `ip -n NAME ARGUMENTS...`; throws with its output when it fails.
