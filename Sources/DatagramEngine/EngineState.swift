@@ -103,9 +103,9 @@ import SystemSupport
             return true
         }
         // A UDP GRO buffer: datagrams of `segment` bytes back to back, the last maybe shorter,
-        // all from one source to one address with one TOS byte (the kernel coalesces only datagrams whose IP
-        // headers agree but for length and id) and one receive time. Each becomes a datagram of
-        // its own, in place.
+        // all from one source to one address with one TOS byte (the kernel coalesces only
+        // datagrams whose IP headers agree but for length and id) and one receive time. Each
+        // becomes a datagram of its own, in place.
         var offset = 0
         while offset < payload.count && receivedCount < receivedCapacity {
             let length = min(segment, payload.count - offset)

@@ -192,8 +192,8 @@ final class SendVectors {
 
     /// How many datagrams from `first` on join it in one GSO send, with their payload bytes,
     /// their iovecs filled in (the first's is already): same socket, destination, source address
-    /// and TOS byte, and the same size but for a shorter last one, as the kernel allows. Up to `maxSegments`
-    /// and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
+    /// and TOS byte, and the same size but for a shorter last one, as the kernel allows. Up to
+    /// `maxSegments` and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
     @inline(never)
     private func mergeRun(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, from first: Int, count total: Int) -> (Int, Int) {
         let iovecs = self.iovecs

@@ -22,7 +22,8 @@ public struct SocketOptions: Sendable {
 /// A non-blocking UDP socket bound to a local endpoint, set up to report every datagram's TOS
 /// byte (IP_RECVTOS, and IPV6_RECVTCLASS on IPv6 / dual-stack sockets), the kernel's drop
 /// counter (SO_RXQ_OVFL) and, when bound to a wildcard address, the local address each datagram
-/// was sent to (IP_PKTINFO, and IPV6_RECVPKTINFO on a dual-stack socket). Owns its descriptor (`Descriptor`), closed when the object goes.
+/// was sent to (IP_PKTINFO, and IPV6_RECVPKTINFO on a dual-stack socket). Owns its descriptor
+/// (`Descriptor`), closed when the object goes.
 ///
 /// An IPv4 address gives an AF_INET socket; an IPv6 address an AF_INET6 one; the IPv6
 /// wildcard `::` gives a dual-stack socket that also takes IPv4 peers.
