@@ -69,7 +69,10 @@ struct ReceiveMetadata {
             // ipi_spec_dst: the local address a reply should come from (the destination itself
             // for a unicast datagram), in network order after the interface index.
             localAddress = Endpoint(ipv4: UInt32(bigEndian: data.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), port: 0)
-        } else if level == Int32(IPPROTO_IPV6), type == IPV6_PKTINFO, length >= ReceiveMetadata.pktinfo6Length {
+        } else if level == Int32(IPPROTO_IPV6), type == IPV6_PKTINFO, length >= ReceiveMetadata.pktinfo6Length,
+                  !localAddress.isIPv4 {
+            // An IPv4 datagram on a dual-stack socket brings IP_PKTINFO too, whose ipi_spec_dst
+            // is the one to answer from (for a broadcast, this one names the broadcast address).
             let high = UInt64(bigEndian: data.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
             let low = UInt64(bigEndian: data.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             // The interface matters only to a link-local address: it names which link's.
