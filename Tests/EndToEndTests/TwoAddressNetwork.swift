@@ -20,6 +20,7 @@ final class TwoAddressNetwork {
         static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
     }
 
+    /// The IPv6 addresses are there only where the host has IPv6 (`IPv6Loopback`).
     let relayHost: NetworkNamespace
     let clientHost: NetworkNamespace
     private(set) var ipv4 = Family(preferred: "", other: "", client: "10.113.0.10", subnet: "10.113.0.0/24")
@@ -45,15 +46,17 @@ final class TwoAddressNetwork {
     private func build(relayDevice: String, clientDevice: String) throws {
         try NetworkNamespace.check(["ip", "link", "add", relayDevice, "netns", relayHost.name, "type", "veth",
                                     "peer", "name", clientDevice, "netns", clientHost.name])
-        // nodad: an IPv6 address is usable at once instead of after duplicate detection.
         for address in ["10.113.0.1/24", "10.113.0.2/24"] { try relayHost.run(["addr", "add", address, "dev", relayDevice]) }
-        for address in ["fd00:113::1/64", "fd00:113::2/64"] { try relayHost.run(["addr", "add", address, "dev", relayDevice, "nodad"]) }
         try clientHost.run(["addr", "add", "10.113.0.10/24", "dev", clientDevice])
-        try clientHost.run(["addr", "add", "fd00:113::10/64", "dev", clientDevice, "nodad"])
+        if IPv6Loopback.isAvailable {
+            // nodad: an IPv6 address is usable at once instead of after duplicate detection.
+            for address in ["fd00:113::1/64", "fd00:113::2/64"] { try relayHost.run(["addr", "add", address, "dev", relayDevice, "nodad"]) }
+            try clientHost.run(["addr", "add", "fd00:113::10/64", "dev", clientDevice, "nodad"])
+        }
         try relayHost.run(["link", "set", relayDevice, "up"])
         try clientHost.run(["link", "set", clientDevice, "up"])
         ipv4 = try family(ipv4, pair: ("10.113.0.1", "10.113.0.2"))
-        ipv6 = try family(ipv6, pair: ("fd00:113::1", "fd00:113::2"))
+        if IPv6Loopback.isAvailable { ipv6 = try family(ipv6, pair: ("fd00:113::1", "fd00:113::2")) }
     }
 
     /// Which of the pair the relay host's route to the client names as the source, asked of
