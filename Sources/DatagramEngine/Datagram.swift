@@ -48,6 +48,12 @@ public struct ReceivedDatagram {
     /// read after `receive` less this is the datagram's wait in its socket's queue. The segments
     /// of a UDP GRO buffer share their buffer's.
     public var receivedAt: UInt64
+    /// The local address the datagram was sent to, port 0, when its socket is bound to a
+    /// wildcard address (the kernel's IP_PKTINFO / IPV6_PKTINFO; an IPv4 address in its mapped
+    /// form, as `Endpoint` keeps it); all zero (`::`) on a socket bound to one address, which
+    /// answers from that address anyway. An answer enqueued `from` it leaves from the address
+    /// the sender reached, as the sender (and every NAT and firewall on the way) expects.
+    public var localAddress: Endpoint
 }
 
 /// One datagram waiting to be sent. The bytes are borrowed: they must stay valid until the
@@ -58,11 +64,15 @@ public struct ReceivedDatagram {
     @usableFromInline var destination: Endpoint
     @usableFromInline var trafficClass: TrafficClass
     @usableFromInline var bytes: UnsafeRawBufferPointer
+    /// The local address to send from (IP_PKTINFO / IPV6_PKTINFO); a wildcard address leaves
+    /// the choice to the kernel's routing, as for a socket bound to one address.
+    @usableFromInline var source: Endpoint
 
     @inlinable
-    init(socket: SocketID, destination: Endpoint, trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
+    init(socket: SocketID, destination: Endpoint, source: Endpoint, trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
         self.socket = socket
         self.destination = destination
+        self.source = source
         self.trafficClass = trafficClass
         self.bytes = bytes
     }

@@ -11,7 +11,8 @@ import SystemSupport
 /// A turn is: `receive` (what is ready now, up to `batchSize`, never waiting to fill a batch),
 /// read `received(i)` and `streamEvent(i)`, `enqueue` replies or forwards that borrow the
 /// received bytes, `write` to streams (copied), `flush`. Every datagram carries its TOS byte
-/// both ways. Nothing here allocates per datagram.
+/// both ways, and on a socket bound to a wildcard address the local address it reached and is
+/// sent from. Nothing here allocates per datagram.
 ///
 /// Streams (with `EngineConfiguration.streamLimit` > 0): `listen` registers a listener; each
 /// connection it accepts becomes a stream, reported `accepted` with the listener's tag. The
@@ -293,11 +294,17 @@ public final class DatagramEngine {
     }
 
     /// Queues one datagram; flushes first when the queue is full. `bytes` must stay valid
-    /// until the flush (received bytes stay valid until the next `receive`).
+    /// until the flush (received bytes stay valid until the next `receive`). `source`, for a
+    /// socket bound to a wildcard address, is the local address the datagram leaves from (an
+    /// answer's: the `localAddress` of what it answers), sent as an IP_PKTINFO or IPV6_PKTINFO
+    /// control message beside the TOS byte; the wildcard (the default) lets the kernel's routing
+    /// choose, and a socket bound to one address sends from that one whatever this says.
     @inlinable
-    public func enqueue(socket: SocketID, to destination: Endpoint, trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
+    public func enqueue(socket: SocketID, to destination: Endpoint, from source: Endpoint = Endpoint(high: 0, low: 0, port: 0),
+                        trafficClass: TrafficClass, bytes: UnsafeRawBufferPointer) {
         if outgoingCount == sendCapacity { flush() }
-        outgoing[outgoingCount] = OutgoingDatagram(socket: socket, destination: destination, trafficClass: trafficClass, bytes: bytes)
+        outgoing[outgoingCount] = OutgoingDatagram(socket: socket, destination: destination, source: source, trafficClass: trafficClass,
+                                                   bytes: bytes)
         outgoingCount += 1
     }
 

@@ -96,19 +96,19 @@ import SystemSupport
         let receivedAt = metadata.timestamp == 0 ? 0 : metadata.timestamp &- monotonicOffset()
         if segment == payload.count {
             add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass, bytes: payload,
-                                 receivedAt: receivedAt))
+                                 receivedAt: receivedAt, localAddress: metadata.localAddress))
             return true
         }
         // A UDP GRO buffer: datagrams of `segment` bytes back to back, the last maybe shorter,
-        // all from one source with one TOS byte (the kernel coalesces only datagrams whose IP
-        // headers agree but for length and id) and one receive time. Each becomes a datagram of
-        // its own, in place.
+        // all from one source to one address with one TOS byte (the kernel coalesces only
+        // datagrams whose IP headers agree but for length and id) and one receive time. Each
+        // becomes a datagram of its own, in place.
         var offset = 0
         while offset < payload.count && receivedCount < receivedCapacity {
             let length = min(segment, payload.count - offset)
             add(ReceivedDatagram(socket: id, owner: owner, source: source, trafficClass: trafficClass,
                                  bytes: UnsafeRawBufferPointer(rebasing: payload[offset..<(offset + length)]),
-                                 receivedAt: receivedAt))
+                                 receivedAt: receivedAt, localAddress: metadata.localAddress))
             counters.groSegments &+= 1
             offset += length
         }

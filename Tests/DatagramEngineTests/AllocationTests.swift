@@ -75,6 +75,59 @@ final class AllocationTests: XCTestCase {
         }
     }
 
+    /// Answers from the address each datagram reached allocate nothing either: a socket bound to
+    /// 0.0.0.0 reads IP_PKTINFO with every datagram (sent to 127.0.0.2) and echoes each from it.
+    func testAnswersFromTheAddressReachedAllocateNothing() throws {
+        for backend in ConformanceTests.backends {
+            let engine = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: true))
+            let serverSocket = try UDPSocket(binding: Loopback.wildcardV4)
+            let server = try engine.register(serverSocket)
+            let client = try engine.register(UDPSocket(binding: Loopback.v4))
+            let reached = Endpoint(host: "127.0.0.2", port: serverSocket.localEndpoint.port)!
+            let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: 200, alignment: 8)
+            defer { payload.deallocate() }
+            payload.initializeMemory(as: UInt8.self, repeating: 5)
+            _ = echoes(engine, server: server, client: client, to: reached, payload: UnsafeRawBufferPointer(payload), count: 1_600)  // warm-up
+            malloc_counter_start()
+            let (answered, fromReached) = echoes(engine, server: server, client: client, to: reached,
+                                                 payload: UnsafeRawBufferPointer(payload), count: 16_000)
+            let allocations = malloc_counter_stop()
+            XCTAssertEqual(answered, 16_000, "\(backend)")
+            XCTAssertEqual(fromReached, 16_000, "\(backend): every answer left from 127.0.0.2")
+            XCTAssertEqual(allocations, 0, "\(backend): heap allocations on the path that reads and writes the local address")
+        }
+    }
+
+    /// Sends `count` datagrams from `client` to `reached` in flushes of 16, echoes each from
+    /// `server` from the address it reached, and returns how many answers came back and how
+    /// many of those from `reached`.
+    private func echoes(_ engine: DatagramEngine, server: SocketID, client: SocketID, to reached: Endpoint,
+                        payload: UnsafeRawBufferPointer, count: Int) -> (Int, Int) {
+        var (answered, fromReached, sent) = (0, 0, 0)
+        while sent < count {
+            for _ in 0..<16 { engine.enqueue(socket: client, to: reached, trafficClass: TrafficClass(rawValue: 0), bytes: payload) }
+            engine.flush()
+            sent += 16
+            var spins = 0
+            while answered < sent && spins < 1000 {
+                let received = engine.receive(timeoutMilliseconds: 100)
+                for index in 0..<received {
+                    let datagram = engine.received(index)
+                    if datagram.socket == server {
+                        engine.enqueue(socket: server, to: datagram.source, from: datagram.localAddress, trafficClass: datagram.trafficClass,
+                                       bytes: datagram.bytes)
+                    } else {
+                        answered += 1
+                        if datagram.source == reached { fromReached += 1 }
+                    }
+                }
+                engine.flush()
+                spins += 1
+            }
+        }
+        return (answered, fromReached)
+    }
+
     /// Sends `datagrams` as flushes of RefusedRuns and receives them; returns how many came back.
     private func roundTrips(_ engine: DatagramEngine, _ runs: RefusedRuns, from sender: SocketID, to destination: Endpoint,
                             datagrams: Int) -> Int {

@@ -8,11 +8,13 @@ import XCTest
 /// dropped) and the receive timestamp first, then UDP_GRO, then the TOS byte: a space too small
 /// for all of them loses the TOS byte, silently (MSG_CTRUNC), and the datagram would be
 /// forwarded with DSCP 0 and Not-ECT. Here a socket that has dropped datagrams receives a GRO
-/// burst, on both batched backends, IPv4 and dual-stack, with and without receive timestamps.
+/// burst, on both batched backends, IPv4 and dual-stack, with and without receive timestamps,
+/// and on sockets bound to a wildcard address with the local address each datagram reached
+/// (IP_PKTINFO, and IPV6_PKTINFO too on a dual-stack socket) beside them all.
 final class ControlSpaceTests: XCTestCase {
     func testTheTOSByteSurvivesBesideTheDropCounterAndGRO() throws {
         for backend in GROTests.backends {
-            for local in [Loopback.v4, Loopback.dualStack] {
+            for local in [Loopback.v4, Loopback.wildcardV4, Loopback.dualStack] {
                 try everyMessageAtOnce(backend, local: local)
             }
         }
@@ -20,7 +22,7 @@ final class ControlSpaceTests: XCTestCase {
 
     func testTheTimestampFitsBesideThemAndAGROBufferSharesOne() throws {
         for backend in GROTests.backends {
-            for local in [Loopback.v4, Loopback.dualStack] {
+            for local in [Loopback.v4, Loopback.wildcardV4, Loopback.dualStack] {
                 try everyMessageAtOnce(backend, local: local, timestamps: true)
             }
         }
@@ -60,6 +62,8 @@ final class ControlSpaceTests: XCTestCase {
         XCTAssertGreaterThan(engine.counters.kernelDrops, 0, "\(backend): the flood overflowed the socket", file: file, line: line)
         for datagram in arrivals {
             XCTAssertEqual(datagram.trafficClass, marking, "\(backend) \(local): the TOS byte was cut off", file: file, line: line)
+            XCTAssertEqual(datagram.localAddress, local.isWildcard ? Endpoint(host: "127.0.0.1", port: 0)! : Endpoint(high: 0, low: 0, port: 0),
+                           "\(backend) \(local): the local address was cut off", file: file, line: line)
             if timestamps {
                 XCTAssertNotEqual(datagram.receivedAt, 0, "\(backend) \(local): no timestamp", file: file, line: line)
                 XCTAssertEqual(datagram.receivedAt, arrivals[0].receivedAt, "\(backend): one buffer, one stamp", file: file, line: line)

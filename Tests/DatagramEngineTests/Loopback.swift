@@ -8,6 +8,7 @@ enum Loopback {
     static let v4 = Endpoint(host: "127.0.0.1", port: 0)!
     static let v6 = Endpoint(host: "::1", port: 0)!
     static let dualStack = Endpoint(host: "::", port: 0)!
+    static let wildcardV4 = Endpoint(host: "0.0.0.0", port: 0)!
     // Whether the host has ::1 at all: IPv6Loopback (TestSupport), probed without the engine.
 
     /// Sends one datagram with a plain sendto, outside any engine.
@@ -22,6 +23,33 @@ enum Loopback {
             }
         }
         precondition(sent == bytes.count, "sendto failed: \(errno)")
+    }
+
+    /// Receives one datagram with a plain recvmsg, outside any engine, waiting up to `seconds`:
+    /// the address it came from, its TOS byte (the socket asks for it: `UDPSocket`) and its
+    /// bytes; nil when none came.
+    static func receive(on socket: UDPSocket, seconds: Double = 2) -> (source: Endpoint, trafficClass: TrafficClass, bytes: [UInt8])? {
+        var pending = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&pending, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        var storage = sockaddr_storage()
+        var bytes = [UInt8](repeating: 0, count: 2048)
+        var control = [UInt8](repeating: 0, count: ReceiveMetadata.capacity)
+        return bytes.withUnsafeMutableBytes { raw in
+            control.withUnsafeMutableBytes { controlBytes in
+                withUnsafeMutablePointer(to: &storage) { name in
+                    var iov = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
+                    return withUnsafeMutablePointer(to: &iov) { iovPointer in
+                        var header = msghdr(msg_name: UnsafeMutableRawPointer(name), msg_namelen: socklen_t(MemoryLayout<sockaddr_storage>.size),
+                                            msg_iov: iovPointer, msg_iovlen: 1, msg_control: controlBytes.baseAddress,
+                                            msg_controllen: controlBytes.count, msg_flags: 0)
+                        let count = recvmsg(socket.descriptor, &header, 0)
+                        guard count >= 0, let source = Endpoint(reading: name, length: header.msg_namelen) else { return nil }
+                        let metadata = ReceiveMetadata(control: header.msg_control, length: Int(header.msg_controllen))
+                        return (source, TrafficClass(rawValue: metadata.trafficClass), Array(raw[0..<count]))
+                    }
+                }
+            }
+        }
     }
 
     /// Receives until `count` datagrams have arrived or `seconds` pass, calling `body` for each.

@@ -17,6 +17,10 @@ final class TurnWireClient: SigningTurnClient {
     let password: String
     var realm = ""
     var nonce = ""
+    /// Where the last message `exchange` or `nextIndicationData` returned came from: a client
+    /// (and every NAT and firewall on its way) drops an answer from another address than the
+    /// one it sent to.
+    private(set) var lastSource: Endpoint?
 
     /// A socket on `host` (any port) that talks to the TURN listener at `server`.
     init(server: Endpoint, host: String = "127.0.0.1", username: String = "alice", password: String = "secret") throws {
@@ -67,8 +71,13 @@ final class TurnWireClient: SigningTurnClient {
         while Date() < deadline {
             var ready = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, 50) > 0 else { continue }
-            let count = recv(socket.fd, &buffer, buffer.count, 0)
+            var name = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &name) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(socket.fd, &buffer, buffer.count, 0, $0, &length) }
+            }
             guard count >= 20, let message = try? StunMessage(bytes: Array(buffer[..<count])), wanted(message) else { continue }
+            lastSource = Endpoint(reading: &name, length: length)
             return message
         }
         return nil

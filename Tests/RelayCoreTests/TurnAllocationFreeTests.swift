@@ -23,6 +23,23 @@ final class TurnAllocationFreeTests: XCTestCase {
         }
     }
 
+    /// On a listener bound to 0.0.0.0 every datagram brings the address it reached, which the
+    /// client's 5-tuple keeps and every answer and relayed datagram to it names: nothing of it
+    /// allocates, and every datagram still finds its allocation.
+    func testTurnDataPathOnAWildcardListenerAllocatesNothing() throws {
+        for backend in [Backend.perPacket, .mmsg, .uring] {
+            let harness = try TurnHarness(backend: backend, listenOn: "0.0.0.0")
+            try assertNoAllocations(harness, "\(backend) on 0.0.0.0") {
+                let count = harness.relay.receive(timeoutMilliseconds: 5)
+                for index in 0..<count { harness.route(harness.relay.received(index)) }
+                harness.relay.flush()
+                harness.table.flushed()
+            }
+            XCTAssertEqual(harness.table.counters[drop: .noAllocation], 0, "\(backend)")
+            XCTAssertEqual(harness.table.counters[drop: .noPermission], 0, "\(backend)")
+        }
+    }
+
     /// With receive timestamps on and backlog thresholds of zero, so that every datagram is
     /// marked for its wait: the stamp, the judgement and the count allocate nothing either.
     func testTurnDataPathWithTimestampsAllocatesNothing() throws {

@@ -37,6 +37,10 @@ struct BenchOptions {
     /// default .build/release/mediarelay when it was built.
     var executable: String? = access(BenchOptions.defaultExecutable, X_OK) == 0 ? BenchOptions.defaultExecutable : nil
 
+    /// `--listen-address 0.0.0.0`: the executable's forward rule listens on a wildcard address
+    /// (the source still sends to 127.0.0.1), to measure what a wildcard listener costs.
+    var listenAddress = "127.0.0.1"
+
     static func parse(_ arguments: [String]) -> BenchOptions {
         var options = BenchOptions()
         var index = 0
@@ -64,6 +68,9 @@ struct BenchOptions {
             case "--wrap": options.wrap = value().split(separator: " ").map(String.init)
             case "--burst": options.burst = number(value(), "--burst")
             case "--source-gso": options.sourceGSO = true
+            case "--listen-address":
+                options.listenAddress = value()
+                guard ["127.0.0.1", "0.0.0.0"].contains(options.listenAddress) else { fail("--listen-address: 127.0.0.1 or 0.0.0.0") }
             case "--timestamps":
                 guard let choice = Timestamps(rawValue: value()) else { fail("--timestamps: off, on or both") }
                 options.timestamps = choice
@@ -71,7 +78,7 @@ struct BenchOptions {
                 guard let choice = Pin(rawValue: value()) else { fail("--pin: split, alone or off") }
                 options.pin = choice
             case "--help":
-                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--executable PATH|none] [--source-gso] [--only NAME,...] [--pin split|alone|off] [--timestamps off|on|both]")
+                print("engine-bench [--rates 50000,200000] [--seconds 2] [--repeats 3] [--size 200] [--out FILE.md] [--c-forwarder PATH|none] [--executable PATH|none] [--source-gso] [--only NAME,...] [--pin split|alone|off] [--timestamps off|on|both] [--listen-address 127.0.0.1|0.0.0.0]")
                 print("  --pin split (the default): source alone on one CPU, forwarder and sink on the other (CPU per datagram); alone: forwarder alone on one CPU,")
                 print("    source and sink on the other (throughput: nothing else on the forwarder's CPU; bench/throughput.sh); off: the scheduler's")
                 print("  Per-run lines (stderr) end with the load's figures: sent/s, socket drops at the forwarder and the sink, forwarder and generator")

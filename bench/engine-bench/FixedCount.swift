@@ -22,7 +22,7 @@ enum FixedCount {
             side = .reference(reference)
         case "exe":
             guard let executable = options.executable else { fail("--side exe needs the relay (--executable PATH)") }
-            side = .executable(executable)
+            side = .executable(executable, listen: options.listenAddress)
         default:
             side = .harness
         }

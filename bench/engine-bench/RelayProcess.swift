@@ -27,15 +27,17 @@ final class RelayProcess: ForwarderUnderTest {
     private let worker: pid_t?
 
     /// `command`: the relay, after an optional wrapper (`wrapped`: valgrind, strace), as in
-    /// `engine-bench --count`.
-    init(command: [String], wrapped: Bool, configuration: Configuration, destination: Endpoint) throws {
+    /// `engine-bench --count`. `listenAddress`: where the rule listens (`--listen-address`);
+    /// the source sends to 127.0.0.1 either way, so 0.0.0.0 measures a wildcard listener, which
+    /// reads the local address of every datagram (IP_PKTINFO).
+    init(command: [String], wrapped: Bool, configuration: Configuration, destination: Endpoint, listen listenAddress: String) throws {
         // A port nobody holds now, for the rule's listener; the relay binds it a moment later.
         let listen = try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
         // The forward client's upstream socket comes from --ports: below the ephemeral range,
         // where a busy machine's other tests take theirs, and a different block each run.
         let low = Int.random(in: 20_000...32_000)
         let arguments = relayEngineArguments(configuration) + [
-            "--workers", "1", "--forward", "127.0.0.1:\(listen)=\(destination)", "--http", "127.0.0.1:0",
+            "--workers", "1", "--forward", "\(listenAddress):\(listen)=\(destination)", "--http", "127.0.0.1:0",
             "--ports", "\(low)-\(low + 63)", "--relay-address", "127.0.0.1", "--drain-seconds", "0", "--log-level", "info",
         ]
         logPath = "/tmp/engine-bench-\(getpid())-relay.log"

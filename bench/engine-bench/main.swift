@@ -60,7 +60,8 @@ let configurations = [
 enum Side {
     case harness
     case reference(String)
-    case executable(String)
+    /// The relay at this path, its forward rule listening on `listen` (an address).
+    case executable(String, listen: String)
 
     /// The side's name in the results and in `--side`.
     var key: String {
@@ -89,9 +90,9 @@ enum Side {
             try ForwarderProcess(command: wrapped(ourServeCommand, in: wrap), backend: configuration.name, destination: destination)
         case .reference(let path):
             try ForwarderProcess(command: wrapped([path], in: wrap), backend: configuration.name, destination: destination)
-        case .executable(let path):
+        case .executable(let path, let listen):
             try RelayProcess(command: wrapped([path], in: wrap), wrapped: !wrap.isEmpty, configuration: configuration,
-                             destination: destination)
+                             destination: destination, listen: listen)
         }
     }
 }
@@ -250,7 +251,7 @@ let measured = configurations.filter { (options.sourceGSO || !$0.gro) && (names.
     }
 }
 var results: [String: [Measurement]] = [:]
-let sides: [Side] = [.harness] + (options.reference.map { [.reference($0)] } ?? []) + (options.executable.map { [.executable($0)] } ?? [])
+let sides: [Side] = [.harness] + (options.reference.map { [.reference($0)] } ?? []) + (options.executable.map { [.executable($0, listen: options.listenAddress)] } ?? [])
 for repeatIndex in 1...options.repeats {
     for rate in options.rates {
         for configuration in repeatIndex % 2 == 0 && options.timestamps == .both ? alternated(measured) : measured {

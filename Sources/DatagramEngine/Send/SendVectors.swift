@@ -9,9 +9,11 @@ import NetAddress
 /// `header(at:)` or `headers(from:)` and hands them to the kernel.
 ///
 /// Building merges runs of datagrams into one UDP GSO message when the socket allows it and
-/// the run shares socket, destination, TOS byte and size; a shorter datagram may end a run, as
-/// the kernel allows (so a UDP GRO buffer whose last segment is short passes through as one
-/// send). A change of TOS byte never splits the batch: each message carries its own TOS cmsg.
+/// the run shares socket, destination, source address, TOS byte and size; a shorter datagram
+/// may end a run, as the kernel allows (so a UDP GRO buffer whose last segment is short passes
+/// through as one send). A change of TOS byte or of source address never splits the batch:
+/// each message carries its own control messages. A source address is written only for a
+/// socket bound to a wildcard address (`SocketTable.Entry.wildcard`).
 final class SendVectors {
     /// What one built message stands for.
     struct Message {
@@ -104,15 +106,18 @@ final class SendVectors {
         var descriptor: Int32 = -1
         var ipv4Socket = false
         var gsoSocket = false
+        var wildcardSocket = false
         // The address written last (nil for none), for which destination and socket family.
         var name: UnsafeMutableRawPointer?
         var nameDestination = Endpoint(high: 0, low: 0, port: 0)
         var nameIPv4 = false
         var nameLength: socklen_t = 0
         // The control bytes written last (nil for none) and what they encode: IPv4 or IPv6 TOS
-        // cmsg, TOS byte, GSO segment size.
+        // cmsg, TOS byte, GSO segment size, and the source address (a wildcard for none).
+        let none = Endpoint(high: 0, low: 0, port: 0)
         var controlSpace: UnsafeMutableRawPointer?
         var controlKey: UInt32 = 0
+        var controlSource = none
         var controlLength = 0
         var index = 0
         while index < total {
@@ -131,6 +136,7 @@ final class SendVectors {
                 descriptor = entry.descriptor
                 ipv4Socket = entry.ipv4
                 gsoSocket = gso && entry.gsoEnabled
+                wildcardSocket = entry.wildcard
             }
             let size = datagram.pointee.bytes.count
             let trafficClass = datagram.pointee.trafficClass.rawValue
@@ -156,11 +162,14 @@ final class SendVectors {
             let segmentSize = segments > 1 ? UInt16(truncatingIfNeeded: size) : 0
             let ipv4 = ipv4Socket || destination.isIPv4
             let key = UInt32(segmentSize) << 16 | UInt32(trafficClass) << 1 | (ipv4 ? 1 : 0)
-            if controlSpace == nil || key != controlKey {
+            let source = wildcardSocket ? datagram.pointee.source : none
+            if controlSpace == nil || key != controlKey || source != controlSource {
                 let space = control + built &* SendMetadata.capacity
-                controlLength = SendMetadata.write(into: space, ipv4: ipv4, trafficClass: trafficClass, segmentSize: segmentSize)
+                controlLength = SendMetadata.write(into: space, ipv4: ipv4, trafficClass: trafficClass, source: source,
+                                                   segmentSize: segmentSize)
                 controlSpace = space
                 controlKey = key
+                controlSource = source
             }
             // msg_flags and msg_len stay as zeroed at allocation: a send reads neither (sendmmsg
             // writes msg_len, which nothing here reads back).
@@ -181,9 +190,9 @@ final class SendVectors {
     }
 
     /// How many datagrams from `first` on join it in one GSO send, with their payload bytes,
-    /// their iovecs filled in (the first's is already): same socket, destination and TOS byte,
-    /// and the same size but for a shorter last one, as the kernel allows. Up to `maxSegments`
-    /// and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
+    /// their iovecs filled in (the first's is already): same socket, destination, source address
+    /// and TOS byte, and the same size but for a shorter last one, as the kernel allows. Up to
+    /// `maxSegments` and `maxGSOBytes`. Out of line, so that the plain path keeps its registers.
     @inline(never)
     private func mergeRun(_ datagrams: UnsafeMutablePointer<OutgoingDatagram>, from first: Int, count total: Int) -> (Int, Int) {
         let iovecs = self.iovecs
@@ -197,7 +206,8 @@ final class SendVectors {
             let length = next.pointee.bytes.count
             guard length == size || (length > 0 && length < size), next.pointee.socket == head.pointee.socket,
                   next.pointee.trafficClass == head.pointee.trafficClass,
-                  next.pointee.destination == head.pointee.destination else { break }
+                  next.pointee.destination == head.pointee.destination,
+                  next.pointee.source == head.pointee.source else { break }
             iovecs[first &+ segments] = iovec(iov_base: UnsafeMutableRawPointer(mutating: next.pointee.bytes.baseAddress), iov_len: length)
             segments &+= 1
             bytes &+= length
@@ -208,13 +218,14 @@ final class SendVectors {
     }
 
     /// Turns GSO message `index` into a plain one for its first segment: one iovec, and the
-    /// control length cut to the TOS cmsg, which `SendMetadata.write` puts first, so the
-    /// segment-size cmsg after it is left out. Nothing is rewritten: the control bytes may be
-    /// shared with other messages of this build. `pointAt(segment:of:)` then walks the message
-    /// over the other segments.
+    /// control length cut before the segment-size cmsg, which `SendMetadata.write` puts last,
+    /// so the TOS byte and the source address stay. Nothing is rewritten: the control bytes may
+    /// be shared with other messages of this build. `pointAt(segment:of:)` then walks the
+    /// message over the other segments.
     func unmerge(_ index: Int) {
         let header = header(at: index)
-        header.pointee.msg_controllen = SendMetadata.trafficClassLength
+        guard header.pointee.msg_iovlen > 1 else { return }
+        header.pointee.msg_controllen -= SendMetadata.segmentSizeLength
         header.pointee.msg_iovlen = 1
     }
 

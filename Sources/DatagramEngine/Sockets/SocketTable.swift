@@ -28,6 +28,10 @@ final class SocketTable {
         /// The kernel took UDP_GRO: receives may hold several datagrams.
         var groEnabled = false
         var ipv4 = false
+        /// Bound to a wildcard address: its datagrams say the local address they reached, and a
+        /// send may name the one it leaves from (IP_PKTINFO / IPV6_PKTINFO). A socket bound to
+        /// one address never gets such a control message.
+        var wildcard = false
         var descriptor: Int32 = -1
         var lastOverflow: UInt32 = 0
         /// A stream's index in the engine's `StreamTable`; -1 for the other kinds.
@@ -46,6 +50,7 @@ final class SocketTable {
         entries[slot].groEnabled = gro && UDPSocket.enableGRO(socket.descriptor)
         if timestamps { UDPSocket.enableTimestamps(socket.descriptor) }
         entries[slot].ipv4 = socket.family == Int32(AF_INET)
+        entries[slot].wildcard = socket.localEndpoint.isWildcard
         return SocketID(slot: Int32(slot), generation: entries[slot].generation)
     }
 

@@ -20,8 +20,10 @@ public struct SocketOptions: Sendable {
 }
 
 /// A non-blocking UDP socket bound to a local endpoint, set up to report every datagram's TOS
-/// byte (IP_RECVTOS, and IPV6_RECVTCLASS on IPv6 / dual-stack sockets) and the kernel's drop
-/// counter (SO_RXQ_OVFL). Owns its descriptor (`Descriptor`), closed when the object goes.
+/// byte (IP_RECVTOS, and IPV6_RECVTCLASS on IPv6 / dual-stack sockets), the kernel's drop
+/// counter (SO_RXQ_OVFL) and, when bound to a wildcard address, the local address each datagram
+/// was sent to (IP_PKTINFO, and IPV6_RECVPKTINFO on a dual-stack socket). Owns its descriptor
+/// (`Descriptor`), closed when the object goes.
 ///
 /// An IPv4 address gives an AF_INET socket; an IPv6 address an AF_INET6 one; the IPv6
 /// wildcard `::` gives a dual-stack socket that also takes IPv4 peers.
@@ -53,6 +55,12 @@ public final class UDPSocket {
         }
         if family == AF_INET || endpoint.isWildcard {
             try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1, endpoint)
+        }
+        if endpoint.isWildcard {
+            // Which of the host's addresses each datagram reached, so that the answer leaves
+            // from it: a client drops an answer from another address.
+            try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_PKTINFO, 1, endpoint)
+            if family == Int32(AF_INET6) { try UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVPKTINFO, 1, endpoint) }
         }
         try UDPSocket.set(fd, SOL_SOCKET, mr_so_rxq_ovfl(), 1, endpoint)
         if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }

@@ -5,7 +5,7 @@ import NetAddress
 /// datagram), an idle one loses it (housekeeping), all of them when the worker stops.
 extension ForwardRuleTable {
     /// A new client of `rule`: refused (and counted) beyond the rule's cap or when no port is free.
-    func addClient(_ rule: Int, _ source: Endpoint) -> Int? {
+    func addClient(_ rule: Int, _ source: Endpoint, localAddress: Endpoint) -> Int? {
         let shared = rules[rule].shared
         if shared.clients.add(1, ordering: .relaxed).newValue > shared.maxClients.load(ordering: .relaxed) {
             shared.clients.subtract(1, ordering: .relaxed)
@@ -19,7 +19,8 @@ extension ForwardRuleTable {
             return nil
         }
         let index = freeClients.popLast().map(Int.init) ?? clients.count
-        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now, created: now)
+        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now,
+                                created: now, localAddress: localAddress)
         if index < clients.count { clients[index] = state } else { clients.append(state) }
         if index < clientCounters.count { clientCounters[index] = ForwardClientCounters() } else { clientCounters.append(ForwardClientCounters()) }
         clientsByRule[rule][source] = Int32(index)

@@ -4,7 +4,7 @@ import SystemSupport
 
 /// Forward rules on one worker: a UDP proxy. Each client source gets its own upstream socket
 /// from the port range; replies from the upstream go back to the client from the rule's listen
-/// address. Only its worker's thread touches it.
+/// address (under a wildcard listen address, from the address the client last sent to). Only its worker's thread touches it.
 ///
 /// The packet path is in this file; clients come and go (a new source, idle expiry) in
 /// ForwardRuleTable+Clients.swift. Time comes from `now`, which the owner sets once per turn.
@@ -37,6 +37,9 @@ final class ForwardRuleTable {
         var port: UInt16
         var lastHeard: UInt64
         var created: UInt64
+        /// The local address the client's datagrams reach (`ReceivedDatagram.localAddress`),
+        /// which replies leave from; noted with `lastHeard`, once a turn.
+        var localAddress: Endpoint
     }
 
     let engine: DatagramEngine
@@ -102,14 +105,14 @@ final class ForwardRuleTable {
             client = Int(route.pointee.lastClient)
         } else if let known = clientsByRule[rule][datagram.source] {
             client = Int(known)
-        } else if let added = addClient(rule, datagram.source) {
+        } else if let added = addClient(rule, datagram.source, localAddress: datagram.localAddress) {
             client = added
         } else {
             return
         }
         route.pointee.lastSource = datagram.source
         route.pointee.lastClient = Int32(client)
-        noteHeard(client)
+        noteHeard(client, at: datagram.localAddress)
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: route.pointee.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
@@ -129,7 +132,8 @@ final class ForwardRuleTable {
         }
         noteHeard(client)
         guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
-        engine.enqueue(socket: route.pointee.listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
+        engine.enqueue(socket: route.pointee.listener, to: state.source, from: state.localAddress, trafficClass: marking,
+                       bytes: datagram.bytes)
         clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
@@ -139,6 +143,16 @@ final class ForwardRuleTable {
     @inline(__always)
     private func noteHeard(_ client: Int) {
         if clients[client]!.lastHeard != now { clients[client]!.lastHeard = now }
+    }
+
+    /// Notes that `client` was heard in this turn at `localAddress`, which its replies leave
+    /// from. The address changes only when the client turns to another of the relay's.
+    @inline(__always)
+    private func noteHeard(_ client: Int, at localAddress: Endpoint) {
+        if clients[client]!.lastHeard != now || clients[client]!.localAddress != localAddress {
+            clients[client]!.lastHeard = now
+            clients[client]!.localAddress = localAddress
+        }
     }
 
     /// The marking `datagram` leaves with: the rule's policy, then CE when it waited past the

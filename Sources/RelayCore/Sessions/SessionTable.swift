@@ -18,6 +18,10 @@ final class SessionTable {
         var legCount: Int32
         var latched: Endpoint?
         var lastHeard: UInt64 = 0
+        /// The local address the latched peer last sent to (`ReceivedDatagram.localAddress`),
+        /// which what the leg sends it leaves from: on a leg bound to a wildcard address the
+        /// peer expects its media from the address it sends to.
+        var localAddress = Endpoint(high: 0, low: 0, port: 0)
         var policy: MarkingPolicy
         var relatchAfter: UInt64
         var relatch: RelatchPolicy
@@ -89,6 +93,7 @@ final class SessionTable {
             guard latch(leg, datagram.source) else { return }
         }
         legs[leg].lastHeard = now
+        legs[leg].localAddress = datagram.localAddress
         // The policy first: a datagram it sends Not-ECT (`"ecn": "clear"`) is never marked.
         var marking = legs[leg].policy.apply(datagram.trafficClass)
         if legs[leg].limits.isLimited {
@@ -130,7 +135,8 @@ final class SessionTable {
                     continue
                 }
             }
-            engine.enqueue(socket: legs[other].socket, to: peer, trafficClass: out, bytes: datagram.bytes)
+            engine.enqueue(socket: legs[other].socket, to: peer, from: legs[other].localAddress, trafficClass: out,
+                           bytes: datagram.bytes)
             legs[other].counters.packetsOut &+= 1
             legs[other].counters.bytesOut &+= UInt64(datagram.bytes.count)
             legs[other].counters.ecnOut[Int(out.ecn.rawValue)] &+= 1

@@ -2,11 +2,16 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// A TURN client as the relay knows it: the listener socket it talks to and its address.
+/// A TURN client as the relay knows it: the listener socket it talks to, its address and, on
+/// a listener bound to a wildcard address, the relay's address it sent to (RFC 8656's 5-tuple
+/// has both ends), which every answer and relayed datagram to it leaves from.
 struct TurnClient: Hashable {
     /// The UDP listener the client's datagrams arrive on, or the client's own stream.
     var listener: SocketID
     var address: Endpoint
+    /// The local address the client's datagrams reach (`ReceivedDatagram.localAddress`): all
+    /// zero on a listener bound to one address and over a stream, whose socket knows its own.
+    var localAddress = Endpoint(high: 0, low: 0, port: 0)
     /// The stream connection's entry (`TurnTable.connections`) for a client over TCP or TLS;
     /// -1 for a client over UDP. Over a stream the connection is the 5-tuple: one client, one
     /// allocation at most.
@@ -17,8 +22,10 @@ struct TurnClient: Hashable {
 
     var isStream: Bool { connection >= 0 }
 
-    /// Every field, packed into four words (the synthesized hash feeds six values, each a call
-    /// into the hasher): looked up per datagram from a client the last-client entry misses.
+    /// Every field but the local address, packed into four words (the synthesized hash feeds
+    /// six values, each a call into the hasher): looked up per datagram from a client the
+    /// last-client entry misses. A client reaches one of the relay's addresses, almost always,
+    /// so leaving it out of the hash costs no collisions; equality still tells them apart.
     func hash(into hasher: inout Hasher) {
         hasher.combine(UInt64(UInt32(bitPattern: listener.slot)) << 32 | UInt64(listener.generation))
         hasher.combine(address.high)

@@ -137,7 +137,7 @@ extension TurnTable {
         }
         guard let out = room(bytes.count) else { return counters.add(.tooLarge) }
         bytes.withUnsafeBytes { out.copyMemory(from: $0) }
-        engine.enqueue(socket: client.listener, to: client.address, trafficClass: TrafficClass(rawValue: 0),
+        engine.enqueue(socket: client.listener, to: client.address, from: client.localAddress, trafficClass: TrafficClass(rawValue: 0),
                        bytes: UnsafeRawBufferPointer(out))
     }
 

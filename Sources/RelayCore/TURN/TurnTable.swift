@@ -98,8 +98,8 @@ final class TurnTable {
     /// A datagram on a listener: ChannelData, a Send indication or a request.
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
-        fromClient(TurnClient(listener: datagram.socket, address: datagram.source), datagram.bytes, datagram.trafficClass,
-                   receivedAt: datagram.receivedAt)
+        fromClient(TurnClient(listener: datagram.socket, address: datagram.source, localAddress: datagram.localAddress),
+                   datagram.bytes, datagram.trafficClass, receivedAt: datagram.receivedAt)
     }
 
     /// One message from `client`, a datagram or one cut from its stream (`TurnTable+Streams`):
@@ -256,7 +256,8 @@ final class TurnTable {
         if client.isStream {
             guard toStream(client, UnsafeRawBufferPointer(framed)) else { return refused(a, .clientBackpressure) }
         } else {
-            engine.enqueue(socket: client.listener, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
+            engine.enqueue(socket: client.listener, to: client.address, from: client.localAddress, trafficClass: marking,
+                           bytes: UnsafeRawBufferPointer(framed))
         }
         allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
         allocations[a].counters.ecnToClient[Int(marking.ecn.rawValue)] &+= 1
