@@ -14,7 +14,7 @@ final class TurnAllocationTests: XCTestCase {
         let answer = try XCTUnwrap(harness.ask(request, from: socket))
         XCTAssertEqual(answer.type, MessageType(.binding, .successResponse))
         XCTAssertEqual(try answer.xorAddress(.xorMappedAddress), address)
-        XCTAssertLessThanOrEqual(answer.bytes.count, request.count + TurnTable.unauthenticatedSlack)
+        XCTAssertLessThanOrEqual(answer.bytes.count, request.count + TurnRequests.unauthenticatedSlack)
     }
 
     func testAllocateAfterChallenge() throws {
@@ -29,7 +29,7 @@ final class TurnAllocationTests: XCTestCase {
         XCTAssertNotNil(try challenge.text(.nonce))
         XCTAssertEqual(try challenge.value(.passwordAlgorithms, AttributeValue.passwordAlgorithms), [.sha256, .md5])
         XCTAssertNil(challenge.integrityType, "nothing to sign with yet")
-        XCTAssertLessThanOrEqual(challenge.bytes.count, bare.bytes.count + TurnTable.unauthenticatedSlack)
+        XCTAssertLessThanOrEqual(challenge.bytes.count, bare.bytes.count + TurnRequests.unauthenticatedSlack)
 
         let answer = try XCTUnwrap(client.allocate())
         XCTAssertTrue(answer.isSuccess, "\(String(describing: answer.errorCode))")

@@ -79,7 +79,7 @@ final class TurnChannelLookupTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(alice.ask(.refresh) { $0.append(.lifetime, uint32: 0) }).isSuccess, true)
         XCTAssertNotNil(try bob.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertTrue(try XCTUnwrap(bob.bind(0x4000, bobPeerAddress)).isSuccess)
-        XCTAssertEqual(harness.table.allocations.count, 1, "bob's allocation took alice's index")
+        XCTAssertEqual(harness.table.store.indexCount, 1, "bob's allocation took alice's index")
 
         alice.send(channelData(0x4000, [2]))
         XCTAssertEqual(harness.settle(on: bobPeer), 0, "alice's ChannelData must not use bob's allocation")

@@ -23,6 +23,8 @@ final class TurnHarness {
     let sockets: DatagramEngine
     /// The relay's port range, claimed against every other test on the host.
     let ports: PortBlock
+    /// The pool the table takes relayed ports from (nil in worker mode).
+    let pool: PortPool!
     var now: UInt64 = 1_000 * 1_000_000_000
     /// Receive timestamps on: `now` follows `MonotonicClock`.
     let followsMonotonicClock: Bool
@@ -54,12 +56,11 @@ final class TurnHarness {
         followsMonotonicClock = timestamps
         if timestamps { now = MonotonicClock.now() }
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false, receiveTimestamps: timestamps))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits),
-                          ports: PortPool(range: self.ports.range, turnLimit: turnPorts), now: now, egress: EgressShare(egress))
+        pool = PortPool(range: self.ports.range, turnLimit: turnPorts)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnSharedState(limits: settings.limits),
+                          ports: pool, clock: WorkerClock(now: now), egress: EgressShare(egress))
         table.shared.update(settings.alternates)
-        let listening = try UDPSocket(binding: Endpoint(host: listenOn, port: 0)!)
-        listener = listening.localEndpoint
-        table.addListener(try relay.register(listening))
+        listener = try table.openListeners(udp: [Endpoint(host: listenOn, port: 0)!])[0]
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
     }
 
@@ -81,6 +82,7 @@ final class TurnHarness {
         settings.turnListeners = [listener]
         relay = nil
         table = nil
+        pool = nil
         workers = try (0..<count).map { try Worker(shared: WorkerShared(index: $0), settings: settings, ruleShares: []) }
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
     }
@@ -108,7 +110,7 @@ final class TurnHarness {
     /// Moves both clocks on: the table's monotonic one and the wall clock nonces go by.
     func advance(seconds: UInt64) {
         now += seconds * 1_000_000_000
-        table?.now = now
+        table?.clock.now = now
         wall.seconds.withLock { $0 += seconds }
     }
 
@@ -122,7 +124,7 @@ final class TurnHarness {
         if let table {
             let count = relay.receive(timeoutMilliseconds: 1)
             if followsMonotonicClock { now = MonotonicClock.now() }
-            table.now = now
+            table.clock.now = now
             for index in 0..<count { route(relay.received(index)) }
             relay.flush()
             table.flushed()

@@ -7,7 +7,7 @@ import SystemSupport
 /// address. Only its worker's thread touches it.
 ///
 /// The packet path is in this file; clients come and go (a new source, idle expiry) in
-/// ForwardRuleTable+Clients.swift. Time comes from `now`, which the owner sets once per turn.
+/// ForwardRuleTable+Clients.swift. Time comes from the worker's `WorkerClock`, set once per turn.
 final class ForwardRuleTable {
     struct RuleState {
         var rule: ForwardRule
@@ -47,8 +47,9 @@ final class ForwardRuleTable {
     // The tables below are read and written per datagram by this worker's thread only, and no
     // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
     // 80 instructions each) buy nothing on them.
-    /// Monotonic nanoseconds, set by the owner before each batch.
-    @exclusivity(unchecked) var now: UInt64
+    /// The worker's time this turn (`WorkerClock`: one source for every table).
+    let clock: WorkerClock
+    var now: UInt64 { clock.now }
     @exclusivity(unchecked) var rules: [RuleState] = []
     /// One `Route` per rule, in the order of `rules` (allocated for every rule at start,
     /// initialized as `openListeners` opens them).
@@ -71,13 +72,13 @@ final class ForwardRuleTable {
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
     /// socket, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
         self.opener = opener
         self.egress = egress
-        self.now = now
+        self.clock = clock
         routes = .allocate(capacity: settings.rules.count)
     }
 

@@ -8,7 +8,7 @@ import Glibc
 ///
 /// The packet path (`fromLeg` and the latching it may need) is in this file and allocates
 /// nothing; creating, deleting, describing and expiring sessions are the control path, in
-/// SessionTable+Control.swift. Time comes from `now`, which the owner sets once per turn.
+/// SessionTable+Control.swift. Time comes from the worker's `WorkerClock`, set once per turn.
 final class SessionTable {
     struct LegState {
         var socket: SocketID
@@ -50,11 +50,12 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `drops`, `marks` and `random` are read and written per datagram by this
+    // `drops`, `marks` and `random` are read and written per datagram by this
     // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
     // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
-    /// Monotonic nanoseconds, set by the owner before each batch.
-    @exclusivity(unchecked) var now: UInt64
+    /// The worker's time this turn (`WorkerClock`: one source for every table).
+    let clock: WorkerClock
+    var now: UInt64 { clock.now }
     let legs = EntryStore<LegState>()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
@@ -72,7 +73,7 @@ final class SessionTable {
     var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
+    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
@@ -82,7 +83,7 @@ final class SessionTable {
         backlog = settings.backlogThresholds
         ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
-        self.now = now
+        self.clock = clock
     }
 
     var count: Int { sessionsByID.count }
