@@ -20,7 +20,7 @@ final class Worker {
     let sessions: SessionTable
     /// The TURN server's share on this worker, when TURN is configured. A constant, so the
     /// packet path calls into it without retaining it per datagram.
-    let turnTable: TurnTable?
+    let turnTable: TurnTable<DatagramEngine>?
     /// This worker's share of the egress cap, used by all three tables.
     let egress: EgressShare
     @exclusivity(unchecked) var drops = DropCounts()

@@ -13,11 +13,13 @@ import XCTest
 /// sleep; only waiting for datagrams uses real time, with a generous deadline. With receive
 /// timestamps on, the table's time is the monotonic clock instead, read at every pump as a
 /// worker reads it every turn, so that datagrams' receive times and `now` compare.
-final class TurnHarness {
+final class TurnHarness: TurnTestNetwork {
     static let realm = "example.org"
+    static let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
+                                             secrets: ["rest-secret"])
     /// The relay side: one table on the test's engine, or (worker mode) whole workers.
     let relay: DatagramEngine!
-    let table: TurnTable!
+    let table: TurnTable<DatagramEngine>!
     var workers: [Worker] = []
     let listener: Endpoint
     let sockets: DatagramEngine
@@ -31,6 +33,19 @@ final class TurnHarness {
     /// Datagrams the client/peer sockets received, by socket, oldest first.
     var inbox: [SocketID: [(bytes: [UInt8], trafficClass: TrafficClass, source: Endpoint)]] = [:]
 
+    /// The settings both harnesses start from: alice and bob, loopback peers allowed, relayed
+    /// addresses on loopback (IPv6 too unless `ipv6` is false), nonces on the `wall` clock.
+    static func settings(ipv6: Bool, wall: Clock, configure: (inout TurnSettings) -> Void) -> TurnSettings {
+        var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
+                                    peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!,
+                                                                     AddressRange(parsing: "::1/128")!]),
+                                    relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!,
+                                    relayIPv6: ipv6 ? Endpoint(host: "::1", port: 0)! : nil)
+        settings.wallClock = { wall.seconds.withLock { $0 } }
+        configure(&settings)
+        return settings
+    }
+
     final class Clock: Sendable {
         let seconds = Mutex<UInt64>(1_700_000_000)
     }
@@ -42,16 +57,7 @@ final class TurnHarness {
     init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, turnPorts: Int? = nil,
          listenOn: String = "127.0.0.1", egress: EgressBucket? = nil, timestamps: Bool = false,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
-        let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
-                                      secrets: ["rest-secret"])
-        var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
-                                    peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!,
-                                                                     AddressRange(parsing: "::1/128")!]),
-                                    relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!,
-                                    relayIPv6: ipv6 ? Endpoint(host: "::1", port: 0)! : nil)
-        let wall = self.wall
-        settings.wallClock = { wall.seconds.withLock { $0 } }
-        configure(&settings)
+        let settings = TurnHarness.settings(ipv6: ipv6, wall: wall, configure: configure)
         self.ports = try ports ?? PortBlock()
         followsMonotonicClock = timestamps
         if timestamps { now = MonotonicClock.now() }
@@ -161,7 +167,7 @@ final class TurnHarness {
 
 /// A TURN client's side of the long-term credential dance, for tests.
 struct TurnTestClient {
-    let harness: TurnHarness
+    let harness: any TurnTestNetwork
     let socket: SocketID
     let address: Endpoint
     var username = "alice"
@@ -169,7 +175,7 @@ struct TurnTestClient {
     var nonce = ""
     var algorithm = PasswordAlgorithm.md5
 
-    init(_ harness: TurnHarness, host: String = "127.0.0.1") throws {
+    init(_ harness: any TurnTestNetwork, host: String = "127.0.0.1") throws {
         self.harness = harness
         (socket, address) = try harness.socket(host)
     }
@@ -245,6 +251,16 @@ func sendIndication(_ peer: Endpoint, _ payload: [UInt8]) -> [UInt8] {
     return builder.bytes
 }
 
+/// Alice's allocation on `network` and a peer socket bound to her channel `number`.
+func aliceWithChannel(_ number: UInt16, on network: any TurnTestNetwork) throws
+    -> (client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
+    var client = try TurnTestClient(network)
+    let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+    let (peer, peerAddress) = try network.socket("127.0.0.1")
+    XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
+    return (client, relayed, peer, peerAddress)
+}
+
 /// A ChannelData message on `channel` carrying `payload`.
 func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
     [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
@@ -256,11 +272,8 @@ extension TurnHarness {
     static func withChannel(_ number: UInt16) throws
         -> (harness: TurnHarness, client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
         let harness = try TurnHarness()
-        var client = try TurnTestClient(harness)
-        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
-        let (peer, peerAddress) = try harness.socket()
-        XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
-        return (harness, client, relayed, peer, peerAddress)
+        let channel = try aliceWithChannel(number, on: harness)
+        return (harness, channel.client, channel.relayed, channel.peer, channel.peerAddress)
     }
 
     /// A harness whose peer policy allows loopback peers but knows the relay's own ports
@@ -277,7 +290,7 @@ extension TurnHarness {
 
 extension TurnTestClient {
     /// A client with the harness's second user's credentials.
-    static func bob(_ harness: TurnHarness) throws -> TurnTestClient {
+    static func bob(_ harness: any TurnTestNetwork) throws -> TurnTestClient {
         var bob = try TurnTestClient(harness)
         bob.username = "bob"
         bob.password = "hunter2"

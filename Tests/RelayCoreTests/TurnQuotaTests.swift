@@ -81,7 +81,7 @@ final class TurnQuotaTests: XCTestCase {
 }
 
 /// No amplification: an unauthenticated request never gets an answer larger than itself plus
-/// TurnRequests.unauthenticatedSlack; a 401 that would be (a long realm, a tiny request) is not sent.
+/// TurnSettings.unauthenticatedSlack; a 401 that would be (a long realm, a tiny request) is not sent.
 final class TurnAmplificationTests: XCTestCase {
     func testOversizedChallengeIsNotSent() throws {
         let harness = try TurnHarness {

@@ -4,13 +4,13 @@ import DatagramEngine
 /// of a peer's payload, control answers, TLS plaintext held past its record): taken in slices
 /// that stay valid until `reset`, which the TURN table calls after the engine's flush.
 /// Allocated once per worker, shared by the parts of its TURN table that write.
-final class OutgoingArena {
+final class OutgoingArena<Engine: TableEngine> {
     private let memory: UnsafeMutableRawBufferPointer
     private var used = 0
     /// Flushed when the arena is full: what it sent no longer needs its bytes.
-    private let engine: DatagramEngine
+    private let engine: Engine
 
-    init(capacity: Int, engine: DatagramEngine) {
+    init(capacity: Int, engine: Engine) {
         memory = .allocate(byteCount: capacity, alignment: 16)
         self.engine = engine
     }

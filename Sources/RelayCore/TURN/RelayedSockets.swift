@@ -8,11 +8,11 @@ import SystemSupport
 /// (EVEN-PORT and its reserved odd port included), registered with the engine, and closed
 /// after the flush that follows their allocation's end, their ports returned to the pool only
 /// then. Every relayed port is in `TurnSharedState.relayedPorts` while its socket is open.
-final class RelayedSockets {
+final class RelayedSockets<Engine: TableEngine> {
     /// How long a port reserved by EVEN-PORT's R bit waits for its RESERVATION-TOKEN.
-    static let reservationNanoseconds: UInt64 = 30_000_000_000
+    let reservationNanoseconds: UInt64 = 30_000_000_000
 
-    private let engine: DatagramEngine
+    private let engine: Engine
     private let settings: TurnSettings
     private let shared: TurnSharedState
     private let ports: PortPool
@@ -21,7 +21,7 @@ final class RelayedSockets {
     /// Relayed sockets of removed allocations, closed after the engine's next flush.
     private var closing: [RelayedSocket] = []
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool, socketOptions: SocketOptions,
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool, socketOptions: SocketOptions,
          clock: WorkerClock) {
         self.engine = engine
         self.settings = settings
@@ -63,7 +63,7 @@ final class RelayedSockets {
                 continue
             }
             let token = Digest.random(count: 8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            shared.reserve(port + 1, family: family, held: HeldPort(held), token: token, until: clock.now &+ RelayedSockets.reservationNanoseconds)
+            shared.reserve(port + 1, family: family, held: HeldPort(held), token: token, until: clock.now &+ reservationNanoseconds)
             return (relay, token)
         }
         throw TurnRefusal(code: .insufficientCapacity)
@@ -82,9 +82,11 @@ final class RelayedSockets {
         let result = ports.bindSkippingHeld(for: .turn, attempts: given == nil ? 16 : 1, take: { given ?? ports.acquire(for: .turn) }) {
             (port: UInt16) throws(SystemCallError) -> RelayedSocket in
             local.port = port
-            let bound = if let held { held } else { try UDPSocket(binding: local, options: socketOptions) }
-            try setDontFragment(bound, dontFragment)
-            let socket = try engine.register(bound)
+            let socket = if let held {
+                try engine.adoptDatagramSocket(held, owner: .unowned, dontFragment: dontFragment)
+            } else {
+                try engine.openDatagramSocket(binding: local, options: socketOptions, owner: .unowned, dontFragment: dontFragment).socket
+            }
             var advertised = (family == .ipv4 ? settings.advertiseIPv4 : settings.advertiseIPv6) ?? local
             advertised.port = port
             shared.relayedPorts.insert(port, ipv6: family == .ipv6)
@@ -92,24 +94,6 @@ final class RelayedSockets {
         }
         guard case .success(let relay) = result else { throw TurnRefusal(code: .insufficientCapacity) }
         return relay
-    }
-
-    /// The DF bit of datagrams from a relayed socket (RFC 8656 section 14, IPv4 fragmentation):
-    /// with DONT-FRAGMENT in the Allocate, set (IP_PMTUDISC_DO: one too large for the path is
-    /// refused by the kernel, never fragmented); without it, clear (IP_PMTUDISC_DONT), the RFC's
-    /// behaviour for a relay that cannot read the incoming datagram's DF bit: take it as 0.
-    /// Linux's default (IP_PMTUDISC_WANT) would set DF whenever a datagram fits the path, so
-    /// the client's choice would not show on the wire. IPv6 has no DF bit: IPV6_DONTFRAG only
-    /// stops the relay itself from fragmenting. A failure fails the allocation rather than let
-    /// it run without what the client asked for.
-    private func setDontFragment(_ socket: UDPSocket, _ dontFragment: Bool) throws(SystemCallError) {
-        let descriptor = socket.descriptor
-        let ipv4 = socket.family == AF_INET
-        var value: Int32 = ipv4 ? (dontFragment ? IP_PMTUDISC_DO : IP_PMTUDISC_DONT) : (dontFragment ? 1 : 0)
-        let (level, name) = ipv4 ? (Int32(IPPROTO_IP), IP_MTU_DISCOVER) : (Int32(IPPROTO_IPV6), IPV6_DONTFRAG)
-        _ = try SystemCall.require(ipv4 ? "setsockopt(IP_MTU_DISCOVER) on a relayed socket" : "setsockopt(IPV6_DONTFRAG) on a relayed socket") {
-            Int(setsockopt(descriptor, level, name, &value, socklen_t(MemoryLayout<Int32>.size)))
-        }
     }
 
     /// Stops routing `relay`'s datagrams at once (this turn's included) and queues it for

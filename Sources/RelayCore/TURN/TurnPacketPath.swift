@@ -11,13 +11,13 @@ import STUN
 /// Contract: called by its `TurnTable` only, on the worker's thread, with an allocation index
 /// from the `AllocationStore` (a peer's datagram carries it in its socket's owner tag). Every
 /// method reads the turn's time once and hands it down.
-final class TurnPacketPath {
-    private let engine: DatagramEngine
+final class TurnPacketPath<Engine: TableEngine> {
+    private let engine: Engine
     private let settings: TurnSettings
     private let shared: TurnSharedState
     private let store: AllocationStore
-    private let streams: TurnStreamClients
-    private let arena: OutgoingArena
+    private let streams: TurnStreamClients<Engine>
+    private let arena: OutgoingArena<Engine>
     private let clock: WorkerClock
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
@@ -31,8 +31,8 @@ final class TurnPacketPath {
     /// Data indications need a transaction id; a counter from a random start is unique enough.
     @exclusivity(unchecked) private var indicationID = TransactionID.random()
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnSharedState, store: AllocationStore, streams: TurnStreamClients,
-         arena: OutgoingArena, clock: WorkerClock, egress: EgressShare) {
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, store: AllocationStore, streams: TurnStreamClients<Engine>,
+         arena: OutgoingArena<Engine>, clock: WorkerClock, egress: EgressShare) {
         self.engine = engine
         self.settings = settings
         self.shared = shared
@@ -119,16 +119,14 @@ final class TurnPacketPath {
     /// indication otherwise; dropped without a permission. A peer with a channel costs one
     /// lookup (the channel carries its permission's expiry), one without costs two.
     @inline(__always)
-    func fromPeer(_ allocation: Int, _ datagram: ReceivedDatagram) {
-        let peer = datagram.source
+    func fromPeer(_ allocation: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         let now = clock.now
         let binding = store[allocation].channels.binding(peer: peer)
         let permitted = if let binding { binding.permissionExpires > now } else { store[allocation].permits(peer, now: now) }
         guard permitted else { return refused(allocation, .noPermission) }
-        let payload = datagram.bytes
-        var marking = settings.marking.apply(datagram.trafficClass)
+        var marking = settings.marking.apply(received)
         guard policed(allocation, payload.count, &marking, now: now) else { return }
-        markBacklog(allocation, datagram.receivedAt, &marking, now: now)
+        markBacklog(allocation, receivedAt, &marking, now: now)
         let client = store[allocation].client
         let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
         // The egress cap counts what goes on the wire: the payload with its framing. Over a
@@ -160,7 +158,7 @@ final class TurnPacketPath {
         } else {
             engine.enqueue(socket: client.socket, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
         }
-        store[allocation].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        store[allocation].counters.ecnFromPeers[Int(received.ecn.rawValue)] &+= 1
         store[allocation].counters.ecnToClient[Int(marking.ecn.rawValue)] &+= 1
         store[allocation].counters.bytesToClient &+= UInt64(payload.count)
         counters.bytesToClients &+= UInt64(payload.count)

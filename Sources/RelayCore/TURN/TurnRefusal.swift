@@ -16,7 +16,7 @@ struct TurnRefusal: Error {
 
 extension TurnAuthenticator {
     /// Whether the 401 to the smallest Allocate a client may send (REQUESTED-TRANSPORT alone)
-    /// fits under `TurnRequests.unauthenticatedSlack`. The realm is the one part of a 401 the
+    /// fits under `TurnSettings.unauthenticatedSlack`. The realm is the one part of a 401 the
     /// operator sizes: past about 52 bytes such a client gets no answer at all (counted as an
     /// `amplification` drop), so the server warns at start.
     public var challengeFitsBareAllocate: Bool {
@@ -25,6 +25,6 @@ extension TurnAuthenticator {
         var answer = MessageBuilder(MessageType(.allocate, .errorResponse), transactionID: bare.transactionID)
         answer.append(error: .unauthenticated)
         appendChallenge(to: &answer, for: Endpoint(ipv4: 0, port: 0), second: 0)
-        return answer.bytes.count <= bare.bytes.count + TurnRequests.unauthenticatedSlack
+        return answer.bytes.count <= bare.bytes.count + TurnSettings.unauthenticatedSlack
     }
 }

@@ -14,18 +14,18 @@ import STUN
 /// Contract: called by its `TurnTable` on the worker's thread, one whole request at a time;
 /// it changes allocations through the `AllocationStore`, opens relayed sockets through
 /// `RelayedSockets`, and asks its table to remove an allocation (a Refresh of 0).
-final class TurnRequests {
-    let engine: DatagramEngine
+final class TurnRequests<Engine: TableEngine> {
+    let engine: Engine
     let settings: TurnSettings
     let shared: TurnSharedState
     let store: AllocationStore
-    let relayedSockets: RelayedSockets
-    let streams: TurnStreamClients
-    let arena: OutgoingArena
+    let relayedSockets: RelayedSockets<Engine>
+    let streams: TurnStreamClients<Engine>
+    let arena: OutgoingArena<Engine>
     let clock: WorkerClock
     /// The table that removes allocations (`attach`); it owns this object, so the reference
     /// needs no count.
-    private(set) unowned(unsafe) var table: TurnTable?
+    private(set) unowned(unsafe) var table: TurnTable<Engine>?
     private var transactions = TransactionCache()
     /// Answers to requests that did not authenticate, per source address (a fixed table).
     private var answerBudget = AnswerBudget()
@@ -34,8 +34,8 @@ final class TurnRequests {
     /// Allocations made per transport of their client.
     var allocationsByTransport = InlineArray<3, UInt64>(repeating: 0)
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnSharedState, store: AllocationStore, relayedSockets: RelayedSockets,
-         streams: TurnStreamClients, arena: OutgoingArena, clock: WorkerClock) {
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, store: AllocationStore, relayedSockets: RelayedSockets<Engine>,
+         streams: TurnStreamClients<Engine>, arena: OutgoingArena<Engine>, clock: WorkerClock) {
         self.engine = engine
         self.settings = settings
         self.shared = shared
@@ -47,14 +47,9 @@ final class TurnRequests {
     }
 
     /// Gives the requests their table, once, right after it is made.
-    func attach(to table: TurnTable) { self.table = table }
+    func attach(to table: TurnTable<Engine>) { self.table = table }
 
     var now: UInt64 { clock.now }
-
-    /// A response to an unauthenticated request may exceed the request by this many bytes at
-    /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
-    /// to multiply traffic towards a forged source address.
-    static let unauthenticatedSlack = 128
 
     func request(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer) {
         // Any other request without MESSAGE-INTEGRITY can only be refused (401, or 400 for an
@@ -106,7 +101,7 @@ final class TurnRequests {
 
         var answer = MessageBuilder(MessageType(message.method, .successResponse), transactionID: message.transactionID)
         do throws(TurnRefusal) {
-            let unknown = message.unknownRequired(TurnRequests.understood)
+            let unknown = message.unknownRequired(understoodByTurn)
             guard unknown.isEmpty else { throw TurnRefusal(code: .unknownAttribute, unknown: unknown) }
             switch message.method {
             case .allocate: try allocate(message, client, identity, &answer)
@@ -140,19 +135,6 @@ final class TurnRequests {
         return answer
     }
 
-    /// The comprehension-required attributes a TURN server acts on or may ignore.
-    private static func understood(_ type: AttributeType) -> Bool {
-        switch type {
-        case .username, .messageIntegrity, .messageIntegritySHA256, .realm, .nonce, .passwordAlgorithm, .lifetime,
-             .xorPeerAddress, .data, .requestedAddressFamily, .evenPort, .requestedTransport, .dontFragment,
-             .reservationToken, .channelNumber, .priority, .useCandidate, .errorCode, .unknownAttributes,
-             .xorMappedAddress, .mappedAddress:
-            true
-        default:
-            false
-        }
-    }
-
     // MARK: answering
 
     /// Queues an answer to `client`; its bytes go into the arena so they outlive this call
@@ -172,7 +154,7 @@ final class TurnRequests {
     /// request: the source address may be forged, and the relay must not amplify.
     /// A client over TCP or TLS has proved its address with the handshake: no limit.
     private func sendUnauthenticated(_ bytes: [UInt8], to client: TurnClient, requestSize: Int) {
-        guard client.isStream || bytes.count <= requestSize + TurnRequests.unauthenticatedSlack else { return counters.add(.amplification) }
+        guard client.isStream || bytes.count <= requestSize + TurnSettings.unauthenticatedSlack else { return counters.add(.amplification) }
         send(bytes, to: client)
     }
 
@@ -294,5 +276,18 @@ final class TurnRequests {
     /// channel to that address (which the packet path reads instead of the permission).
     private func permit(_ allocation: Int, _ peer: Endpoint) {
         store.permit(allocation, peer, until: now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000)
+    }
+}
+
+/// The comprehension-required attributes a TURN server acts on or may ignore.
+private func understoodByTurn(_ type: AttributeType) -> Bool {
+    switch type {
+    case .username, .messageIntegrity, .messageIntegritySHA256, .realm, .nonce, .passwordAlgorithm, .lifetime,
+         .xorPeerAddress, .data, .requestedAddressFamily, .evenPort, .requestedTransport, .dontFragment,
+         .reservationToken, .channelNumber, .priority, .useCandidate, .errorCode, .unknownAttributes,
+         .xorMappedAddress, .mappedAddress:
+        true
+    default:
+        false
     }
 }

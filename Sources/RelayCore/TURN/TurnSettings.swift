@@ -53,6 +53,11 @@ public struct TurnSettings: Sendable {
         advertiseIPv6 = relayIPv6
     }
 
+    /// A response to an unauthenticated request may exceed the request by this many bytes at
+    /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
+    /// to multiply traffic towards a forged source address.
+    static let unauthenticatedSlack = 128
+
     /// The lifetime granted for a requested one (RFC 8656 section 7.2): the request capped at
     /// the maximum, but never below the default.
     func lifetime(requested: UInt32?) -> UInt32 {

@@ -13,15 +13,15 @@ import TLS
 /// Contract: the one owner of TURN's streams. Its table hands it accepts and stream events,
 /// and asks it to `send` to a stream client; it tells its table of each message and of each
 /// connection whose allocation must end. Only the worker's thread touches it.
-final class TurnStreamClients {
-    let engine: DatagramEngine
+final class TurnStreamClients<Engine: TableEngine> {
+    let engine: Engine
     let settings: TurnSettings
     let shared: TurnSharedState
-    let arena: OutgoingArena
+    let arena: OutgoingArena<Engine>
     let clock: WorkerClock
     /// The table that handles the messages cut from the streams and owns the allocations
     /// (`attach`). It owns this object, so the reference needs no count.
-    private(set) unowned(unsafe) var table: TurnTable?
+    private(set) unowned(unsafe) var table: TurnTable<Engine>?
     /// One entry per connection; a free index holds `.vacant`.
     var connections: [TurnConnection] = []
     var freeConnections: [Int32] = []
@@ -40,7 +40,7 @@ final class TurnStreamClients {
     /// TLS records on their way from a session to its stream's output.
     let cipherScratch = ScratchBytes(capacity: 32 << 10)
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnSharedState, arena: OutgoingArena, clock: WorkerClock) {
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, arena: OutgoingArena<Engine>, clock: WorkerClock) {
         self.engine = engine
         self.settings = settings
         self.shared = shared
@@ -49,7 +49,7 @@ final class TurnStreamClients {
     }
 
     /// Gives the clients their table, once, right after it is made.
-    func attach(to table: TurnTable) { self.table = table }
+    func attach(to table: TurnTable<Engine>) { self.table = table }
 
     /// The transport of the client on `connection`.
     func transport(of connection: Int32) -> TurnTransport { connections[Int(connection)].transport }

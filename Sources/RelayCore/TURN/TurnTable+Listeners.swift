@@ -15,14 +15,12 @@ extension TurnTable {
         options.reusePort = true
         var bound: [Endpoint] = []
         for address in udp {
-            let socket = try UDPSocket(binding: address, options: options)
-            bound.append(socket.localEndpoint)
-            _ = try engine.register(socket, owner: OwnerTag(.turnListener))
+            bound.append(try engine.openDatagramSocket(binding: address, options: options, owner: OwnerTag(.turnListener),
+                                                       dontFragment: nil).local)
         }
         let streamListeners = tcp.map { ($0, TurnTransport.tcp) } + tls.map { ($0, TurnTransport.tls) }
         for (address, transport) in streamListeners {
-            let listener = try TCPListener(binding: address, options: ListenerOptions(reusePort: true))
-            _ = try engine.listen(listener, owner: .turnStreamListener(transport))
+            try engine.openStreamListener(binding: address, owner: .turnStreamListener(transport))
         }
         return bound
     }

@@ -12,27 +12,28 @@ import STUN
 /// - `TurnStreamClients`: clients over TCP and TLS, their connections and framing;
 /// - `RelayedSockets`: the allocations' relayed sockets and their ports.
 /// The clients of this worker are those whose 5-tuples reach its listeners (SO_REUSEPORT keeps
-/// a 5-tuple on one worker). Only its worker's thread touches it: no locks.
-final class TurnTable {
-    let engine: DatagramEngine
+/// a 5-tuple on one worker). Only its worker's thread touches it: no locks. Generic over the
+/// engine it asks (`TableEngine`): `DatagramEngine` in production, in memory in tests.
+final class TurnTable<Engine: TableEngine> {
+    let engine: Engine
     let settings: TurnSettings
     let shared: TurnSharedState
     /// The worker's time this turn (`WorkerClock`: one source for every table).
     let clock: WorkerClock
     let store: AllocationStore
-    let relayedSockets: RelayedSockets
-    let streams: TurnStreamClients
-    let packets: TurnPacketPath
-    let requests: TurnRequests
+    let relayedSockets: RelayedSockets<Engine>
+    let streams: TurnStreamClients<Engine>
+    let packets: TurnPacketPath<Engine>
+    let requests: TurnRequests<Engine>
     /// Framing and answers written by the parts, sent at the flush (`flushed` resets it).
-    let arena: OutgoingArena
+    let arena: OutgoingArena<Engine>
     /// What the table itself counts: messages it could not hand to a part, allocations it
     /// ended for a closed connection or for their lifetime.
     @exclusivity(unchecked) private var ownCounters = TurnCounters()
     /// Where the record of each allocation that ends goes; nil: none.
     var accounting: AccountingSink?
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool,
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool,
          socketOptions: SocketOptions = SocketOptions(), clock: WorkerClock, egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
@@ -107,7 +108,14 @@ final class TurnTable {
     /// A datagram from a peer to a relayed socket of `allocation` (its owner tag's index).
     @inline(__always)
     func fromPeer(_ allocation: Int, _ datagram: ReceivedDatagram) {
-        packets.fromPeer(allocation, datagram)
+        packets.fromPeer(allocation, datagram.source, datagram.bytes, datagram.trafficClass, receivedAt: datagram.receivedAt)
+    }
+
+    /// A datagram of `bytes` from `peer` to a relayed socket of `allocation`, with its traffic
+    /// class and receive time (0: unknown).
+    @inline(__always)
+    func fromPeer(_ allocation: Int, _ peer: Endpoint, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
+        packets.fromPeer(allocation, peer, bytes, received, receivedAt: receivedAt)
     }
 
     /// A connection accepted on the TURN stream listener tagged `listener`.
