@@ -16,8 +16,8 @@ final class Worker {
     let shared: WorkerShared
     let settings: RelaySettings
     let engine: DatagramEngine
-    let forwardRules: ForwardRuleTable
-    let sessions: SessionTable
+    let forwardRules: ForwardRuleTable<DatagramEngine>
+    let sessions: SessionTable<DatagramEngine>
     /// The TURN server's share on this worker, when TURN is configured. A constant, so the
     /// packet path calls into it without retaining it per datagram.
     let turnTable: TurnTable<DatagramEngine>?

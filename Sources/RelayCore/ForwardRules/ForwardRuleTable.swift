@@ -8,7 +8,7 @@ import SystemSupport
 ///
 /// The packet path is in this file; clients come and go (a new source, idle expiry) in
 /// ForwardRuleTable+Clients.swift. Time comes from the worker's `WorkerClock`, set once per turn.
-final class ForwardRuleTable {
+final class ForwardRuleTable<Engine: TableEngine> {
     struct RuleState {
         var rule: ForwardRule
         var shared: RuleShared
@@ -39,9 +39,9 @@ final class ForwardRuleTable {
         var created: UInt64
     }
 
-    let engine: DatagramEngine
+    let engine: Engine
     let settings: RelaySettings
-    let opener: PortOpener
+    let opener: PortOpener<Engine>
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
     // The tables below are read and written per datagram by this worker's thread only, and no
@@ -72,7 +72,7 @@ final class ForwardRuleTable {
     /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
     /// socket, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, clock: WorkerClock,
+    init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
@@ -92,7 +92,8 @@ final class ForwardRuleTable {
         for (index, rule) in settings.rules.enumerated() {
             var options = settings.socketOptions
             options.reusePort = true
-            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options), owner: OwnerTag(.listener, Int32(index)))
+            let listener = try engine.openDatagramSocket(binding: rule.listen, options: options, owner: OwnerTag(.listener, Int32(index)),
+                                                         dontFragment: nil).socket
             (routes + index).initialize(to: Route(listener: listener, upstream: rule.upstream, policy: rule.policy,
                                                   lastSource: Endpoint(ipv4: 0, port: 0), lastClient: -1))
             rules.append(RuleState(rule: rule, shared: shares[index]))

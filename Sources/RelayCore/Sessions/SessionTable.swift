@@ -9,7 +9,7 @@ import Glibc
 /// The packet path (`fromLeg` and the latching it may need) is in this file and allocates
 /// nothing; creating, deleting, describing and expiring sessions are the control path, in
 /// SessionTable+Control.swift. Time comes from the worker's `WorkerClock`, set once per turn.
-final class SessionTable {
+final class SessionTable<Engine: TableEngine> {
     struct LegState {
         var socket: SocketID
         var address: Endpoint
@@ -37,9 +37,9 @@ final class SessionTable {
         var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
     }
 
-    let engine: DatagramEngine
+    let engine: Engine
     let settings: RelaySettings
-    let opener: PortOpener
+    let opener: PortOpener<Engine>
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
     /// Where in a limit's burst marking starts (the relay's setting, the same for every leg).
@@ -73,7 +73,7 @@ final class SessionTable {
     var accounting: AccountingSink?
     /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, clock: WorkerClock,
+    init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
