@@ -8,6 +8,7 @@ import SystemSupport
 ///
 /// The packet path is in this file; clients come and go (a new source, idle expiry) in
 /// ForwardRuleTable+Clients.swift. Time comes from the worker's `WorkerClock`, set once per turn.
+/// Generic over the engine it asks (`TableEngine`): `DatagramEngine` in production.
 final class ForwardRuleTable<Engine: TableEngine> {
     struct RuleState {
         var rule: ForwardRule
@@ -69,8 +70,6 @@ final class ForwardRuleTable<Engine: TableEngine> {
     let clientCounters = EntryStore<ForwardClientCounters>()
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
-    /// socket, or nowhere).
 
     init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {

@@ -9,6 +9,7 @@ import Glibc
 /// The packet path (`fromLeg` and the latching it may need) is in this file and allocates
 /// nothing; creating, deleting, describing and expiring sessions are the control path, in
 /// SessionTable+Control.swift. Time comes from the worker's `WorkerClock`, set once per turn.
+/// Generic over the engine it asks (`TableEngine`): `DatagramEngine` in production.
 final class SessionTable<Engine: TableEngine> {
     struct LegState {
         var socket: SocketID
@@ -71,7 +72,6 @@ final class SessionTable<Engine: TableEngine> {
     var sessionsExpired: UInt64 = 0
     /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
     var accounting: AccountingSink?
-    /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
 
     init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
