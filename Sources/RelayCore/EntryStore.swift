@@ -36,6 +36,14 @@ final class EntryStore<Element> {
         }
     }
 
+    /// Where entry `index` lies, for a type that keeps its entries here and offers them
+    /// through addressors of its own; valid until the next `append`.
+    @inline(__always)
+    func address(_ index: Int) -> UnsafeMutablePointer<Element> {
+        precondition(index >= 0 && index < count, "entry index out of range")
+        return base + index
+    }
+
     func append(_ entry: Element) {
         if count == capacity {
             let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)

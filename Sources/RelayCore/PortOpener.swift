@@ -5,8 +5,8 @@ import Glibc
 
 /// Binds relay sockets on ports from the relay's pool and registers them with one worker's
 /// engine: the session table's legs and the forward-rule table's upstream sockets.
-struct PortOpener {
-    let engine: DatagramEngine
+struct PortOpener<Engine: TableEngine> {
+    let engine: Engine
     let ports: PortPool
     let socketOptions: SocketOptions
 
@@ -23,8 +23,8 @@ struct PortOpener {
                 for port in pair ? [base, base + 1] : [base] {
                     var local = address
                     local.port = port
-                    let socket = try UDPSocket(binding: local, options: socketOptions)
-                    opened.append((try engine.register(socket), port))
+                    let socket = try engine.openDatagramSocket(binding: local, options: socketOptions, owner: .unowned, dontFragment: nil)
+                    opened.append((socket.socket, port))
                 }
                 return opened
             } catch {

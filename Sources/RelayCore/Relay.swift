@@ -8,6 +8,9 @@ import Synchronization
 /// round-robin; each lives entirely in its worker.
 public final class Relay: Sendable {
     public let settings: RelaySettings
+    /// TURN state every worker shares and reloads change: quotas, alternates, relay-wide
+    /// counts, port reservations, the TLS context.
+    public let turnState = TurnSharedState()
     private let workers: [WorkerShared]
     private let ruleShares: [RuleShared]
     private let threads = Mutex<[WorkerThread]>([])
@@ -27,10 +30,10 @@ public final class Relay: Sendable {
         ruleShares = settings.rules.map(RuleShared.init)
         sessionCap = Atomic(settings.maxSessions)
         if let turn = settings.turn {
-            settings.turnShared.update(turn.limits)
-            settings.turnShared.update(turn.alternates)
+            turnState.update(turn.limits)
+            turnState.update(turn.alternates)
         }
-        settings.turnShared.setECNMarking(settings.ecnMarking)
+        turnState.setECNMarking(settings.ecnMarking)
     }
 
     /// Starts every worker and waits until each has its engine and listeners. Returns the
@@ -41,11 +44,12 @@ public final class Relay: Sendable {
         var spawned: [WorkerThread] = []
         for shared in workers {
             let settings = self.settings
+            let turnState = self.turnState
             let shares = ruleShares
             spawned.append(WorkerThread(name: "mr-worker-\(shared.index)") {
                 let worker: Worker
                 do throws(SystemCallError) {
-                    worker = try Worker(shared: shared, settings: settings, ruleShares: shares)
+                    worker = try Worker(shared: shared, settings: settings, turnState: turnState, ruleShares: shares)
                 } catch {
                     outcomes.withLock { $0.append(.failure(error)) }
                     started.signal()
@@ -86,7 +90,7 @@ public final class Relay: Sendable {
     /// served as before without one); forwarding goes on.
     public func beginDrain() {
         draining.store(true, ordering: .releasing)
-        settings.turnShared.beginDrain()
+        turnState.beginDrain()
     }
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
@@ -102,8 +106,8 @@ public final class Relay: Sendable {
     /// are refused.
     public func updateLimits(_ limits: RelayLimits) {
         sessionCap.store(limits.maxSessions, ordering: .relaxed)
-        if settings.turn != nil { settings.turnShared.update(limits.turn) }
-        settings.turnShared.setECNMarking(limits.ecnMarking)
+        if settings.turn != nil { turnState.update(limits.turn) }
+        turnState.setECNMarking(limits.ecnMarking)
         for share in ruleShares {
             share.maxClients.store(limits.maxClientsPerRule, ordering: .relaxed)
             share.idleTimeoutSeconds.store(limits.clientIdleTimeoutSeconds, ordering: .relaxed)
@@ -112,7 +116,7 @@ public final class Relay: Sendable {
 
     /// New TURN alternates (a config reload); redirects from now on name them.
     public func updateAlternates(_ alternates: TurnAlternates) {
-        if settings.turn != nil { settings.turnShared.update(alternates) }
+        if settings.turn != nil { turnState.update(alternates) }
     }
 
     public func createSession(_ request: SessionRequest) -> Result<SessionInfo, RelayError> {

@@ -1,7 +1,9 @@
 import DatagramEngine
 import NetAddress
 
-/// Everything a relay is started with; fixed for its lifetime.
+/// Everything a relay is started with: values only, fixed for its lifetime. What changes while
+/// it runs (reloadable quotas, TURN's relay-wide counts, the certificate) is the `Relay`'s
+/// `turnState`, a `TurnSharedState`.
 public struct RelaySettings: Sendable {
     public var engine = EngineConfiguration()
     public var workers = 1
@@ -23,12 +25,11 @@ public struct RelaySettings: Sendable {
     public var turn: TurnSettings?
     public var turnListeners: [Endpoint] = []
     /// TURN over TCP and over TLS: every worker listens on each with SO_REUSEPORT, and owns
-    /// the connections the kernel gives it. TLS needs `turnShared.tlsContext` set.
+    /// the connections the kernel gives it. TLS needs `Relay.turnState.tlsContext` set.
     public var turnTCPListeners: [Endpoint] = []
     public var turnTLSListeners: [Endpoint] = []
-    public let turnShared = TurnShared()
     /// Whether forward rules mark ECT datagrams CE at the egress cap (sessions carry their own
-    /// setting; TURN reads the one in force from `turnShared`, which `Relay` sets from this).
+    /// setting; TURN reads the one in force from `Relay.turnState`, set from this at start).
     public var ecnMarking = true
     /// Where in a limit's burst marking starts, for every limit.
     public var ecnThresholds = ECNThresholds()

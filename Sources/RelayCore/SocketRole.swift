@@ -17,9 +17,10 @@ enum SocketRole: UInt8 {
     case turnListener
     /// The relayed socket of the TURN allocation with this index: datagrams from peers.
     case turnRelay
-    /// A TURN listener over TCP (index 0) or TLS (index 1): accepted connections.
+    /// A TURN listener over TCP or TLS (the transport in the index: `OwnerTag.turnStreamListener`):
+    /// accepted connections.
     case turnStreamListener
-    /// A TURN client's TCP or TLS connection; the index is its entry in `TurnTable.connections`.
+    /// A TURN client's TCP or TLS connection; the index is its entry in `TurnStreamClients`.
     case turnConnection
 }
 

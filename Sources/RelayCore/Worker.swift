@@ -16,29 +16,32 @@ final class Worker {
     let shared: WorkerShared
     let settings: RelaySettings
     let engine: DatagramEngine
-    let forwardRules: ForwardRuleTable
-    let sessions: SessionTable
+    let forwardRules: ForwardRuleTable<DatagramEngine>
+    let sessions: SessionTable<DatagramEngine>
     /// The TURN server's share on this worker, when TURN is configured. A constant, so the
     /// packet path calls into it without retaining it per datagram.
-    let turnTable: TurnTable?
+    let turnTable: TurnTable<DatagramEngine>?
     /// This worker's share of the egress cap, used by all three tables.
     let egress: EgressShare
     @exclusivity(unchecked) var drops = DropCounts()
-    var now: UInt64 = MonotonicClock.now()
+    /// The turn's time, read once per turn, for the worker and every table.
+    let clock = WorkerClock(now: MonotonicClock.now())
+    var now: UInt64 { clock.now }
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
 
-    init(shared: WorkerShared, settings: RelaySettings, ruleShares: [RuleShared]) throws(SystemCallError) {
+    init(shared: WorkerShared, settings: RelaySettings, turnState: TurnSharedState = TurnSharedState(),
+         ruleShares: [RuleShared]) throws(SystemCallError) {
         self.shared = shared
         self.settings = settings
         engine = try DatagramEngine(configuration: settings.engine)
         let opener = PortOpener(engine: engine, ports: settings.ports, socketOptions: settings.socketOptions)
         egress = EgressShare(settings.egress)
-        forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, now: now, egress: egress)
-        sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, now: now, egress: egress)
+        forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, clock: clock, egress: egress)
+        sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, clock: clock, egress: egress)
         if let turn = settings.turn {
-            turnTable = TurnTable(engine: engine, settings: turn, shared: settings.turnShared, ports: settings.ports,
-                                  socketOptions: settings.socketOptions, now: now, egress: egress)
+            turnTable = TurnTable(engine: engine, settings: turn, shared: turnState, ports: settings.ports,
+                                  socketOptions: settings.socketOptions, clock: clock, egress: egress)
         } else {
             turnTable = nil
         }
@@ -46,18 +49,8 @@ final class Worker {
         sessions.accounting = settings.accounting
         turnTable?.accounting = settings.accounting
         try forwardRules.openListeners(ruleShares)
-        if turnTable != nil {
-            for address in settings.turnListeners {
-                var options = settings.socketOptions
-                options.reusePort = true
-                _ = try engine.register(UDPSocket(binding: address, options: options), owner: OwnerTag(.turnListener))
-            }
-            let streamListeners = settings.turnTCPListeners.map { ($0, TurnTransport.tcp) } + settings.turnTLSListeners.map { ($0, .tls) }
-            for (address, transport) in streamListeners {
-                let listener = try TCPListener(binding: address, options: ListenerOptions(reusePort: true))
-                _ = try engine.listen(listener, owner: OwnerTag(.turnStreamListener, transport == .tls ? 1 : 0))
-            }
-        }
+        try turnTable?.openListeners(udp: settings.turnListeners, tcp: settings.turnTCPListeners, tls: settings.turnTLSListeners,
+                                     options: settings.socketOptions)
         shared.waker.withLock { $0 = engine.waker }
     }
 
@@ -73,10 +66,7 @@ final class Worker {
         // Work put off to this turn (TLS handshakes past the last turn's budget) must not wait.
         let waiting = turnTable?.hasDeferredStreamWork == true
         let count = engine.receive(timeoutMilliseconds: waiting ? 0 : timeoutMilliseconds)
-        now = MonotonicClock.now()
-        forwardRules.now = now
-        sessions.now = now
-        turnTable?.now = now
+        clock.now = MonotonicClock.now()
         for index in 0..<count { route(engine.received(index)) }
         if engine.streamEventCount > 0 || waiting { streamEvents() }
         engine.flush()
@@ -111,7 +101,7 @@ final class Worker {
             switch event.owner.socketRole {
             case .turnStreamListener:
                 if case .accepted(_, let peer, _) = event.kind {
-                    turnTable.accepted(event.stream, peer: peer, transport: turnTable.listenerTransport(event.owner))
+                    turnTable.accepted(event.stream, peer: peer, listener: event.owner)
                 }
             case .turnConnection: turnTable.streamEvent(Int(event.owner.index), event.kind)
             default: break  // a stream given up by its owner: nothing to tell anyone
@@ -124,10 +114,7 @@ final class Worker {
         forwardRules.expireClients()
         sessions.expire()
         turnTable?.expire()
-        if let turnTable, turnTable.tlsSessionsEnded > 0 {
-            turnTable.tlsSessionsEnded = 0
-            HeapTrim.releaseFreePages()
-        }
+        if turnTable?.takeEndedTLSSessions() == true { HeapTrim.releaseFreePages() }
     }
 
     /// A command from the control plane, run between batches.

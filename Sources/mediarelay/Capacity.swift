@@ -34,12 +34,12 @@ struct Capacity {
             Resource(name: "ports", inUse: ports.held, total: ports.range.count),
         ]
         if let turn = relay.settings.turn {
-            resources.insert(Resource(name: "allocations", inUse: relay.settings.turnShared.allocations,
+            resources.insert(Resource(name: "allocations", inUse: relay.turnState.allocations,
                                       total: turn.maxAllocations), at: 0)
             resources.append(Resource(name: "turn_ports", inUse: ports.heldForTURN, total: ports.turnLimit))
             // TURN over TCP and TLS: a full relay closes new connections on accept.
             if !relay.settings.turnTCPListeners.isEmpty || !relay.settings.turnTLSListeners.isEmpty {
-                resources.append(Resource(name: "turn_connections", inUse: relay.settings.turnShared.connections,
+                resources.append(Resource(name: "turn_connections", inUse: relay.turnState.connections,
                                           total: turn.streamLimits.maxConnections))
             }
         }

@@ -79,7 +79,7 @@ extension OptionKey {
         case .ecnBacklog, .ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold:
             false
         // The TURN server reads these at start; users and secrets may become reloadable once
-        // it can swap them in (the two quotas above are atomics in TurnShared).
+        // it can swap them in (the two quotas above are atomics in TurnSharedState).
         case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false

@@ -80,7 +80,7 @@ struct Server {
 
         raiseDescriptorLimit()
         let relay = Relay(settings: settings())
-        guard loadCertificate(options, into: relay.settings.turnShared, reason: "start") else { return 2 }
+        guard loadCertificate(options, into: relay.turnState, reason: "start") else { return 2 }
         let engine: (backend: Backend, reason: String)
         do {
             engine = try relay.start()
@@ -151,7 +151,7 @@ struct Server {
             if running.turnTLSListeners.isEmpty {
                 log.always("SIGHUP: started without --config, so there is no file to reload; nothing changed")
             } else {
-                _ = loadCertificate(running, into: relay.settings.turnShared, reason: "SIGHUP")
+                _ = loadCertificate(running, into: relay.turnState, reason: "SIGHUP")
             }
             return
         }
@@ -167,7 +167,7 @@ struct Server {
         running = change.running
         apply(running, relay: relay, settings: settings)
         log.always("SIGHUP: reloaded \(OptionError.oneLine(path)): \(change.summary)")
-        _ = loadCertificate(running, into: relay.settings.turnShared, reason: "SIGHUP")
+        _ = loadCertificate(running, into: relay.turnState, reason: "SIGHUP")
     }
 
     /// Hands the reloadable options to whatever reads them.

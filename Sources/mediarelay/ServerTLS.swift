@@ -7,7 +7,7 @@ import TLS
 /// they started with either way.
 extension Server {
     /// Loads the certificate for the TLS listeners into `shared`; false (logged) when it fails.
-    func loadCertificate(_ options: ServerOptions, into shared: TurnShared, reason: String) -> Bool {
+    func loadCertificate(_ options: ServerOptions, into shared: TurnSharedState, reason: String) -> Bool {
         guard !options.turnTLSListeners.isEmpty, let cert = options.tlsCert, let key = options.tlsKey else { return true }
         do throws(TLSError) {
             let context = try TLSServerContext(certificateFile: cert, keyFile: key)

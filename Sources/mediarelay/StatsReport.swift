@@ -55,7 +55,7 @@ struct StatsReport {
         portsInUse = relay.settings.ports.held
         portsTotal = relay.settings.ports.range.count
         capacity = Capacity(relay: relay, workers: workers)
-        certificate = relay.settings.turnShared.tlsContext
+        certificate = relay.turnState.tlsContext
     }
 
     var cpuNanosecondsPerPacket: Double {

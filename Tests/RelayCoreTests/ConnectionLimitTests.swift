@@ -2,12 +2,12 @@ import NetAddress
 @testable import RelayCore
 import XCTest
 
-/// The relay-wide count of TCP and TLS connections per source (`TurnShared.admitConnection`):
+/// The relay-wide count of TCP and TLS connections per source (`TurnSharedState.admitConnection`):
 /// an IPv4 address counts alone, an IPv6 address with the rest of its /64, so one IPv6 site
 /// cannot pass the per-source limit by connecting from a fresh address each time.
 final class ConnectionLimitTests: XCTestCase {
     func testTheLimitPerSourceCountsIPv4ByAddressAndIPv6ByItsSlash64() throws {
-        let shared = TurnShared()
+        let shared = TurnSharedState()
         var limits = TurnStreamLimits()
         limits.maxPerSource = 2
         let site = try ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"].map { try XCTUnwrap(Endpoint(host: $0, port: 40_000)) }

@@ -55,7 +55,7 @@ final class FleetNonceTests: XCTestCase {
 
     func testARedirectCarriesRealmAndANonceTheSiblingAccepts() throws {
         let secret = Array("fleet".utf8)
-        let harness = try TurnHarness { settings in
+        let harness = try InMemoryTurnHarness { settings in
             settings.authenticator = TurnAuthenticator(credentials: settings.authenticator.credentials, nonces: .fleet(secrets: [secret]))
             settings.maxAllocations = 1
             settings.alternates = TurnAlternates(plain: [Endpoint(host: "127.0.0.2", port: 3478)!])

@@ -90,12 +90,12 @@ final class PolicingAllocationTests: XCTestCase {
                         sockets.flush()
                         for _ in 0..<4 {
                             harness.now += 1_000_000  // a millisecond a turn: the buckets refill
-                            harness.table.now = harness.now
+                            harness.table.clock.now = harness.now
                             let count = harness.relay.receive(timeoutMilliseconds: 1)
                             for index in 0..<count { harness.route(harness.relay.received(index)) }
                             harness.relay.flush()
                             harness.table.flushed()
-                            harness.table.egress.endTurn()
+                            harness.table.packets.egress.endTurn()
                             _ = sockets.receive(timeoutMilliseconds: 0)
                         }
                     }

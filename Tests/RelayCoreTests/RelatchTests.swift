@@ -23,7 +23,7 @@ final class RelatchTests: XCTestCase {
         guard case .success = worker.sessions.create(request, id: "s-relatch") else { throw RelayError.portsExhausted }
         XCTAssertTrue(worker.sessions.latch(0, peer))
         worker.sessions.legs[0].lastHeard = worker.sessions.now
-        worker.sessions.now &+= 2_000_000_000
+        worker.clock.now &+= 2_000_000_000
         return worker
     }
 
@@ -44,7 +44,7 @@ final class RelatchTests: XCTestCase {
         defer { worker.shutDown() }
         worker.sessions.legs[0].lastHeard = worker.sessions.now  // talking
         XCTAssertFalse(worker.sessions.latch(0, stranger))
-        worker.sessions.now &+= 2_000_000_000
+        worker.clock.now &+= 2_000_000_000
         XCTAssertTrue(worker.sessions.latch(0, stranger))
         XCTAssertEqual(worker.sessions.legs[0].latched, stranger)
     }

@@ -49,7 +49,7 @@ final class TurnAllocationFreeTests: XCTestCase {
             }
             try assertNoAllocations(harness, "\(backend) with timestamps") {
                 let count = harness.relay.receive(timeoutMilliseconds: 5)
-                harness.table.now = MonotonicClock.now()
+                harness.table.clock.now = MonotonicClock.now()
                 for index in 0..<count { harness.route(harness.relay.received(index)) }
                 harness.relay.flush()
                 harness.table.flushed()

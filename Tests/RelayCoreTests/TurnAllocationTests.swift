@@ -8,17 +8,17 @@ import XCTest
 /// dance, Allocate, permissions, channels, and data both ways with its ECN and DSCP marks.
 final class TurnAllocationTests: XCTestCase {
     func testBindingIsAnsweredWithoutCredentialsAndNoLargerThanAllowed() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         let (socket, address) = try harness.socket()
         let request = MessageBuilder(MessageType(.binding, .request), transactionID: .random()).bytes
         let answer = try XCTUnwrap(harness.ask(request, from: socket))
         XCTAssertEqual(answer.type, MessageType(.binding, .successResponse))
         XCTAssertEqual(try answer.xorAddress(.xorMappedAddress), address)
-        XCTAssertLessThanOrEqual(answer.bytes.count, request.count + TurnTable.unauthenticatedSlack)
+        XCTAssertLessThanOrEqual(answer.bytes.count, request.count + TurnSettings.unauthenticatedSlack)
     }
 
     func testAllocateAfterChallenge() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         // The first Allocate has no credentials: 401 with what the client needs to retry.
         var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
@@ -29,14 +29,14 @@ final class TurnAllocationTests: XCTestCase {
         XCTAssertNotNil(try challenge.text(.nonce))
         XCTAssertEqual(try challenge.value(.passwordAlgorithms, AttributeValue.passwordAlgorithms), [.sha256, .md5])
         XCTAssertNil(challenge.integrityType, "nothing to sign with yet")
-        XCTAssertLessThanOrEqual(challenge.bytes.count, bare.bytes.count + TurnTable.unauthenticatedSlack)
+        XCTAssertLessThanOrEqual(challenge.bytes.count, bare.bytes.count + TurnSettings.unauthenticatedSlack)
 
         let answer = try XCTUnwrap(client.allocate())
         XCTAssertTrue(answer.isSuccess, "\(String(describing: answer.errorCode))")
         XCTAssertEqual(answer.integrity(key: client.key), .valid)
         let relayed = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress))
         XCTAssertEqual(relayed.hostText, "127.0.0.1")
-        XCTAssertTrue(harness.ports.range.contains(relayed.port))
+        XCTAssertTrue(harness.pool.range.contains(relayed.port))
         XCTAssertEqual(try answer.value(.lifetime, AttributeValue.uint32), 600)
         XCTAssertEqual(try answer.xorAddress(.xorMappedAddress), client.address)
         XCTAssertEqual(harness.table.activeAllocations, 1)
@@ -45,7 +45,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testSHA256CredentialsAndLifetimeBounds() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         client.algorithm = .sha256
         let answer = try XCTUnwrap(client.allocate { $0.append(.lifetime, uint32: 100_000) })
@@ -58,7 +58,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testRetransmittedRequestsGetTheSameAnswer() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
         // A Refresh that deletes, sent twice: the second must not be told 437.
@@ -73,7 +73,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testChannelDataBothWaysKeepsMarks() throws {
-        let (harness, client, relayed, peer, _) = try TurnHarness.withChannel(0x4001)
+        let (harness, client, relayed, peer, _) = try InMemoryTurnHarness.withChannel(0x4001)
 
         let marks = TrafficClass(dscp: 46, ecn: .ect1)
         client.send(channelData(0x4001, [1, 2, 3, 4, 5]), trafficClass: marks)
@@ -92,7 +92,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testSendAndDataIndications() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
         let (peer, peerAddress) = try harness.socket()
@@ -118,7 +118,7 @@ final class TurnAllocationTests: XCTestCase {
     }
 
     func testTwoClientsReachEachOtherThroughTheirRelayedAddresses() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var first = try TurnTestClient(harness)
         var second = try TurnTestClient.bob(harness)
         let firstRelayed = try XCTUnwrap(first.allocate()?.xorAddress(.xorRelayedAddress))

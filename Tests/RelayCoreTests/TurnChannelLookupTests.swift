@@ -10,7 +10,7 @@ import XCTest
 /// and the remembered last client never outlives its allocation.
 final class TurnChannelLookupTests: XCTestCase {
     func testARenewedPermissionReopensItsChannelBothWays() throws {
-        var (harness, client, relayed, peer, peerAddress) = try TurnHarness.withChannel(0x4000)
+        var (harness, client, relayed, peer, peerAddress) = try InMemoryTurnHarness.withChannel(0x4000)
 
         // Past the permission's 300 s the channel (600 s) carries nothing either way.
         harness.advance(seconds: 301)
@@ -29,7 +29,7 @@ final class TurnChannelLookupTests: XCTestCase {
     }
 
     func testManyChannelsFoundByNumberAndPeerAfterSomeExpire() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         let relayed = try XCTUnwrap(client.allocate { $0.append(.lifetime, uint32: 3600) }?.xorAddress(.xorRelayedAddress))
         var peers: [(id: SocketID, address: Endpoint)] = []
@@ -65,7 +65,7 @@ final class TurnChannelLookupTests: XCTestCase {
     }
 
     func testTheLastClientIsForgottenWithItsAllocation() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var alice = try TurnTestClient(harness)
         var bob = try TurnTestClient.bob(harness)
         let (alicePeer, alicePeerAddress) = try harness.socket()
@@ -79,7 +79,7 @@ final class TurnChannelLookupTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(alice.ask(.refresh) { $0.append(.lifetime, uint32: 0) }).isSuccess, true)
         XCTAssertNotNil(try bob.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertTrue(try XCTUnwrap(bob.bind(0x4000, bobPeerAddress)).isSuccess)
-        XCTAssertEqual(harness.table.allocations.count, 1, "bob's allocation took alice's index")
+        XCTAssertEqual(harness.table.store.indexCount, 1, "bob's allocation took alice's index")
 
         alice.send(channelData(0x4000, [2]))
         XCTAssertEqual(harness.settle(on: bobPeer), 0, "alice's ChannelData must not use bob's allocation")

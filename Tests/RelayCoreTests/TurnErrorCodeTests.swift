@@ -8,7 +8,7 @@ import XCTest
 /// Every error code of issue 10 where it applies, each from a real socket.
 final class TurnErrorCodeTests: XCTestCase {
     func test400BadRequest() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertEqual(client.ask(.allocate)?.errorCode, 400, "no REQUESTED-TRANSPORT")
         XCTAssertEqual(client.allocate { $0.append(.requestedAddressFamily, [1, 0, 0, 0])
@@ -30,7 +30,7 @@ final class TurnErrorCodeTests: XCTestCase {
     /// A 400 names the rule the request broke (uclient and browsers' logs print the phrase);
     /// other codes keep their standard phrase.
     func test400SaysWhy() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertEqual(client.ask(.allocate)?.errorReason, "REQUESTED-TRANSPORT missing")
         XCTAssertEqual(client.allocate { $0.append(.additionalAddressFamily, [1, 0, 0, 0]) }?.errorReason,
@@ -50,7 +50,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test401WrongPasswordUnknownUserAndExpiredREST() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         client.password = "wrong"
         let answer = try XCTUnwrap(client.allocate())
@@ -74,7 +74,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test403PeerThePolicyRefuses() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
         let outside = Endpoint(host: "192.0.2.1", port: 9)!
@@ -83,7 +83,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test420UnknownComprehensionRequiredAttribute() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         let answer = try XCTUnwrap(client.allocate { $0.append(AttributeType(rawValue: 0x7FF0), [1, 2, 3, 4]) })
         XCTAssertEqual(answer.errorCode, 420)
@@ -94,7 +94,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test437AllocationMismatch() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertEqual(client.ask(.refresh)?.errorCode, 437)
         let own = client.address
@@ -104,7 +104,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test438StaleNonce() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
         harness.advance(seconds: 601)
@@ -116,7 +116,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test440And443AddressFamilies() throws {
-        let harness = try TurnHarness(ipv6: false)
+        let harness = try InMemoryTurnHarness(ipv6: false)
         var client = try TurnTestClient(harness)
         XCTAssertEqual(client.allocate { $0.append(.requestedAddressFamily, [2, 0, 0, 0]) }?.errorCode, 440)
         // ADDITIONAL-ADDRESS-FAMILY the relay cannot serve: IPv4 only, with ADDRESS-ERROR-CODE.
@@ -128,7 +128,7 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test441AnotherUsersAllocation() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(client.allocate()).isSuccess)
         client.username = "bob"
@@ -137,13 +137,13 @@ final class TurnErrorCodeTests: XCTestCase {
     }
 
     func test442UnsupportedTransport() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var client = try TurnTestClient(harness)
         XCTAssertEqual(client.ask(.allocate) { $0.append(.requestedTransport, [6, 0, 0, 0]) }?.errorCode, 442)
     }
 
     func test486QuotaAnd508Capacity() throws {
-        let harness = try TurnHarness(ports: PortBlock(count: 4)) { $0.maxAllocationsPerUser = 1 }
+        let harness = try InMemoryTurnHarness(portCount: 4) { $0.maxAllocationsPerUser = 1 }
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         var second = try TurnTestClient(harness)

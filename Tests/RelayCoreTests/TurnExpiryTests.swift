@@ -50,7 +50,7 @@ final class TurnExpiryTests: XCTestCase {
         harness.table.expire()
         XCTAssertEqual(harness.table.activeAllocations, 0)
         XCTAssertEqual(harness.table.counters.allocationsExpired, 1)
-        XCTAssertFalse(harness.table.ports.isHeld(relayed.port))
+        XCTAssertFalse(harness.pool.isHeld(relayed.port))
     }
 
     func testRefreshExtendsAndUnclaimedReservationsReturn() throws {
@@ -58,10 +58,10 @@ final class TurnExpiryTests: XCTestCase {
         var client = try TurnTestClient(harness)
         let answer = try XCTUnwrap(client.allocate { $0.append(.evenPort, [0x80]) })
         let port = try XCTUnwrap(answer.xorAddress(.xorRelayedAddress)).port
-        XCTAssertTrue(harness.table.ports.isHeld(port + 1), "reserved for the token")
+        XCTAssertTrue(harness.pool.isHeld(port + 1), "reserved for the token")
         harness.advance(seconds: 31)
         harness.table.expire()
-        XCTAssertFalse(harness.table.ports.isHeld(port + 1), "the reservation lapsed")
+        XCTAssertFalse(harness.pool.isHeld(port + 1), "the reservation lapsed")
 
         harness.advance(seconds: 500)
         XCTAssertTrue(try XCTUnwrap(client.ask(.refresh)).isSuccess)
@@ -91,7 +91,7 @@ final class TurnExpiryTests: XCTestCase {
         }
         func walked() -> (Int, Int) {
             var permissions = 0, channels = 0
-            for allocation in harness.table.allocations where allocation.live {
+            for allocation in harness.table.store.liveIndices.map({ harness.table.store[$0] }) {
                 permissions += allocation.permissions.count
                 channels += allocation.channels.count
             }
@@ -108,7 +108,7 @@ final class TurnExpiryTests: XCTestCase {
             let (permissions, channels) = walked()
             XCTAssertEqual(harness.table.activePermissions, permissions, "step \(step)")
             XCTAssertEqual(harness.table.activeChannels, channels, "step \(step)")
-            XCTAssertLessThanOrEqual(harness.table.expiries.count, 2 * max(1, harness.table.activeAllocations), "step \(step)")
+            XCTAssertLessThanOrEqual(harness.table.store.scheduledCount, 2 * max(1, harness.table.activeAllocations), "step \(step)")
         }
         XCTAssertEqual(harness.table.activeAllocations, 0, "every allocation ended")
         XCTAssertEqual(harness.table.activePermissions, 0)

@@ -13,21 +13,38 @@ import XCTest
 /// sleep; only waiting for datagrams uses real time, with a generous deadline. With receive
 /// timestamps on, the table's time is the monotonic clock instead, read at every pump as a
 /// worker reads it every turn, so that datagrams' receive times and `now` compare.
-final class TurnHarness {
+final class TurnHarness: TurnTestNetwork {
     static let realm = "example.org"
+    static let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
+                                             secrets: ["rest-secret"])
     /// The relay side: one table on the test's engine, or (worker mode) whole workers.
     let relay: DatagramEngine!
-    let table: TurnTable!
+    let table: TurnTable<DatagramEngine>!
     var workers: [Worker] = []
     let listener: Endpoint
     let sockets: DatagramEngine
     /// The relay's port range, claimed against every other test on the host.
     let ports: PortBlock
+    /// The pool the table takes relayed ports from (nil in worker mode).
+    let pool: PortPool!
     var now: UInt64 = 1_000 * 1_000_000_000
     /// Receive timestamps on: `now` follows `MonotonicClock`.
     let followsMonotonicClock: Bool
     /// Datagrams the client/peer sockets received, by socket, oldest first.
     var inbox: [SocketID: [(bytes: [UInt8], trafficClass: TrafficClass, source: Endpoint)]] = [:]
+
+    /// The settings both harnesses start from: alice and bob, loopback peers allowed, relayed
+    /// addresses on loopback (IPv6 too unless `ipv6` is false), nonces on the `wall` clock.
+    static func settings(ipv6: Bool, wall: Clock, configure: (inout TurnSettings) -> Void) -> TurnSettings {
+        var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
+                                    peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!,
+                                                                     AddressRange(parsing: "::1/128")!]),
+                                    relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!,
+                                    relayIPv6: ipv6 ? Endpoint(host: "::1", port: 0)! : nil)
+        settings.wallClock = { wall.seconds.withLock { $0 } }
+        configure(&settings)
+        return settings
+    }
 
     final class Clock: Sendable {
         let seconds = Mutex<UInt64>(1_700_000_000)
@@ -40,26 +57,16 @@ final class TurnHarness {
     init(backend: Backend = .mmsg, ports: PortBlock? = nil, ipv6: Bool = true, turnPorts: Int? = nil,
          listenOn: String = "127.0.0.1", egress: EgressBucket? = nil, timestamps: Bool = false,
          configure: (inout TurnSettings) -> Void = { _ in }) throws {
-        let credentials = TurnCredentials(realm: TurnHarness.realm, users: [("alice", "secret"), ("bob", "hunter2")],
-                                      secrets: ["rest-secret"])
-        var settings = TurnSettings(authenticator: TurnAuthenticator(credentials: credentials),
-                                    peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!,
-                                                                     AddressRange(parsing: "::1/128")!]),
-                                    relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!,
-                                    relayIPv6: ipv6 ? Endpoint(host: "::1", port: 0)! : nil)
-        let wall = self.wall
-        settings.wallClock = { wall.seconds.withLock { $0 } }
-        configure(&settings)
+        let settings = TurnHarness.settings(ipv6: ipv6, wall: wall, configure: configure)
         self.ports = try ports ?? PortBlock()
         followsMonotonicClock = timestamps
         if timestamps { now = MonotonicClock.now() }
         relay = try DatagramEngine(configuration: EngineConfiguration(backend: backend, gso: false, receiveTimestamps: timestamps))
-        table = TurnTable(engine: relay, settings: settings, shared: TurnShared(limits: settings.limits),
-                          ports: PortPool(range: self.ports.range, turnLimit: turnPorts), now: now, egress: EgressShare(egress))
+        pool = PortPool(range: self.ports.range, turnLimit: turnPorts)
+        table = TurnTable(engine: relay, settings: settings, shared: TurnSharedState(limits: settings.limits),
+                          ports: pool, clock: WorkerClock(now: now), egress: EgressShare(egress))
         table.shared.update(settings.alternates)
-        let listening = try UDPSocket(binding: Endpoint(host: listenOn, port: 0)!)
-        listener = listening.localEndpoint
-        table.addListener(try relay.register(listening))
+        listener = try table.openListeners(udp: [Endpoint(host: listenOn, port: 0)!])[0]
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
     }
 
@@ -81,6 +88,7 @@ final class TurnHarness {
         settings.turnListeners = [listener]
         relay = nil
         table = nil
+        pool = nil
         workers = try (0..<count).map { try Worker(shared: WorkerShared(index: $0), settings: settings, ruleShares: []) }
         sockets = try DatagramEngine(configuration: EngineConfiguration(backend: .mmsg, gso: false))
     }
@@ -108,7 +116,7 @@ final class TurnHarness {
     /// Moves both clocks on: the table's monotonic one and the wall clock nonces go by.
     func advance(seconds: UInt64) {
         now += seconds * 1_000_000_000
-        table?.now = now
+        table?.clock.now = now
         wall.seconds.withLock { $0 += seconds }
     }
 
@@ -122,7 +130,7 @@ final class TurnHarness {
         if let table {
             let count = relay.receive(timeoutMilliseconds: 1)
             if followsMonotonicClock { now = MonotonicClock.now() }
-            table.now = now
+            table.clock.now = now
             for index in 0..<count { route(relay.received(index)) }
             relay.flush()
             table.flushed()
@@ -159,7 +167,7 @@ final class TurnHarness {
 
 /// A TURN client's side of the long-term credential dance, for tests.
 struct TurnTestClient {
-    let harness: TurnHarness
+    let harness: any TurnTestNetwork
     let socket: SocketID
     let address: Endpoint
     var username = "alice"
@@ -167,7 +175,7 @@ struct TurnTestClient {
     var nonce = ""
     var algorithm = PasswordAlgorithm.md5
 
-    init(_ harness: TurnHarness, host: String = "127.0.0.1") throws {
+    init(_ harness: any TurnTestNetwork, host: String = "127.0.0.1") throws {
         self.harness = harness
         (socket, address) = try harness.socket(host)
     }
@@ -243,6 +251,16 @@ func sendIndication(_ peer: Endpoint, _ payload: [UInt8]) -> [UInt8] {
     return builder.bytes
 }
 
+/// Alice's allocation on `network` and a peer socket bound to her channel `number`.
+func aliceWithChannel(_ number: UInt16, on network: any TurnTestNetwork) throws
+    -> (client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
+    var client = try TurnTestClient(network)
+    let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
+    let (peer, peerAddress) = try network.socket("127.0.0.1")
+    XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
+    return (client, relayed, peer, peerAddress)
+}
+
 /// A ChannelData message on `channel` carrying `payload`.
 func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
     [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
@@ -254,11 +272,8 @@ extension TurnHarness {
     static func withChannel(_ number: UInt16) throws
         -> (harness: TurnHarness, client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
         let harness = try TurnHarness()
-        var client = try TurnTestClient(harness)
-        let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
-        let (peer, peerAddress) = try harness.socket()
-        XCTAssertTrue(try XCTUnwrap(client.bind(number, peerAddress)).isSuccess)
-        return (harness, client, relayed, peer, peerAddress)
+        let channel = try aliceWithChannel(number, on: harness)
+        return (harness, channel.client, channel.relayed, channel.peer, channel.peerAddress)
     }
 
     /// A harness whose peer policy allows loopback peers but knows the relay's own ports
@@ -275,7 +290,7 @@ extension TurnHarness {
 
 extension TurnTestClient {
     /// A client with the harness's second user's credentials.
-    static func bob(_ harness: TurnHarness) throws -> TurnTestClient {
+    static func bob(_ harness: any TurnTestNetwork) throws -> TurnTestClient {
         var bob = try TurnTestClient(harness)
         bob.username = "bob"
         bob.password = "hunter2"

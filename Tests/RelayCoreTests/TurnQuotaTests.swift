@@ -36,7 +36,7 @@ final class TurnQuotaTests: XCTestCase {
         second.username = "bob"
         second.password = "hunter2"
         XCTAssertTrue(try XCTUnwrap(second.allocate()).isSuccess)
-        let live = harness.table.allocations.filter(\.live).sorted { $0.username < $1.username }
+        let live = harness.table.store.liveIndices.map { harness.table.store[$0] }.sorted { $0.username < $1.username }
         XCTAssertEqual(live.map(\.ecnMarking), [true, false])
         XCTAssertEqual(live.map(\.bandwidth.rate), [1000, 1000])
     }
@@ -76,12 +76,12 @@ final class TurnQuotaTests: XCTestCase {
         var client = try TurnTestClient(harness)
         let relayed = try XCTUnwrap(client.allocate()?.xorAddress(.xorRelayedAddress))
         XCTAssertEqual(relayed.hostText, "203.0.113.7")
-        XCTAssertTrue(harness.table.ports.isHeld(relayed.port), "bound locally on the port it advertises")
+        XCTAssertTrue(harness.pool.isHeld(relayed.port), "bound locally on the port it advertises")
     }
 }
 
 /// No amplification: an unauthenticated request never gets an answer larger than itself plus
-/// TurnTable.unauthenticatedSlack; a 401 that would be (a long realm, a tiny request) is not sent.
+/// TurnSettings.unauthenticatedSlack; a 401 that would be (a long realm, a tiny request) is not sent.
 final class TurnAmplificationTests: XCTestCase {
     func testOversizedChallengeIsNotSent() throws {
         let harness = try TurnHarness {

@@ -15,7 +15,7 @@ final class TurnRedirectTests: XCTestCase {
     let sibling6 = Endpoint(host: "2001:db8::2", port: 3478)!
 
     func testFullRelayRedirectsInTurnWithIntegrity() throws {
-        let harness = try TurnHarness {
+        let harness = try InMemoryTurnHarness {
             $0.maxAllocations = 1
             $0.alternates = TurnAlternates(plain: self.siblings + [self.sibling6])
         }
@@ -36,7 +36,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testUnauthenticatedAllocateAtCapacityIsChallengedFirst() throws {
-        let harness = try TurnHarness {
+        let harness = try InMemoryTurnHarness {
             $0.maxAllocations = 1
             $0.alternates = TurnAlternates(plain: self.siblings)
         }
@@ -53,7 +53,7 @@ final class TurnRedirectTests: XCTestCase {
 
     func testIPv6ClientGetsAnIPv6AlternateOrTheOldRefusal() throws {
         try IPv6Loopback.require()
-        let harness = try TurnHarness(listenOn: "::1") {
+        let harness = try InMemoryTurnHarness(listenOn: "::1") {
             $0.maxAllocations = 1
             $0.alternates = TurnAlternates(plain: self.siblings + [self.sibling6])
         }
@@ -74,7 +74,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testPerUserQuotaStays486() throws {
-        let harness = try TurnHarness {
+        let harness = try InMemoryTurnHarness {
             $0.maxAllocationsPerUser = 1
             $0.alternates = TurnAlternates(plain: self.siblings)
         }
@@ -87,7 +87,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testNoRelayedPortRedirectsAsPorts() throws {
-        let harness = try TurnHarness(turnPorts: 1) { $0.alternates = TurnAlternates(plain: self.siblings) }
+        let harness = try InMemoryTurnHarness(turnPorts: 1) { $0.alternates = TurnAlternates(plain: self.siblings) }
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         var second = try TurnTestClient.bob(harness)
@@ -97,7 +97,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testWithoutAlternatesTheRefusalIsAsBefore() throws {
-        let harness = try TurnHarness(turnPorts: 1) { _ in }
+        let harness = try InMemoryTurnHarness(turnPorts: 1) { _ in }
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         var second = try TurnTestClient.bob(harness)
@@ -105,7 +105,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testDrainingRedirectsNewClientsButKeepsExistingOnes() throws {
-        let harness = try TurnHarness { $0.alternates = TurnAlternates(plain: self.siblings) }
+        let harness = try InMemoryTurnHarness { $0.alternates = TurnAlternates(plain: self.siblings) }
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         harness.table.shared.beginDrain()
@@ -117,7 +117,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testDrainingWithoutAlternatesRefusesNewAllocationsOnly() throws {
-        let harness = try TurnHarness()
+        let harness = try InMemoryTurnHarness()
         var first = try TurnTestClient(harness)
         XCTAssertTrue(try XCTUnwrap(first.allocate()).isSuccess)
         harness.table.shared.beginDrain()
@@ -128,7 +128,7 @@ final class TurnRedirectTests: XCTestCase {
     }
 
     func testTLSAlternatesAreNeverGivenToUDPClientsAndCarryTheDomain() throws {
-        let harness = try TurnHarness {
+        let harness = try InMemoryTurnHarness {
             $0.maxAllocations = 1
             $0.alternates = TurnAlternates(tls: self.siblings, domain: "turn.example.org")
         }

@@ -34,7 +34,7 @@ final class TurnStreamCoturnClientTests: XCTestCase {
         settings.turnTCPListeners = [tcp]
         settings.turnTLSListeners = [tls]
         let relay = Relay(settings: settings)
-        relay.settings.turnShared.tlsContext = try TLSServerContext(certificateFile: certificates.server.certificate,
+        relay.turnState.tlsContext = try TLSServerContext(certificateFile: certificates.server.certificate,
                                                                     keyFile: certificates.server.key)
         _ = try relay.start()
         defer { relay.stop() }

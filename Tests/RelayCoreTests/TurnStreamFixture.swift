@@ -40,7 +40,7 @@ final class TurnStreamRelay {
         settings.turnTLSListeners = tls.map { [$0] } ?? []
         relay = Relay(settings: settings)
         if let certificate {
-            relay.settings.turnShared.tlsContext = try TLSServerContext(certificateFile: certificate.cert, keyFile: certificate.key)
+            relay.turnState.tlsContext = try TLSServerContext(certificateFile: certificate.cert, keyFile: certificate.key)
         }
         _ = try relay.start()
     }

@@ -33,7 +33,7 @@ extension ForwardRuleTable {
     func removeClient(_ index: Int32, _ reason: EndReason) {
         guard let state = clients[Int(index)] else { return }
         account(Int(index), state, reason)
-        engine.unregister(state.upstreamSocket)
+        engine.unregister([state.upstreamSocket])
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
         if routes[Int(state.rule)].lastClient == index { routes[Int(state.rule)].lastClient = -1 }

@@ -7,8 +7,9 @@ import SystemSupport
 /// address (under a wildcard listen address, from the address the client last sent to). Only its worker's thread touches it.
 ///
 /// The packet path is in this file; clients come and go (a new source, idle expiry) in
-/// ForwardRuleTable+Clients.swift. Time comes from `now`, which the owner sets once per turn.
-final class ForwardRuleTable {
+/// ForwardRuleTable+Clients.swift. Time comes from the worker's `WorkerClock`, set once per turn.
+/// Generic over the engine it asks (`TableEngine`): `DatagramEngine` in production.
+final class ForwardRuleTable<Engine: TableEngine> {
     struct RuleState {
         var rule: ForwardRule
         var shared: RuleShared
@@ -42,13 +43,14 @@ final class ForwardRuleTable {
         var localAddress: Endpoint
     }
 
-    let engine: DatagramEngine
+    let engine: Engine
     let settings: RelaySettings
-    let opener: PortOpener
+    let opener: PortOpener<Engine>
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
-    /// Monotonic nanoseconds, set by the owner before each batch.
-    @exclusivity(unchecked) var now: UInt64
+    /// The worker's time this turn (`WorkerClock`: one source for every table).
+    let clock: WorkerClock
+    var now: UInt64 { clock.now }
     @exclusivity(unchecked) var rules: [RuleState] = []
     /// One `Route` per rule, in the order of `rules` (allocated for every rule at start,
     /// initialized as `openListeners` opens them).
@@ -69,13 +71,13 @@ final class ForwardRuleTable {
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
+    init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
         self.opener = opener
         self.egress = egress
-        self.now = now
+        self.clock = clock
         routes = .allocate(capacity: settings.rules.count)
     }
 
@@ -89,7 +91,8 @@ final class ForwardRuleTable {
         for (index, rule) in settings.rules.enumerated() {
             var options = settings.socketOptions
             options.reusePort = true
-            let listener = try engine.register(UDPSocket(binding: rule.listen, options: options), owner: OwnerTag(.listener, Int32(index)))
+            let listener = try engine.openDatagramSocket(binding: rule.listen, options: options, owner: OwnerTag(.listener, Int32(index)),
+                                                         dontFragment: nil).socket
             (routes + index).initialize(to: Route(listener: listener, upstream: rule.upstream, policy: rule.policy,
                                                   lastSource: Endpoint(ipv4: 0, port: 0), lastClient: -1))
             rules.append(RuleState(rule: rule, shared: shares[index]))

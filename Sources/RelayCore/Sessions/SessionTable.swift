@@ -8,8 +8,9 @@ import Glibc
 ///
 /// The packet path (`fromLeg` and the latching it may need) is in this file and allocates
 /// nothing; creating, deleting, describing and expiring sessions are the control path, in
-/// SessionTable+Control.swift. Time comes from `now`, which the owner sets once per turn.
-final class SessionTable {
+/// SessionTable+Control.swift. Time comes from the worker's `WorkerClock`, set once per turn.
+/// Generic over the engine it asks (`TableEngine`): `DatagramEngine` in production.
+final class SessionTable<Engine: TableEngine> {
     struct LegState {
         var socket: SocketID
         var address: Endpoint
@@ -41,9 +42,9 @@ final class SessionTable {
         var slotCount: Int { request.legs * request.rtcp.portsPerLeg }
     }
 
-    let engine: DatagramEngine
+    let engine: Engine
     let settings: RelaySettings
-    let opener: PortOpener
+    let opener: PortOpener<Engine>
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
     /// Where in a limit's burst marking starts (the relay's setting, the same for every leg).
@@ -54,8 +55,9 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    /// Monotonic nanoseconds, set by the owner before each batch.
-    @exclusivity(unchecked) var now: UInt64
+    /// The worker's time this turn (`WorkerClock`: one source for every table).
+    let clock: WorkerClock
+    var now: UInt64 { clock.now }
     let legs = EntryStore<LegState>()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
@@ -72,7 +74,7 @@ final class SessionTable {
     /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
     var accounting: AccountingSink?
 
-    init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
+    init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
         self.settings = settings
@@ -82,7 +84,7 @@ final class SessionTable {
         backlog = settings.backlogThresholds
         ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
-        self.now = now
+        self.clock = clock
     }
 
     var count: Int { sessionsByID.count }

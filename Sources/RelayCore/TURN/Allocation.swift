@@ -2,32 +2,33 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// A TURN client as the relay knows it: the listener socket it talks to, its address and, on
-/// a listener bound to a wildcard address, the relay's address it sent to (RFC 8656's 5-tuple
-/// has both ends), which every answer and relayed datagram to it leaves from.
+/// A TURN client as the relay knows it: the socket it talks to, its address and, on a listener
+/// bound to a wildcard address, the relay's address it sent to (RFC 8656's 5-tuple has both
+/// ends), which every answer and relayed datagram to it leaves from.
 struct TurnClient: Hashable {
-    /// The UDP listener the client's datagrams arrive on, or the client's own stream.
-    var listener: SocketID
+    /// Where the client's messages arrive and its answers leave: the UDP listener it sends
+    /// to, or, over TCP or TLS, the client's own stream.
+    var socket: SocketID
     var address: Endpoint
     /// The local address the client's datagrams reach (`ReceivedDatagram.localAddress`): all
     /// zero on a listener bound to one address and over a stream, whose socket knows its own.
     var localAddress = Endpoint(high: 0, low: 0, port: 0)
-    /// The stream connection's entry (`TurnTable.connections`) for a client over TCP or TLS;
-    /// -1 for a client over UDP. Over a stream the connection is the 5-tuple: one client, one
-    /// allocation at most.
-    var connection: Int32 = -1
+    /// Over TCP or TLS, the index of the client's connection in `TurnStreamClients` (not the
+    /// engine's registry slot, which `socket` holds); -1 for a client over UDP. Over a stream
+    /// the connection is the 5-tuple: one client, one allocation at most.
+    var connectionIndex: Int32 = -1
 
     /// No client: no socket has slot -1.
-    static let nobody = TurnClient(listener: SocketID(slot: -1, generation: 0), address: Endpoint(high: 0, low: 0, port: 0))
+    static let nobody = TurnClient(socket: SocketID(slot: -1, generation: 0), address: Endpoint(high: 0, low: 0, port: 0))
 
-    var isStream: Bool { connection >= 0 }
+    var isStream: Bool { connectionIndex >= 0 }
 
     /// Every field but the local address, packed into four words (the synthesized hash feeds
     /// six values, each a call into the hasher): looked up per datagram from a client the
     /// last-client entry misses. A client reaches one of the relay's addresses, almost always,
     /// so leaving it out of the hash costs no collisions; equality still tells them apart.
     func hash(into hasher: inout Hasher) {
-        hasher.combine(UInt64(UInt32(bitPattern: listener.slot)) << 32 | UInt64(listener.generation))
+        hasher.combine(UInt64(UInt32(bitPattern: socket.slot)) << 32 | UInt64(socket.generation))
         hasher.combine(address.high)
         hasher.combine(address.low)
         hasher.combine(UInt64(address.port) | UInt64(address.scope) << 16)
@@ -75,7 +76,7 @@ public struct AllocationCounters: Sendable {
 }
 
 /// One allocation (RFC 8656 section 2.2): its relayed sockets, permissions by peer address,
-/// channels both ways, lifetime and counters. Lives in its worker's TurnTable only.
+/// channels both ways, lifetime and counters. Lives in its worker's `AllocationStore` only.
 struct Allocation {
     var client: TurnClient
     var username: String
@@ -98,10 +99,10 @@ struct Allocation {
     var transport = TurnTransport.udp
     /// False for `vacant`, the filler of an index whose allocation is gone.
     var live = true
-    /// The deadline this allocation is queued for in the table's `ExpiryQueue` (0: none).
+    /// The deadline this allocation is queued for in the store's `ExpiryQueue` (0: none).
     var scheduled: UInt64 = 0
 
-    /// What an index of `TurnTable.allocations` holds between allocations.
+    /// What an index of the `AllocationStore` holds between allocations.
     static var vacant: Allocation {
         var vacant = Allocation(client: .nobody, username: "", transaction: TransactionID(high: 0, low: 0), created: 0, expires: 0)
         vacant.live = false

@@ -28,20 +28,3 @@ public struct TurnAllocationInfo: Sendable {
         self.counters = counters
     }
 }
-
-extension TurnTable {
-    /// Up to `limit` allocations, oldest first.
-    func describeAllocations(limit: Int, worker: Int) -> [TurnAllocationInfo] {
-        let live = allocations.filter(\.live).sorted { $0.created < $1.created }.prefix(limit)
-        return live.map { allocation in
-            TurnAllocationInfo(
-                worker: worker, username: allocation.username, client: allocation.client.address,
-                relayed: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised },
-                ageSeconds: Double(now &- allocation.created) / 1e9,
-                expiresInSeconds: Double(allocation.expires > now ? allocation.expires - now : 0) / 1e9,
-                permissions: allocation.permissions.filter { $0.value > now }.keys.sorted { $0.description < $1.description },
-                channels: allocation.channels.entries.filter { $0.expires > now }.map { ($0.number, $0.peer) }.sorted { $0.number < $1.number },
-                counters: allocation.counters)
-        }
-    }
-}

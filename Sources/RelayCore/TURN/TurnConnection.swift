@@ -2,38 +2,97 @@ import DatagramEngine
 import NetAddress
 import TLS
 
-/// One TURN client over TCP or TLS: its stream in the engine and, over TLS, its session and
-/// the decrypted bytes not yet cut into messages. Lives in its worker's TurnTable only; set
-/// up at accept, so the messages that follow allocate nothing.
+/// One TURN client over TCP or TLS: its stream in the engine, its security (plain, or a TLS
+/// session with the decrypted bytes not yet cut into messages) and where it is in its life.
+/// Lives in its worker's `TurnStreamClients` only; set up at accept, so the messages that
+/// follow allocate nothing.
 struct TurnConnection {
+    /// Where a connection is in its life; each phase rules out what cannot go with it (an
+    /// allocation on a connection that never sent a message, an idle deadline with one).
+    enum Phase: Equatable {
+        /// Accepted (over TLS, handshaking or done): no valid message yet, under the
+        /// first-message deadline (after the handshake deadline over TLS).
+        case awaitingFirstMessage
+        /// It has sent a valid message but holds no allocation: the idle deadline runs.
+        case spoken
+        /// It holds an allocation and lives as long as that, with no deadline of its own.
+        case allocated
+        /// The relay is closing it (counted then): its `closed` event is not counted again.
+        /// Bytes that arrived before the close are still cut into messages, by the rules of
+        /// a client that had spoken or not.
+        case closing(afterSpeaking: Bool)
+        /// The filler of an index whose connection is gone.
+        case vacant
+    }
+
+    /// Whether its input is read now.
+    enum Reading: Equatable {
+        case ready
+        /// A request waits at the front of its input until the output has room for the
+        /// answer; the engine's `writable` event resumes it.
+        case waitingForRoom
+        /// Its TLS handshake waits in `TurnStreamClients.deferredHandshakes` for the next
+        /// turn's budget.
+        case handshakeDeferred
+    }
+
+    /// A stream's security: plain TCP, or TLS with the session (its context the one in force
+    /// when the client connected) and the decrypted bytes not yet cut into messages.
+    enum Security {
+        case plain
+        case tls(TLSSession, PlaintextBuffer)
+    }
+
+    /// The client's stream in the engine (a registry entry of kind stream).
     var stream: SocketID
     var peer: Endpoint
-    var transport: TurnTransport
-    /// Over TLS: the session (its context is the one in force when the client connected).
-    var tls: TLSSession?
-    var plaintext: PlaintextBuffer?
-    /// A valid message has arrived (the first-message deadline is over).
-    var spoke = false
-    /// The client has an allocation: the connection lives as long as it, with no idle deadline.
-    var allocated = false
-    /// The relay closed it (counted then): its `closed` event is not counted again.
-    var closing = false
-    /// Its handshake waits in `TurnTable.deferredHandshakes` for the next turn's budget.
-    var deferred = false
-    /// A request waits at the front of its input until the output has room for the answer;
-    /// the engine's `writable` event resumes it.
-    var waitingForRoom = false
-    /// False for `vacant`, the filler of an index whose connection is gone.
-    var live = true
+    var security: Security
+    var phase = Phase.awaitingFirstMessage
+    var reading = Reading.ready
+
+    init(stream: SocketID, peer: Endpoint, security: Security) {
+        self.stream = stream
+        self.peer = peer
+        self.security = security
+    }
 
     /// A computed value, not a stored static: a `TLSSession` is not Sendable.
     static var vacant: TurnConnection {
-        TurnConnection(stream: SocketID(slot: -1, generation: 0), peer: Endpoint(high: 0, low: 0, port: 0), transport: .tcp, live: false)
+        var vacant = TurnConnection(stream: SocketID(slot: -1, generation: 0), peer: Endpoint(high: 0, low: 0, port: 0), security: .plain)
+        vacant.phase = .vacant
+        return vacant
+    }
+
+    var transport: TurnTransport {
+        if case .tls = security { .tls } else { .tcp }
+    }
+
+    /// The TLS session, over TLS.
+    var tls: TLSSession? {
+        if case .tls(let session, _) = security { session } else { nil }
+    }
+
+    /// An entry in use, closing or not.
+    var isLive: Bool { phase != .vacant }
+    /// In use and not closing: it reads, and takes messages.
+    var isOpen: Bool {
+        switch phase {
+        case .awaitingFirstMessage, .spoken, .allocated: true
+        case .closing, .vacant: false
+        }
+    }
+
+    /// A valid message has arrived (the first-message deadline is over).
+    var hasSpoken: Bool {
+        switch phase {
+        case .spoken, .allocated, .closing(afterSpeaking: true): true
+        case .awaitingFirstMessage, .closing(afterSpeaking: false), .vacant: false
+        }
     }
 
     /// The client as the TURN table knows it: the stream is its 5-tuple.
-    func client(_ index: Int) -> TurnClient {
-        TurnClient(listener: stream, address: peer, connection: Int32(index))
+    func client(connectionIndex: Int) -> TurnClient {
+        TurnClient(socket: stream, address: peer, connectionIndex: Int32(connectionIndex))
     }
 }
 

@@ -121,16 +121,22 @@ public struct TurnStats: Sendable {
     }
 }
 
-extension TurnCounters: SummedCounters {
-    /// The plain counters `merge` sums; the tables are added below.
-    public static var summedFields: [WritableKeyPath<TurnCounters, UInt64>] {
-        [\.allocationsCreated, \.allocationsDeleted, \.allocationsExpired, \.channelDataToPeers, \.channelDataToClients,
-         \.indicationsToPeers, \.indicationsToClients, \.bytesToPeers, \.bytesToClients, \.bindingRequests,
-         \.channelsRefused]
-    }
-
+extension TurnCounters {
+    /// Adds `other` field by field. Written out, not through key paths: the TURN table sums
+    /// its parts' counters for every stats snapshot on the worker's thread, where nothing may
+    /// allocate.
     public mutating func merge(_ other: TurnCounters) {
-        add(other)
+        allocationsCreated &+= other.allocationsCreated
+        allocationsDeleted &+= other.allocationsDeleted
+        allocationsExpired &+= other.allocationsExpired
+        channelDataToPeers &+= other.channelDataToPeers
+        channelDataToClients &+= other.channelDataToClients
+        indicationsToPeers &+= other.indicationsToPeers
+        indicationsToClients &+= other.indicationsToClients
+        bytesToPeers &+= other.bytesToPeers
+        bytesToClients &+= other.bytesToClients
+        bindingRequests &+= other.bindingRequests
+        channelsRefused &+= other.channelsRefused
         refused.add(other.refused)
         authFailures.add(other.authFailures)
         drops.add(other.drops)

@@ -1,5 +1,5 @@
 /// The TURN quotas a running relay can change without a restart (`Relay.updateLimits`); the
-/// workers read them from `TurnShared` on the control path, never per relayed datagram.
+/// workers read them from `TurnSharedState` on the control path, never per relayed datagram.
 public struct TurnLimits: Sendable, Equatable {
     /// Channels per allocation: a ChannelBind for one more is refused with 508. Channels to one
     /// address on many ports share one permission, so the permission cap does not bound them.

@@ -26,17 +26,17 @@ public struct TurnSettings: Sendable {
     /// Bytes per second relayed per allocation, both directions together; 0 means no limit.
     public var bandwidthPerAllocation: UInt64 = 0
     /// Where in the quota's burst (and the egress cap's) ECT datagrams start being marked CE;
-    /// whether they are is in `TurnShared.ecnMarking`.
+    /// whether they are is in `TurnSharedState.ecnMarking`.
     public var ecnThresholds = ECNThresholds()
     /// The sojourn past which ECT datagrams are marked CE when the worker falls behind (with
     /// the engine's receive timestamps on); whether they are is the allocation's marking setting.
     public var backlogThresholds = BacklogThresholds()
     /// Permissions per allocation: each is a peer the relay talks to for the client.
     public var maxPermissions = 64
-    /// The reloadable quotas at start; the workers read the ones in force from `TurnShared`.
+    /// The reloadable quotas at start; the workers read the ones in force from `TurnSharedState`.
     public var limits = TurnLimits()
     /// Sibling relays for new clients this one will not take, at start; the workers read the
-    /// ones in force from `TurnShared` (a reload may change them).
+    /// ones in force from `TurnSharedState` (a reload may change them).
     public var alternates = TurnAlternates()
     /// Bounds on clients over TCP and TLS.
     public var streamLimits = TurnStreamLimits()
@@ -52,6 +52,11 @@ public struct TurnSettings: Sendable {
         advertiseIPv4 = relayIPv4
         advertiseIPv6 = relayIPv6
     }
+
+    /// A response to an unauthenticated request may exceed the request by this many bytes at
+    /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
+    /// to multiply traffic towards a forged source address.
+    static let unauthenticatedSlack = 128
 
     /// The lifetime granted for a requested one (RFC 8656 section 7.2): the request capped at
     /// the maximum, but never below the default.

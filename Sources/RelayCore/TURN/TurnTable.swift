@@ -2,107 +2,76 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// The TURN server of one worker (RFC 8656 over UDP): the allocations whose clients' 5-tuples
-/// reach this worker's listeners (SO_REUSEPORT keeps a 5-tuple on one worker), their relayed
-/// sockets, permissions and channels. Only its worker's thread touches it: no locks.
-///
-/// The packet path (ChannelData and Send indications from clients, datagrams from peers) is
-/// in this file and allocates nothing: client-to-peer payloads are sent from the received
-/// buffer, peer-to-client framing is written into the table's arena. Requests (Allocate,
-/// Refresh, CreatePermission, ChannelBind, Binding) are the control path, in
-/// TurnTable+Requests.swift. Time comes from `now`, which the owner sets (tests move it).
-final class TurnTable {
-    let engine: DatagramEngine
+/// The TURN server of one worker (RFC 8656 over UDP, TCP and TLS): what the worker drives.
+/// It hands each message to the part whose job it is and runs what spans parts (an
+/// allocation's end, housekeeping, stats); the state lives in the parts:
+/// - `AllocationStore`: allocations, permissions, channels and when each ends;
+/// - `TurnRequests`: Allocate, Refresh, CreatePermission, ChannelBind and Binding, their
+///   authentication and answers;
+/// - `TurnPacketPath`: ChannelData and indications both ways, allocation-free;
+/// - `TurnStreamClients`: clients over TCP and TLS, their connections and framing;
+/// - `RelayedSockets`: the allocations' relayed sockets and their ports.
+/// The clients of this worker are those whose 5-tuples reach its listeners (SO_REUSEPORT keeps
+/// a 5-tuple on one worker). Only its worker's thread touches it: no locks. Generic over the
+/// engine it asks (`TableEngine`): `DatagramEngine` in production, in memory in tests.
+final class TurnTable<Engine: TableEngine> {
+    let engine: Engine
     let settings: TurnSettings
-    let shared: TurnShared
-    let ports: PortPool
-    let socketOptions: SocketOptions
-    /// This worker's share of the egress cap (shared with its other tables).
-    let egress: EgressShare
-    /// Monotonic nanoseconds, set by the owner before each batch.
-    var now: UInt64
-    // Not optionals: reaching into an optional element copied the whole allocation (its
-    // dictionaries retained and released) per datagram. A free index holds `.vacant`.
-    @exclusivity(unchecked) var allocations: [Allocation] = []
-    var freeAllocations: [Int32] = []
-    @exclusivity(unchecked) var byClient: [TurnClient: Int32] = [:]
-    /// The last client a datagram came from and its allocation: a client sending a burst (a
-    /// video frame is several datagrams) costs one hash for the burst. Forgotten when that
-    /// allocation goes; the key includes the listener, so one entry serves every listener.
-    @exclusivity(unchecked) var lastClient = TurnClient.nobody
-    @exclusivity(unchecked) var lastAllocation: Int32 = -1
-    var transactions = TransactionCache()
-    /// Answers to requests that did not authenticate, per source address (a fixed table).
-    var answerBudget = AnswerBudget()
-    /// Relayed sockets of removed allocations, closed after the engine's next flush.
-    var closing: [RelayedSocket] = []
-    /// When allocations next need housekeeping, so it visits only those (`expire`).
-    var expiries = ExpiryQueue()
-    /// Permissions and channels in force, kept as they change: the stats published ten times
-    /// a second read these instead of walking every allocation.
-    var permissionCount = 0
-    var channelCount = 0
-    @exclusivity(unchecked) var counters = TurnCounters()
-    @exclusivity(unchecked) var transportCounters = TransportCounters()
-    /// Clients over TCP and TLS, one entry per connection (`TurnTable+Streams`); a free
-    /// index holds `.vacant`.
-    var connections: [TurnConnection] = []
-    var freeConnections: [Int32] = []
-    /// Connections to close after this turn's flush: their last answer is queued on them.
-    var connectionsToClose: [(index: Int32, reason: ConnectionCloseReason)] = []
-    /// Open connections per transport, kept as they change (published as gauges).
-    var openConnections = InlineArray<3, Int>(repeating: 0)
-    /// TLS handshakes put off to the next turn, and the handshake steps left this turn.
-    var deferredHandshakes: [Int32] = []
-    var handshakeBudget = 0
-    /// TLS connections gone since the worker last gave freed heap back (`HeapTrim`): their
-    /// sessions were the connections' only heap memory.
-    var tlsSessionsEnded = 0
-    /// TLS records on their way from a session to its stream's output.
-    let cipherScratch = ScratchBytes(capacity: 32 << 10)
-    @exclusivity(unchecked) var random = MarkingRandom()
-    let arena: OutgoingArena
-    /// Where the record of each allocation that ends goes (`TurnTable+Accounting`); nil: none.
+    let shared: TurnSharedState
+    /// The worker's time this turn (`WorkerClock`: one source for every table).
+    let clock: WorkerClock
+    let store: AllocationStore
+    let relayedSockets: RelayedSockets<Engine>
+    let streams: TurnStreamClients<Engine>
+    let packets: TurnPacketPath<Engine>
+    let requests: TurnRequests<Engine>
+    /// Framing and answers written by the parts, sent at the flush (`flushed` resets it).
+    let arena: OutgoingArena<Engine>
+    /// What the table itself counts: messages it could not hand to a part, allocations it
+    /// ended for a closed connection or for their lifetime.
+    @exclusivity(unchecked) private var ownCounters = TurnCounters()
+    /// Where the record of each allocation that ends goes; nil: none.
     var accounting: AccountingSink?
-    /// Data indications need a transaction id; a counter from a random start is unique enough.
-    @exclusivity(unchecked) var indicationID = TransactionID.random()
 
-    init(engine: DatagramEngine, settings: TurnSettings, shared: TurnShared, ports: PortPool,
-         socketOptions: SocketOptions = SocketOptions(), now: UInt64, egress: EgressShare = EgressShare(nil)) {
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool,
+         socketOptions: SocketOptions = SocketOptions(), clock: WorkerClock, egress: EgressShare = EgressShare(nil)) {
         self.engine = engine
-        self.egress = egress
         self.settings = settings
         self.shared = shared
-        self.ports = ports
-        self.socketOptions = socketOptions
-        self.now = now
+        self.clock = clock
         // A whole receive batch of the largest datagrams with their framing, so the arena
         // fills before a batch ends only when datagrams are unusually large.
-        arena = OutgoingArena(capacity: max(256 << 10, engine.configuration.batchSize * (engine.configuration.maxDatagramSize + 64)))
+        arena = OutgoingArena(capacity: max(256 << 10, engine.configuration.batchSize * (engine.configuration.maxDatagramSize + 64)),
+                              engine: engine)
+        store = AllocationStore()
+        relayedSockets = RelayedSockets(engine: engine, settings: settings, shared: shared, ports: ports, socketOptions: socketOptions,
+                                        clock: clock)
+        streams = TurnStreamClients(engine: engine, settings: settings, shared: shared, arena: arena, clock: clock)
+        packets = TurnPacketPath(engine: engine, settings: settings, shared: shared, store: store, streams: streams, arena: arena,
+                                 clock: clock, egress: egress)
+        requests = TurnRequests(engine: engine, settings: settings, shared: shared, store: store, relayedSockets: relayedSockets,
+                                streams: streams, arena: arena, clock: clock)
+        streams.attach(to: self)
+        requests.attach(to: self)
     }
 
-    /// Takes datagrams from clients on `socket` (the worker registers its listeners with this
-    /// tag itself; a test's table is given one this way).
-    func addListener(_ socket: SocketID) {
-        engine.setOwner(socket, OwnerTag(.turnListener))
-    }
-
-    /// The owner flushed the engine: every slice of the arena has been sent, and sockets of
-    /// allocations deleted during the batch can close.
+    /// The owner flushed the engine: every slice of the arena has been sent, sockets of
+    /// allocations removed during the batch can close, and connections whose allocations
+    /// ended (their answers queued) close.
     func flushed() {
         arena.reset()
-        closePending()
-        if !connectionsToClose.isEmpty { closeConnections() }
+        relayedSockets.closePending()
+        streams.flushed()
     }
 
     /// A datagram on a listener: ChannelData, a Send indication or a request.
     @inline(__always)
     func fromClient(_ datagram: ReceivedDatagram) {
-        fromClient(TurnClient(listener: datagram.socket, address: datagram.source, localAddress: datagram.localAddress),
+        fromClient(TurnClient(socket: datagram.socket, address: datagram.source, localAddress: datagram.localAddress),
                    datagram.bytes, datagram.trafficClass, receivedAt: datagram.receivedAt)
     }
 
-    /// One message from `client`, a datagram or one cut from its stream (`TurnTable+Streams`):
+    /// One message from `client`, a datagram or one cut from its stream (`TurnStreamClients`):
     /// ChannelData, a Send indication or a request. `received` is the IP header's traffic class
     /// of a datagram; a message from a stream has none of its own (RFC 8656 section 15: the
     /// relay sends it on with its default DSCP and Not-ECT), so it comes as zero, and with no
@@ -110,236 +79,136 @@ final class TurnTable {
     @inline(__always)
     func fromClient(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         // Indexed, not `.first`: the generic Collection accessor allocates in debug builds.
-        guard bytes.count > 0 else { return counters.add(.malformed) }
+        guard bytes.count > 0 else { return ownCounters.add(.malformed) }
         let first = bytes[0]
         if ChannelData.isChannelData(first) {
-            channelData(client, bytes, received, receivedAt: receivedAt)
+            packets.channelData(client, bytes, received, receivedAt: receivedAt)
         } else if first & 0xC0 == 0 {
             stun(client, bytes, received, receivedAt: receivedAt)
         } else {
-            counters.add(.malformed)
+            ownCounters.add(.malformed)
         }
     }
 
-    /// The allocation of the client a datagram came from: the last one again, or by hash.
-    @inline(__always)
-    func allocationIndex(_ client: TurnClient) -> Int? {
-        if lastAllocation >= 0 && lastClient == client { return Int(lastAllocation) }
-        guard let index = byClient[client] else { return nil }
-        lastClient = client
-        lastAllocation = index
-        return Int(index)
-    }
-
-    /// ChannelData from a client: the channel's entry says where to and whether its permission
-    /// still holds, so past the client's allocation this is one lookup.
-    @inline(__always)
-    func channelData(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
-        guard let (channel, length) = ChannelData.parse(bytes) else { return counters.add(.malformed) }
-        guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
-        guard let binding = allocations[a].channels.binding(number: channel), binding.expires > now else {
-            return counters.add(.noChannel)
-        }
-        guard binding.permissionExpires > now else { return refused(a, .noPermission) }
-        let payload = UnsafeRawBufferPointer(rebasing: bytes[ChannelData.headerSize..<(ChannelData.headerSize + length)])
-        guard toPeer(a, binding.peer, payload, received, receivedAt: receivedAt) else { return }
-        allocations[a].counters.channelDataIn &+= 1
-        counters.channelDataToPeers &+= 1
-    }
-
-    func stun(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
+    private func stun(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
         let index: AttributeIndex
         do {
             index = try AttributeIndex(parsing: bytes)
         } catch {
-            return counters.add(.malformed)
+            return ownCounters.add(.malformed)
         }
         switch index.type.messageClass {
-        case .indication where index.type.method == .send: sendIndication(client, index, bytes, received, receivedAt: receivedAt)
-        case .request: request(client, index, bytes)
+        case .indication where index.type.method == .send:
+            packets.sendIndication(client, index, bytes, received, receivedAt: receivedAt)
+        case .request: requests.request(client, index, bytes)
         default: break  // other indications and responses: a server ignores them
         }
     }
 
-    /// A Send indication: its DATA goes to its XOR-PEER-ADDRESS if permitted. Never answered.
+    /// A datagram from a peer to a relayed socket of `allocation` (its owner tag's index).
     @inline(__always)
-    func sendIndication(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass,
-                        receivedAt: UInt64) {
-        guard let a = allocationIndex(client) else { return counters.add(.noAllocation) }
-        guard let peerSlot = index.first(.xorPeerAddress), let dataSlot = index.first(.data),
-              let peer = XORAddress.decode(value(peerSlot, bytes), index.transactionID) else {
-            return counters.add(.malformed)
+    func fromPeer(_ allocation: Int, _ datagram: ReceivedDatagram) {
+        packets.fromPeer(allocation, datagram.source, datagram.bytes, datagram.trafficClass, receivedAt: datagram.receivedAt)
+    }
+
+    /// A datagram of `bytes` from `peer` to a relayed socket of `allocation`, with its traffic
+    /// class and receive time (0: unknown).
+    @inline(__always)
+    func fromPeer(_ allocation: Int, _ peer: Endpoint, _ bytes: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) {
+        packets.fromPeer(allocation, peer, bytes, received, receivedAt: receivedAt)
+    }
+
+    /// A connection accepted on the TURN stream listener tagged `listener`.
+    func accepted(_ stream: SocketID, peer: Endpoint, listener: OwnerTag) {
+        streams.accepted(stream, peer: peer, transport: listener.turnStreamTransport)
+    }
+
+    /// An event of the stream client on `connection` (its owner tag's index).
+    func streamEvent(_ connection: Int, _ kind: StreamEvent.Kind) {
+        streams.handle(kind, on: connection)
+    }
+
+    /// A new turn's stream work (TLS handshakes put off last turn first).
+    func beginStreamTurn() { streams.beginTurn() }
+
+    /// Whether handshakes wait for the next turn (which must then not sleep).
+    var hasDeferredStreamWork: Bool { streams.hasDeferredWork }
+
+    /// Ends the allocation at `index` at once: its record goes to `accounting`, its sockets
+    /// route nowhere from now on and close after the flush (a Refresh that deletes arrives in
+    /// the middle of a batch whose datagrams may still be queued on them), its user's quota
+    /// is released, and a stream client's connection closes after the flush.
+    func removeAllocation(_ index: Int, _ reason: EndReason) {
+        guard let allocation = store.remove(index) else { return }
+        accounting?(allocation.accountingRecord(reason, now: clock.now))
+        for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) { relayedSockets.retire(relay) }
+        shared.release(allocation.username)
+        if allocation.client.isStream { streams.allocationEnded(on: allocation.client.connectionIndex) }
+    }
+
+    /// `client`'s connection closed: its allocation, if it has one, ends with it.
+    func endAllocation(of client: TurnClient) {
+        guard let index = store.index(of: client) else { return }
+        removeAllocation(index, .connectionClosed)
+        ownCounters.allocationsDeleted &+= 1
+    }
+
+    /// Housekeeping against the turn's time: allocations past their lifetime close,
+    /// permissions and channels past theirs are forgotten (`AllocationStore.nextEnded`),
+    /// unclaimed port reservations return to the pool.
+    func expire() {
+        let now = clock.now
+        while let index = store.nextEnded(now: now) {
+            removeAllocation(index, .expired)
+            ownCounters.allocationsExpired &+= 1
         }
-        // A permission is per address; the port of each Send is checked too, so no Send
-        // reaches one of the relay's own sockets on a permitted address.
-        let relayed = shared.relayedPorts
-        if case .refused(let reason) = settings.peerPolicy.decide(peer: peer, isRelayedAddress: { relayed.contains($0) }) {
-            counters.add(reason)
-            return counters.add(.forbiddenPeer)
-        }
-        guard allocations[a].permits(peer, now: now) else { return refused(a, .noPermission) }
-        guard toPeer(a, peer, value(dataSlot, bytes), received, receivedAt: receivedAt) else { return }
-        allocations[a].counters.indicationsIn &+= 1
-        counters.indicationsToPeers &+= 1
+        relayedSockets.closePending()
+        relayedSockets.expireReservations(now: now)
     }
 
-    /// Sends `payload` from the allocation's relayed socket to `peer` (whose permission the
-    /// caller has checked) when the bandwidth quota has room; counts the drop otherwise.
-    /// `receivedAt` is the datagram's receive time (0: unknown), for marking by backlog.
-    @inline(__always)
-    func toPeer(_ a: Int, _ peer: Endpoint, _ payload: UnsafeRawBufferPointer, _ received: TrafficClass, receivedAt: UInt64) -> Bool {
-        guard let relay = allocations[a].relay(for: peer) else {
-            refused(a, .noPermission)
-            return false
-        }
-        // Channels and permissions are checked once, when made; a relayed port they named may
-        // since have gone back to the pool.
-        guard !settings.peerPolicy.isStaleRelayedPeer(peer, relayed: shared.relayedPorts) else {
-            refused(a, .staleRelayedPeer)
-            return false
-        }
-        var marking = settings.marking.apply(received)
-        guard policed(a, payload.count, &marking) else { return false }
-        markBacklog(a, receivedAt, &marking)
-        guard egressAdmits(a, payload.count, &marking) else { return false }
-        engine.enqueue(socket: relay.socket, to: peer, trafficClass: marking, bytes: payload)
-        allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
-        allocations[a].counters.ecnToPeers[Int(marking.ecn.rawValue)] &+= 1
-        allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
-        counters.bytesToPeers &+= UInt64(payload.count)
-        let transport = allocations[a].transport.rawValue
-        transportCounters.datagramsToPeers[transport] &+= 1
-        transportCounters.bytesToPeers[transport] &+= UInt64(payload.count)
-        return true
+    /// Closes every connection and allocation (the worker is stopping).
+    func shutDown() {
+        // Connections first: their entries gone, removing their allocations queues no close.
+        streams.closeAll()
+        for index in store.liveIndices { removeAllocation(index, .shutdown) }
+        relayedSockets.closePending()
     }
 
-    /// A datagram from a peer to relayed socket `a` (the owner found the allocation by the
-    /// socket's slot): to the client as ChannelData when the peer has a channel, as a Data
-    /// indication otherwise; dropped without a permission. A peer with a channel costs one
-    /// lookup (the channel carries its permission's expiry), one without costs two.
-    @inline(__always)
-    func fromPeer(_ a: Int, _ datagram: ReceivedDatagram) {
-        let peer = datagram.source
-        let binding = allocations[a].channels.binding(peer: peer)
-        let permitted = if let binding { binding.permissionExpires > now } else { allocations[a].permits(peer, now: now) }
-        guard permitted else { return refused(a, .noPermission) }
-        let payload = datagram.bytes
-        var marking = settings.marking.apply(datagram.trafficClass)
-        guard policed(a, payload.count, &marking) else { return }
-        markBacklog(a, datagram.receivedAt, &marking)
-        let client = allocations[a].client
-        let channel = binding.flatMap { $0.expires > now ? $0.number : nil }
-        // The egress cap counts what goes on the wire: the payload with its framing. Over a
-        // stream ChannelData is padded to a multiple of 4 (RFC 8656 section 12.5).
-        let size = channel != nil ? ChannelData.headerSize + (client.isStream ? (payload.count + 3) & ~3 : payload.count)
-            : DataIndication.overhead(for: peer) + (payload.count + 3) & ~3
-        guard egressAdmits(a, size, &marking) else { return }
-        let framed: UnsafeMutableRawBufferPointer
-        if let channel {
-            guard let out = room(size) else { return counters.add(.tooLarge) }
-            ChannelData.writeHeader(channel: channel, length: payload.count, to: out, at: 0)
-            if payload.count > 0 { (out.baseAddress! + ChannelData.headerSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
-            let end = ChannelData.headerSize + payload.count
-            if size > end { (out.baseAddress! + end).initializeMemory(as: UInt8.self, repeating: 0, count: size - end) }
-            framed = out
-            allocations[a].counters.channelDataOut &+= 1
-            counters.channelDataToClients &+= 1
-        } else {
-            guard let out = room(size) else { return counters.add(.tooLarge) }
-            indicationID.low &+= 1
-            let written = DataIndication.write(peer: peer, payload: payload, id: indicationID, to: out, at: 0)
-            guard written > 0 else { return counters.add(.tooLarge) }
-            framed = UnsafeMutableRawBufferPointer(rebasing: out[0..<written])
-            allocations[a].counters.indicationsOut &+= 1
-            counters.indicationsToClients &+= 1
-        }
-        if client.isStream {
-            guard toStream(client, UnsafeRawBufferPointer(framed)) else { return refused(a, .clientBackpressure) }
-        } else {
-            engine.enqueue(socket: client.listener, to: client.address, from: client.localAddress, trafficClass: marking,
-                           bytes: UnsafeRawBufferPointer(framed))
-        }
-        allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
-        allocations[a].counters.ecnToClient[Int(marking.ecn.rawValue)] &+= 1
-        allocations[a].counters.bytesToClient &+= UInt64(payload.count)
-        counters.bytesToClients &+= UInt64(payload.count)
-        let transport = allocations[a].transport.rawValue
-        transportCounters.datagramsToClients[transport] &+= 1
-        transportCounters.bytesToClients[transport] &+= UInt64(payload.count)
+    /// Every part's counters, summed (for stats; nothing here allocates).
+    var counters: TurnCounters {
+        var total = ownCounters
+        total.merge(packets.counters)
+        total.merge(requests.counters)
+        return total
     }
 
-    /// Arena space for one outgoing datagram; when the arena is full the engine is flushed
-    /// first (what it sent no longer needs its bytes). nil only for a datagram larger than
-    /// the whole arena.
-    @inline(__always)
-    func room(_ count: Int) -> UnsafeMutableRawBufferPointer? {
-        if let slice = arena.take(count) { return slice }
-        engine.flush()
-        arena.reset()
-        return arena.take(count)
+    var transportCounters: TransportCounters {
+        var total = streams.transportCounters
+        total.merge(packets.transportCounters)
+        total.allocations.add(requests.allocationsByTransport)
+        return total
     }
 
-    /// The allocation's bandwidth quota (`Policer`: one second of burst, both directions
-    /// together) for `bytes` leaving with `marking`: false when it drops them (counted); CE in
-    /// `marking` when it marks them.
-    @inline(__always)
-    func policed(_ a: Int, _ bytes: Int, _ marking: inout TrafficClass) -> Bool {
-        guard allocations[a].bandwidth.isLimited else { return true }
-        switch allocations[a].bandwidth.police(UInt64(bytes), marking.ecn, now: now, marks: allocations[a].ecnMarking,
-                                               thresholds: settings.ecnThresholds, random: &random) {
-        case .pass: return true
-        case .mark:
-            marking = marking.markedCE
-            count(a, .rateLimit)
-            return true
-        case .drop:
-            refused(a, .bandwidth)
-            return false
-        }
+    var stats: TurnStats {
+        var stats = TurnStats()
+        stats.counters = counters
+        stats.allocations = store.count
+        stats.permissions = store.permissionCount
+        stats.channels = store.channelCount
+        stats.transports = transportCounters
+        stats.openConnections = streams.openConnections
+        return stats
     }
 
-    /// The egress cap for `bytes` of allocation `a` leaving with `marking`, as `policed`.
-    @inline(__always)
-    func egressAdmits(_ a: Int, _ bytes: Int, _ marking: inout TrafficClass) -> Bool {
-        guard egress.isOn else { return true }
-        switch egress.police(bytes, marking.ecn, now: now, marks: allocations[a].ecnMarking,
-                             thresholds: settings.ecnThresholds, random: &random) {
-        case .pass: return true
-        case .mark:
-            marking = marking.markedCE
-            count(a, .egress)
-            return true
-        case .drop:
-            refused(a, .egress)
-            return false
-        }
+    var activeAllocations: Int { store.count }
+    var activePermissions: Int { store.permissionCount }
+    var activeChannels: Int { store.channelCount }
+
+    /// Up to `limit` allocations, oldest first (GET /v1/turn/allocations).
+    func describeAllocations(limit: Int, worker: Int) -> [TurnAllocationInfo] {
+        store.describe(limit: limit, worker: worker, now: clock.now)
     }
 
-    /// CE in `marking` when the datagram, received at `receivedAt`, waited in its socket's queue
-    /// past the backlog threshold of its codepoint (`BacklogThresholds`). After the quota (which
-    /// may have marked it already), before the egress cap.
-    @inline(__always)
-    func markBacklog(_ a: Int, _ receivedAt: UInt64, _ marking: inout TrafficClass) {
-        guard settings.backlogThresholds.marks(marking.ecn, receivedAt: receivedAt, now: now), allocations[a].ecnMarking else { return }
-        marking = marking.markedCE
-        count(a, .backlog)
-    }
-
-    @inline(__always)
-    func count(_ a: Int, _ cause: CEMarkCause) {
-        allocations[a].counters.ceMarked.add(cause)
-        counters.ceMarks.add(cause)
-    }
-
-    /// A datagram of allocation `a` not relayed, counted for the allocation and by reason.
-    @inline(__always)
-    func refused(_ a: Int, _ reason: TurnDropReason) {
-        allocations[a].counters.drops[reason.rawValue] &+= 1
-        counters.add(reason)
-    }
-
-    @inline(__always)
-    func value(_ slot: AttributeSlot, _ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: bytes[slot.offset..<(slot.offset + slot.length)])
-    }
+    /// Whether TLS sessions ended since the last call: the worker then gives freed heap back.
+    func takeEndedTLSSessions() -> Bool { streams.takeEndedTLSSessions() }
 }

@@ -4,12 +4,12 @@ import STUN
 import Synchronization
 import TLS
 
-/// What TURN state every worker shares, locked only on the control path (Allocate, expiry):
-/// allocations per user and in total (quotas), and the ports reserved by EVEN-PORT's R bit,
-/// whose RESERVATION-TOKEN may come back on another worker (another client 5-tuple). The
-/// reloadable quotas are atomics, read without a lock by requests. The alternates (reloadable
-/// too) and their rotation are read only when an Allocate is redirected.
-public final class TurnShared: Sendable {
+/// The mutable TURN state every worker shares (a `Relay` owns one), locked only on the control
+/// path (Allocate, expiry): allocations per user and in total (quotas), and the ports reserved
+/// by EVEN-PORT's R bit, whose RESERVATION-TOKEN may come back on another worker (another
+/// client 5-tuple). The reloadable quotas are atomics, read without a lock by requests. The
+/// alternates (reloadable too) and their rotation are read only when an Allocate is redirected.
+public final class TurnSharedState: Sendable {
     private struct State {
         var total = 0
         var perUser: [String: Int] = [:]
@@ -161,7 +161,7 @@ public final class TurnShared: Sendable {
 
 /// A socket bound on a port reserved by EVEN-PORT's R bit, not yet registered with any engine.
 /// The token may come back on another worker, so the socket crosses threads, but only through
-/// TurnShared's lock and only once: one thread uses it at a time.
+/// TurnSharedState's lock and only once: one thread uses it at a time.
 final class HeldPort: @unchecked Sendable {
     let socket: UDPSocket
 

@@ -2,19 +2,6 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// A request refused with an error code (and, for 420, the attributes not understood; for
-/// 300, where to go instead).
-struct TurnRefusal: Error {
-    var code: ErrorCode
-    var unknown: [AttributeType] = []
-    var redirect: TurnRedirect?
-    /// The reason phrase when the code's own says too little: a 400 names what was wrong, so a
-    /// client's log (uclient prints it) tells its developer which rule the request broke.
-    var reason: String?
-
-    static func badRequest(_ reason: String) -> TurnRefusal { TurnRefusal(code: .badRequest, reason: reason) }
-}
-
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
 /// the answer kept for retransmissions. Refusals sent without authentication are bounded per
 /// source address (`AnswerBudget`, which requests that authenticate add to), Binding answers
@@ -23,11 +10,46 @@ struct TurnRefusal: Error {
 /// (12 or 24 bytes) to the request, at most 1.4x on the wire. Budgeting it would let whoever
 /// forges an address starve the real clients behind it of their candidates, to take away a
 /// reflection that gains an attacker little.
-extension TurnTable {
-    /// A response to an unauthenticated request may exceed the request by this many bytes at
-    /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
-    /// to multiply traffic towards a forged source address.
-    static let unauthenticatedSlack = 128
+///
+/// Contract: called by its `TurnTable` on the worker's thread, one whole request at a time;
+/// it changes allocations through the `AllocationStore`, opens relayed sockets through
+/// `RelayedSockets`, and asks its table to remove an allocation (a Refresh of 0).
+final class TurnRequests<Engine: TableEngine> {
+    let engine: Engine
+    let settings: TurnSettings
+    let shared: TurnSharedState
+    let store: AllocationStore
+    let relayedSockets: RelayedSockets<Engine>
+    let streams: TurnStreamClients<Engine>
+    let arena: OutgoingArena<Engine>
+    let clock: WorkerClock
+    /// The table that removes allocations (`attach`); it owns this object, so the reference
+    /// needs no count.
+    private(set) unowned(unsafe) var table: TurnTable<Engine>?
+    private var transactions = TransactionCache()
+    /// Answers to requests that did not authenticate, per source address (a fixed table).
+    private var answerBudget = AnswerBudget()
+    /// What the requests made, refused and answered; the table sums its parts' counters.
+    var counters = TurnCounters()
+    /// Allocations made per transport of their client.
+    var allocationsByTransport = InlineArray<3, UInt64>(repeating: 0)
+
+    init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, store: AllocationStore, relayedSockets: RelayedSockets<Engine>,
+         streams: TurnStreamClients<Engine>, arena: OutgoingArena<Engine>, clock: WorkerClock) {
+        self.engine = engine
+        self.settings = settings
+        self.shared = shared
+        self.store = store
+        self.relayedSockets = relayedSockets
+        self.streams = streams
+        self.arena = arena
+        self.clock = clock
+    }
+
+    /// Gives the requests their table, once, right after it is made.
+    func attach(to table: TurnTable<Engine>) { self.table = table }
+
+    var now: UInt64 { clock.now }
 
     func request(_ client: TurnClient, _ index: AttributeIndex, _ bytes: UnsafeRawBufferPointer) {
         // Any other request without MESSAGE-INTEGRITY can only be refused (401, or 400 for an
@@ -79,7 +101,7 @@ extension TurnTable {
 
         var answer = MessageBuilder(MessageType(message.method, .successResponse), transactionID: message.transactionID)
         do throws(TurnRefusal) {
-            let unknown = message.unknownRequired(TurnTable.understood)
+            let unknown = message.unknownRequired(understoodByTurn)
             guard unknown.isEmpty else { throw TurnRefusal(code: .unknownAttribute, unknown: unknown) }
             switch message.method {
             case .allocate: try allocate(message, client, identity, &answer)
@@ -100,7 +122,7 @@ extension TurnTable {
         send(answer.bytes, to: client)
     }
 
-    func errorAnswer(_ message: StunMessage, _ refusal: TurnRefusal) -> MessageBuilder {
+    private func errorAnswer(_ message: StunMessage, _ refusal: TurnRefusal) -> MessageBuilder {
         var answer = MessageBuilder(MessageType(message.method, .errorResponse), transactionID: message.transactionID)
         answer.append(error: refusal.code, reason: refusal.reason)
         if !refusal.unknown.isEmpty {
@@ -113,53 +135,40 @@ extension TurnTable {
         return answer
     }
 
-    /// The comprehension-required attributes a TURN server acts on or may ignore.
-    static func understood(_ type: AttributeType) -> Bool {
-        switch type {
-        case .username, .messageIntegrity, .messageIntegritySHA256, .realm, .nonce, .passwordAlgorithm, .lifetime,
-             .xorPeerAddress, .data, .requestedAddressFamily, .evenPort, .requestedTransport, .dontFragment,
-             .reservationToken, .channelNumber, .priority, .useCandidate, .errorCode, .unknownAttributes,
-             .xorMappedAddress, .mappedAddress:
-            true
-        default:
-            false
-        }
-    }
-
     // MARK: answering
 
     /// Queues an answer to `client`; its bytes go into the arena so they outlive this call
     /// (a stream copies them at once).
-    func send(_ bytes: [UInt8], to client: TurnClient) {
+    private func send(_ bytes: [UInt8], to client: TurnClient) {
         if client.isStream {
-            if !bytes.withUnsafeBytes({ toStream(client, $0) }) { counters.add(.clientBackpressure) }
+            if !bytes.withUnsafeBytes({ streams.send($0, to: client) }) { counters.add(.clientBackpressure) }
             return
         }
-        guard let out = room(bytes.count) else { return counters.add(.tooLarge) }
+        guard let out = arena.room(bytes.count) else { return counters.add(.tooLarge) }
         bytes.withUnsafeBytes { out.copyMemory(from: $0) }
-        engine.enqueue(socket: client.listener, to: client.address, from: client.localAddress, trafficClass: TrafficClass(rawValue: 0),
+        engine.enqueue(socket: client.socket, to: client.address, from: client.localAddress, trafficClass: TrafficClass(rawValue: 0),
                        bytes: UnsafeRawBufferPointer(out))
     }
 
     /// Sends an answer to an unauthenticated request only if it is not much larger than the
     /// request: the source address may be forged, and the relay must not amplify.
     /// A client over TCP or TLS has proved its address with the handshake: no limit.
-    func sendUnauthenticated(_ bytes: [UInt8], to client: TurnClient, requestSize: Int) {
-        guard client.isStream || bytes.count <= requestSize + TurnTable.unauthenticatedSlack else { return counters.add(.amplification) }
+    private func sendUnauthenticated(_ bytes: [UInt8], to client: TurnClient, requestSize: Int) {
+        guard client.isStream || bytes.count <= requestSize + TurnSettings.unauthenticatedSlack else { return counters.add(.amplification) }
         send(bytes, to: client)
     }
 
     /// Sends a refusal to a request that did not authenticate if its source's budget has room
     /// (taken already when `prepaid`): a signed request that failed (a stale nonce, a wrong
     /// password) proves no more about its source than an unsigned one.
-    func sendRefusal(_ bytes: [UInt8], to client: TurnClient, requestSize: Int, prepaid: Bool) {
+    private func sendRefusal(_ bytes: [UInt8], to client: TurnClient, requestSize: Int, prepaid: Bool) {
         guard prepaid || withinAnswerBudget(client) else { return }
         sendUnauthenticated(bytes, to: client, requestSize: requestSize)
     }
 
     /// Takes one answer from the budget of `client`'s address; counts the drop when it is spent.
     /// A stream's address cannot be forged, so its answers take nothing.
-    func withinAnswerBudget(_ client: TurnClient) -> Bool {
+    private func withinAnswerBudget(_ client: TurnClient) -> Bool {
         guard client.isStream || answerBudget.take(client.address, now: now, rate: shared.unauthenticatedRate) else {
             counters.add(.unauthenticatedRate)
             return false
@@ -177,79 +186,79 @@ extension TurnTable {
     }
 
     /// The allocation of `client` made by the same user: 437 without one, 441 for another user.
-    func allocation(of client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> Int {
-        guard let index = byClient[client] else { throw TurnRefusal(code: .allocationMismatch) }
-        guard allocations[Int(index)].username == identity.username else { throw TurnRefusal(code: .wrongCredentials) }
-        return Int(index)
+    private func allocationIndex(of client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> Int {
+        guard let index = store.index(of: client) else { throw TurnRefusal(code: .allocationMismatch) }
+        guard store[index].username == identity.username else { throw TurnRefusal(code: .wrongCredentials) }
+        return index
     }
 
     // MARK: Refresh, CreatePermission, ChannelBind
 
-    func refresh(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity,
+    private func refresh(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity,
                  _ answer: inout MessageBuilder) throws(TurnRefusal) {
-        let a = try allocation(of: client, identity)
+        let allocation = try allocationIndex(of: client, identity)
         let requested = try read { () throws(MessageError) in try message.value(.lifetime, AttributeValue.uint32) }
         if let family = try read({ () throws(MessageError) in try message.value(.requestedAddressFamily, AttributeValue.addressFamily) }) {
-            let has = family == .ipv4 ? allocations[a].relay4 != nil : allocations[a].relay6 != nil
+            let has = family == .ipv4 ? store[allocation].relay4 != nil : store[allocation].relay6 != nil
             guard has else { throw TurnRefusal(code: .peerAddressFamilyMismatch) }
         }
         if requested == 0 {
-            removeAllocation(a, .deleted)
+            table.unsafelyUnwrapped.removeAllocation(allocation, .deleted)
             counters.allocationsDeleted &+= 1
             answer.append(.lifetime, uint32: 0)
             return
         }
         let granted = settings.lifetime(requested: requested)
-        allocations[a].expires = now &+ UInt64(granted) &* 1_000_000_000
+        store[allocation].expires = now &+ UInt64(granted) &* 1_000_000_000
         answer.append(.lifetime, uint32: granted)
     }
 
-    func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
-        let a = try allocation(of: client, identity)
+    private func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+        let allocation = try allocationIndex(of: client, identity)
         let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
         guard !peers.isEmpty else { throw .badRequest("XOR-PEER-ADDRESS missing") }
-        try checkPeers(a, peers, withPorts: false)
-        let fresh = Set(peers.map(Allocation.permissionKey)).filter { allocations[a].permissions[$0] == nil }
-        guard allocations[a].permissions.count + fresh.count <= settings.maxPermissions else {
+        try checkPeers(allocation, peers, withPorts: false)
+        let fresh = Set(peers.map(Allocation.permissionKey)).filter { store[allocation].permissions[$0] == nil }
+        guard store[allocation].permissions.count + fresh.count <= settings.maxPermissions else {
             throw TurnRefusal(code: .insufficientCapacity)
         }
-        for peer in peers { permit(a, peer) }
+        for peer in peers { permit(allocation, peer) }
     }
 
-    func channelBind(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
-        let a = try allocation(of: client, identity)
+    private func channelBind(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+        let allocation = try allocationIndex(of: client, identity)
         let channel = try read { () throws(MessageError) in try message.value(.channelNumber, AttributeValue.channelNumber) }
         let peer = try read { () throws(MessageError) in try message.xorAddress(.xorPeerAddress) }
         guard let channel, let peer else { throw .badRequest("CHANNEL-NUMBER or XOR-PEER-ADDRESS missing") }
         guard ChannelData.channels.contains(channel) else { throw .badRequest("Channel number out of range") }
-        try checkPeers(a, [peer], withPorts: true)
+        try checkPeers(allocation, [peer], withPorts: true)
         // A channel stays with its peer and a peer with its channel (RFC 8656 section 11.2).
-        if let bound = allocations[a].channels.binding(number: channel), bound.peer != peer {
+        if let bound = store[allocation].channels.binding(number: channel), bound.peer != peer {
             throw .badRequest("Channel number bound to another peer")
         }
-        if let other = allocations[a].channels.binding(peer: peer), other.number != channel {
+        if let other = store[allocation].channels.binding(peer: peer), other.number != channel {
             throw .badRequest("Peer bound to another channel number")
         }
         // Refreshing a channel is always allowed; only a new one counts against the cap.
-        if allocations[a].channels.binding(number: channel) == nil && allocations[a].channels.count >= shared.maxChannels {
+        if store[allocation].channels.binding(number: channel) == nil && store[allocation].channels.count >= shared.maxChannels {
             counters.channelsRefused &+= 1
             throw TurnRefusal(code: .insufficientCapacity)
         }
-        if !allocations[a].permits(peer, now: now) && allocations[a].permissions.count >= settings.maxPermissions {
+        if !store[allocation].permits(peer, now: now) && store[allocation].permissions.count >= settings.maxPermissions {
             throw TurnRefusal(code: .insufficientCapacity)
         }
         let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
         // The permission's expiry is copied into the channel by `permit`.
-        if allocations[a].channels.bind(channel, peer: peer, expires: expires, permissionExpires: 0) { channelCount += 1 }
-        permit(a, peer)
-        schedule(a, expires)
+        store.bindChannel(allocation, channel, to: peer, until: expires)
+        permit(allocation, peer)
+        store.schedule(allocation, expires)
     }
 
     /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer
     /// the policy refuses: by address alone for a permission, by address and port for a
     /// channel (whose ChannelData is then never checked again).
-    func checkPeers(_ a: Int, _ peers: [Endpoint], withPorts: Bool) throws(TurnRefusal) {
-        for peer in peers where allocations[a].relay(for: peer) == nil {
+    private func checkPeers(_ allocation: Int, _ peers: [Endpoint], withPorts: Bool) throws(TurnRefusal) {
+        for peer in peers where store[allocation].relay(for: peer) == nil {
             throw TurnRefusal(code: .peerAddressFamilyMismatch)
         }
         let relayed = shared.relayedPorts
@@ -265,26 +274,20 @@ extension TurnTable {
 
     /// Installs or refreshes the permission for `peer`'s address, and its copy in every
     /// channel to that address (which the packet path reads instead of the permission).
-    func permit(_ a: Int, _ peer: Endpoint) {
-        let key = Allocation.permissionKey(peer)
-        let expires = now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000
-        if allocations[a].permissions.updateValue(expires, forKey: key) == nil { permissionCount += 1 }
-        allocations[a].channels.renewPermission(key, until: expires)
-        schedule(a, expires)
+    private func permit(_ allocation: Int, _ peer: Endpoint) {
+        store.permit(allocation, peer, until: now &+ UInt64(settings.permissionLifetime) &* 1_000_000_000)
     }
 }
 
-extension TurnAuthenticator {
-    /// Whether the 401 to the smallest Allocate a client may send (REQUESTED-TRANSPORT alone)
-    /// fits under `TurnTable.unauthenticatedSlack`. The realm is the one part of a 401 the
-    /// operator sizes: past about 52 bytes such a client gets no answer at all (counted as an
-    /// `amplification` drop), so the server warns at start.
-    public var challengeFitsBareAllocate: Bool {
-        var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
-        bare.append(.requestedTransport, [17, 0, 0, 0])
-        var answer = MessageBuilder(MessageType(.allocate, .errorResponse), transactionID: bare.transactionID)
-        answer.append(error: .unauthenticated)
-        appendChallenge(to: &answer, for: Endpoint(ipv4: 0, port: 0), second: 0)
-        return answer.bytes.count <= bare.bytes.count + TurnTable.unauthenticatedSlack
+/// The comprehension-required attributes a TURN server acts on or may ignore.
+private func understoodByTurn(_ type: AttributeType) -> Bool {
+    switch type {
+    case .username, .messageIntegrity, .messageIntegritySHA256, .realm, .nonce, .passwordAlgorithm, .lifetime,
+         .xorPeerAddress, .data, .requestedAddressFamily, .evenPort, .requestedTransport, .dontFragment,
+         .reservationToken, .channelNumber, .priority, .useCandidate, .errorCode, .unknownAttributes,
+         .xorMappedAddress, .mappedAddress:
+        true
+    default:
+        false
     }
 }

@@ -1,12 +1,10 @@
 /// The accounting record of an allocation that ends, built from its counters as it is removed.
-extension TurnTable {
-    /// Hands allocation `a`'s record to `accounting` (if any). Two sides: the client (what it
+extension Allocation {
+    /// The record of this allocation ending now for `reason`. Two sides: the client (what it
     /// sent that was relayed, what it was sent) and its peers through the relayed addresses.
     /// Bytes are payload bytes (without ChannelData or Send/Data framing), as in the stats.
-    func account(_ a: Int, _ reason: EndReason) {
-        guard let accounting else { return }
-        let allocation = allocations[a]
-        let counters = allocation.counters
+    func accountingRecord(_ reason: EndReason, now: UInt64) -> AccountingRecord {
+        let allocation = self
         let fromClient = counters.channelDataIn &+ counters.indicationsIn
         let toClient = counters.channelDataOut &+ counters.indicationsOut
         // A stream carries no codepoint per message: what reached a TCP or TLS client was Not-ECT.
@@ -21,8 +19,8 @@ extension TurnTable {
             counters.drops[reason.rawValue] > 0 ? (reason: reason.name, count: counters.drops[reason.rawValue]) : nil
         }
         let span = AccountingRecord.span(created: allocation.created, now: now)
-        accounting(AccountingRecord(kind: .allocation, id: allocation.username, transport: allocation.transport,
+        return AccountingRecord(kind: .allocation, id: allocation.username, transport: allocation.transport,
                                     startNanoseconds: span.start, durationNanoseconds: span.duration, sides: [client, peers],
-                                    ceMarked: counters.ceMarked.total, drops: drops, reason: reason))
+                                    ceMarked: counters.ceMarked.total, drops: drops, reason: reason)
     }
 }
