@@ -55,6 +55,9 @@ TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
 # refuses pip installs (PEP 668), and a pinned version keeps the schemas the same everywhere.
 # KubernetesManifestTests looks there first, then on PATH.
 KUBERNETES_VALIDATE := kubernetes-validate==1.37.0
+# aioice (the ICE library under aiortc): a third TURN client beside ours and coturn's
+# (AioiceTurnTests), pinned in the same virtualenv.
+AIOICE := aioice==0.10.1
 TEST_VENV := .build/test-tools
 test-deps:
 	@missing=""; \
@@ -78,6 +81,11 @@ test-deps:
 		python3 -c 'import ensurepip' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv; }; \
 		{ python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install --quiet $(KUBERNETES_VALIDATE); } || \
 			{ echo "make: ERROR: could not install $(KUBERNETES_VALIDATE) (python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install $(KUBERNETES_VALIDATE))" >&2; exit 1; }; \
+	fi
+	@if ! $(TEST_VENV)/bin/python -c 'import aioice' 2>/dev/null; then \
+		echo "make: installing $(AIOICE) into $(TEST_VENV) for the aioice TURN interop test"; \
+		$(TEST_VENV)/bin/pip install --quiet $(AIOICE) || \
+			{ echo "make: ERROR: could not install $(AIOICE) ($(TEST_VENV)/bin/pip install $(AIOICE))" >&2; exit 1; }; \
 	fi
 
 	@# ip and ethtool: GROVethTests builds a veth pair between two network namespaces with GRO on;

@@ -6,7 +6,7 @@ import XCTest
 /// A real browser across a fleet: headless Chromium (libwebrtc's TURN client, which retries an
 /// Allocate only after its first 401 and gives up on 438) connects two relay-only peer
 /// connections through relay A, which is full or draining and names relay B in
-/// ALTERNATE-SERVER. Tests/Browser/chromium-fleet.sh builds the namespaces (Chromium refuses a
+/// ALTERNATE-SERVER. Tests/Interop/chromium-fleet.sh builds the namespaces (Chromium refuses a
 /// redirect to loopback), runs both relays and the browser, and prints a verdict line. About
 /// 5 s a case.
 final class BrowserFleetTests: XCTestCase {
@@ -38,7 +38,7 @@ final class BrowserFleetTests: XCTestCase {
         try TestTools.require(["/usr/bin/chromium", "/usr/sbin/ip", "/usr/bin/curl"])
         try HostRequirement.require(getuid() == 0, "network namespaces need root")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Browser/chromium-fleet.sh")
+            .appendingPathComponent("Interop/chromium-fleet.sh")
         let relay = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
         let (status, output) = try ChildProcess.run("/bin/bash", [script.path, relay.path, mode] + BrowserFleetTests.fleetOptions,
                                                     seconds: 90)

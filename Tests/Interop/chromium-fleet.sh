@@ -7,7 +7,7 @@
 # Chromium refuses a redirect to a loopback address, so the relays live in a network namespace
 # of their own with two addresses on one veth, the browser in another.
 #
-#   Tests/Browser/chromium-fleet.sh MEDIARELAY plain|capacity|drain [extra relay options...]
+#   Tests/Interop/chromium-fleet.sh MEDIARELAY plain|capacity|drain [extra relay options...]
 # Last line: "verdict delivered=N a_allocations=N b_allocations=N redirects=N".
 set -u
 relay=$1 mode=$2; shift 2
