@@ -12,12 +12,12 @@ final class FlowOutlet {
     /// The UDP socket's descriptor of each flow, -1 for a flow on a connection.
     private let fds: [Int32]
     private let destinations: [SocketAddress]
-    private let connections: [TurnConnection?]
+    private let connections: [TurnStreamConnection?]
     private let framings: [TurnFraming]
 
     /// `maxSize`: the largest datagram; `segments`: datagrams per GSO send (1: no GSO).
     init(flows: [Flow], maxSize: Int, segments: Int = 1) {
-        var fds: [Int32] = [], destinations: [SocketAddress] = [], connections: [TurnConnection?] = []
+        var fds: [Int32] = [], destinations: [SocketAddress] = [], connections: [TurnStreamConnection?] = []
         for flow in flows {
             switch flow.route {
             case .datagram(let socket, let destination):

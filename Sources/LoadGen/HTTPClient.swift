@@ -2,7 +2,7 @@ import SystemSupport
 import Glibc
 
 /// One HTTP/1.1 answer.
-public struct HTTPResponse: Sendable {
+public struct HTTPClientResponse: Sendable {
     public let status: Int
     public let body: [UInt8]
     public var text: String { String(decoding: body, as: UTF8.self) }
@@ -37,7 +37,7 @@ public struct HTTPClient: Sendable {
 
     /// Sends one request and returns the answer. Throws on a network failure, a timeout or a
     /// malformed answer; an HTTP error status is an answer, not a throw.
-    public func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [(String, String)] = []) throws(LoadError) -> HTTPResponse {
+    public func request(_ method: String, _ path: String, body: [UInt8] = [], headers: [(String, String)] = []) throws(LoadError) -> HTTPClientResponse {
         let deadline = MonotonicClock.now() + UInt64(timeoutMs) * 1_000_000
         let what = "\(method) http://\(server)\(path)"
         let started: TCPConnect.Started

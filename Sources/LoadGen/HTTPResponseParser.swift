@@ -2,9 +2,9 @@
 /// chunked encoding, or the end of the connection.
 enum HTTPResponseParser {
     /// A response when `bytes` already holds all of it, else nil (keep reading).
-    static func complete(_ bytes: [UInt8]) -> HTTPResponse? { parse(bytes, atEOF: false) }
+    static func complete(_ bytes: [UInt8]) -> HTTPClientResponse? { parse(bytes, atEOF: false) }
 
-    static func parse(_ bytes: [UInt8], atEOF: Bool) -> HTTPResponse? {
+    static func parse(_ bytes: [UInt8], atEOF: Bool) -> HTTPClientResponse? {
         guard let end = headerEnd(bytes) else { return nil }
         let head = String(decoding: bytes[0..<end], as: UTF8.self)
         let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
@@ -21,13 +21,13 @@ enum HTTPResponseParser {
         }
         let bodyStart = end + 4
         let rest = Array(bytes[bodyStart...])
-        if chunked { return dechunk(rest).map { HTTPResponse(status: status, body: $0) } }
+        if chunked { return dechunk(rest).map { HTTPClientResponse(status: status, body: $0) } }
         if let length = contentLength {
             guard rest.count >= length else { return nil }
-            return HTTPResponse(status: status, body: Array(rest[0..<length]))
+            return HTTPClientResponse(status: status, body: Array(rest[0..<length]))
         }
-        if status == 204 || status == 304 || (100..<200).contains(status) { return HTTPResponse(status: status, body: []) }
-        return atEOF ? HTTPResponse(status: status, body: rest) : nil
+        if status == 204 || status == 304 || (100..<200).contains(status) { return HTTPClientResponse(status: status, body: []) }
+        return atEOF ? HTTPClientResponse(status: status, body: rest) : nil
     }
 
     private static func headerEnd(_ bytes: [UInt8]) -> Int? {

@@ -1,4 +1,5 @@
 import Foundation
+import STUN
 /// The settings of one load run (`mediarelay-load --relay ...`, `--target ...` or `--turn ...`).
 public struct LoadOptions: Sendable, Equatable {
     /// Control API, `http://HOST:PORT`; required unless `target` is given (then optional, for stats).

@@ -1,4 +1,5 @@
 import Foundation
+import STUN
 
 /// Parses mediarelay-load's command line. Every error is one line naming the option and the
 /// accepted values, in the same form as the relay's own: `--OPTION VALUE: what is accepted`.
@@ -53,7 +54,12 @@ public enum OptionParser {
             case "--turn": o.turn = try address(name, try value(name))
             case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
             case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
-            case "--turn-transport": o.turnTransport = try choice(name, try value(name))
+            case "--turn-transport":
+                let text = try value(name)
+                guard let transport = TurnTransport(name: text) else {
+                    throw LoadError("\(name) \(text): accepted: \(TurnTransport.allCases.map(\.name).joined(separator: ", "))")
+                }
+                o.turnTransport = transport
             case "--tls-ca":
                 o.tlsCA = try value(name)
                 guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }

@@ -34,7 +34,7 @@ public struct RelayControl: Sendable {
 
     private var headers: [(String, String)] { token.map { [("Authorization", "Bearer \($0)")] } ?? [] }
 
-    private func call(_ method: String, _ path: String, body: [UInt8] = []) throws(LoadError) -> HTTPResponse {
+    private func call(_ method: String, _ path: String, body: [UInt8] = []) throws(LoadError) -> HTTPClientResponse {
         let response = try client.request(method, path, body: body, headers: headers)
         if response.status == 401 {
             throw LoadError("\(method) \(path): relay at \(client.server) refused the control token (401); pass the right one with --token")

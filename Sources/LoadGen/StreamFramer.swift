@@ -3,18 +3,19 @@ import STUN
 /// One message cut out of a TURN byte stream (RFC 8656 section 12.5): a STUN message whole, or
 /// the data of a ChannelData message without its header and padding. The bytes point into the
 /// framer's buffer and stay valid until its next `read` or `compact`.
-enum StreamFrame {
+enum FramedMessage {
     case stun(UnsafeRawBufferPointer)
     case channelData(channel: UInt16, data: UnsafeRawBufferPointer)
 }
 
-/// Cuts a TURN client's byte stream (TCP, or TLS once decrypted) into STUN messages and
-/// ChannelData. A STUN message is its 20-byte header plus the length in it; a ChannelData
-/// message is its 4-byte header plus the length in it, padded to a multiple of 4 on a stream,
-/// and the padding is skipped here. A partial message stays in the buffer for the next read.
+/// Keeps a TURN client's byte stream (TCP, or TLS once decrypted) and hands it out as STUN
+/// messages and ChannelData. Where a message ends is the STUN codec's `StreamFrame` verdict
+/// (the one framing rule, RFC 8656 section 12.5: ChannelData padded to 4 on a stream, the
+/// padding skipped here); this type owns the bytes. A partial message stays in the buffer for
+/// the next read.
 ///
 /// The buffer is allocated once, in `init`, and never grows: a message that cannot fit is a
-/// framing error, as are leading bits that are neither STUN's (00) nor ChannelData's (01).
+/// framing error, as is anything `StreamFrame` refuses.
 /// Owned by one thread at a time (the control thread before and after a run, the receiving
 /// thread during it).
 final class StreamFramer {
@@ -50,34 +51,34 @@ final class StreamFramer {
 
     /// The next whole message, nil when only part of one (or nothing) is buffered; throws
     /// `malformed` on bytes that cannot start a message.
-    func next() throws(StreamFramingError) -> StreamFrame? {
-        let available = end - start
-        guard available >= 4 else { return nil }
-        let head = UnsafeRawBufferPointer(start: buffer + start, count: available)
-        let first = head[0]
-        let length = Int(head.bigEndianUInt16(at: 2))
-        let size: Int, consumed: Int
-        if ChannelData.isChannelData(first) {
-            size = ChannelData.headerSize + length
-            consumed = (size + 3) & ~3
-        } else if first & 0xC0 == 0 {
-            guard length % 4 == 0 else { throw .malformed("a STUN message whose length \(length) is not a multiple of 4") }
-            size = AttributeIndex.headerSize + length
-            consumed = size
-        } else {
-            throw .malformed("a message starting 0x\(String(first, radix: 16)): neither STUN nor ChannelData")
+    func next() throws(StreamFramingError) -> FramedMessage? {
+        let head = UnsafeRawBufferPointer(start: buffer + start, count: end - start)
+        switch StreamFrame.front(of: head, maximum: capacity) {
+        case .incomplete:
+            return nil
+        case .invalid(let error):
+            throw .malformed(explain(error, head))
+        case .message(let length, let consumed):
+            guard consumed <= capacity else { throw .malformed(explain(.tooLarge, head)) }
+            start += consumed
+            let bytes = UnsafeRawBufferPointer(start: head.baseAddress, count: length)
+            if ChannelData.isChannelData(head[0]) {
+                return .channelData(channel: UInt16(head[0]) << 8 | UInt16(head[1]),
+                                    data: UnsafeRawBufferPointer(rebasing: bytes[ChannelData.headerSize...]))
+            }
+            return .stun(bytes)
         }
-        guard consumed <= capacity else {
-            throw .malformed("a message of \(consumed) bytes, more than the \(capacity) this client takes")
+    }
+
+    /// STUN's framing verdict said for a user, with the bytes that earned it.
+    private func explain(_ error: StreamFrameError, _ head: UnsafeRawBufferPointer) -> String {
+        let declared = head.count >= 4 ? Int(UInt16(head[2]) << 8 | UInt16(head[3])) : 0
+        switch error {
+        case .notTURN: return "a message starting 0x\(String(head[0], radix: 16)): neither STUN nor ChannelData"
+        case .badLength: return "a STUN message whose length \(declared) is not a multiple of 4"
+        case .badChannel: return "ChannelData on channel 0x\(String(UInt16(head[0]) << 8 | UInt16(head[1]), radix: 16)), outside the channel range"
+        case .tooLarge: return "a message of \(declared) bytes after its header, more than the \(capacity) this client takes"
         }
-        guard available >= consumed else { return nil }
-        start += consumed
-        let bytes = UnsafeRawBufferPointer(start: head.baseAddress, count: size)
-        if ChannelData.isChannelData(first) {
-            return .channelData(channel: head.bigEndianUInt16(at: 0),
-                                data: UnsafeRawBufferPointer(rebasing: bytes[ChannelData.headerSize...]))
-        }
-        return .stun(bytes)
     }
 
     /// Moves the partial message at the end to the front of the buffer.
@@ -99,12 +100,5 @@ enum StreamFramingError: Error, Equatable {
 
     var reason: String {
         switch self { case .malformed(let text): "framing error: \(text)" }
-    }
-}
-
-extension UnsafeRawBufferPointer {
-    @inline(__always)
-    fileprivate func bigEndianUInt16(at offset: Int) -> UInt16 {
-        UInt16(self[offset]) << 8 | UInt16(self[offset + 1])
     }
 }

@@ -19,7 +19,7 @@ enum TurnArrival {
 
     /// A message cut from a client's TCP or TLS stream.
     @inline(__always)
-    static func of(frame: StreamFrame) -> TurnArrival {
+    static func of(frame: FramedMessage) -> TurnArrival {
         switch frame {
         case .channelData(_, let data): .data(data)
         case .stun(let bytes): of(stun: bytes)

@@ -52,15 +52,15 @@ final class TurnClients {
 
     let server: SocketAddress
     let settings: TurnClientSettings
-    let clients: [TurnClient]
+    let clients: [TurnAllocationClient]
     /// The generator's own peer socket; nil with an echo peer.
-    let peer: UDPSocket?
+    let peer: TrafficSocket?
     /// Where the clients' data goes: the own peer socket's address, or the echo peer (with
-    /// `--turn-peers each` the first client's; each client's own is `TurnClient.peer`).
+    /// `--turn-peers each` the first client's; each client's own is `TurnAllocationClient.peer`).
     let peerAddress: SocketAddress
     /// Refresh every this many ns instead of following the granted lifetimes (`--turn-refresh`).
     let refreshEvery: UInt64?
-    private var allocated: [TurnClient] = []
+    private var allocated: [TurnAllocationClient] = []
     private var lastRefresh: UInt64 = 0
     /// Refresh rounds done during the run, and those in which some client failed.
     private(set) var refreshes = 0
@@ -88,7 +88,7 @@ final class TurnClients {
         let login = credential.login(validUntil: expiry)
         var links: [TurnLink] = []
         if settings.transport.isStream {
-            let tls = settings.transport == .tls ? try TLSClientContext(caFile: settings.tlsCA) : nil
+            let tls = settings.transport == .tls ? try SocketTLSContext(caFile: settings.tlsCA) : nil
             let target = TurnConnector.Target(server: server, host: settings.host ?? server.host, tls: tls,
                                               inputCapacity: settings.inputCapacity, outputCapacity: settings.outputCapacity)
             let opened = TurnConnector(target: target).open(count)
@@ -102,19 +102,19 @@ final class TurnClients {
             links = opened.compactMap { try? $0.get() }.map { .stream($0) }
         } else {
             let any = try SocketAddress(host: server.family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
-            for _ in 0..<count { links.append(.datagram(try UDPSocket(bindTo: any, tos: tos))) }
+            for _ in 0..<count { links.append(.datagram(try TrafficSocket(bindTo: any, tos: tos))) }
         }
         if let echo = settings.echoPeer {
             peer = nil
             peerAddress = echo
         } else {
-            let socket = try UDPSocket(bindTo: try Self.localAddress(toward: server), tos: tos)
+            let socket = try TrafficSocket(bindTo: try Self.localAddress(toward: server), tos: tos)
             peer = socket
             peerAddress = socket.localAddress
         }
         let peers = try (settings.echoPeer == nil ? .shared : settings.peers).addresses(first: peerAddress, count: count)
         clients = zip(links, peers).map { link, peer in
-            let client = TurnClient(link: link, server: server, username: login.username, password: login.password)
+            let client = TurnAllocationClient(link: link, server: server, username: login.username, password: login.password)
             client.peer = peer
             return client
         }
@@ -122,12 +122,12 @@ final class TurnClients {
 
     /// How `client` frames its data: ChannelData on the bound channel, or Send indications to
     /// its peer.
-    func framing(of client: TurnClient) -> TurnFraming {
+    func framing(of client: TurnAllocationClient) -> TurnFraming {
         settings.sendIndications ? .sendIndication(to: peerAddress(of: client)) : .channelData(Self.channel)
     }
 
     /// Every client of this set has its peer; the shared one stands in for a client made elsewhere.
-    private func peerAddress(of client: TurnClient) -> SocketAddress { client.peer ?? peerAddress }
+    private func peerAddress(of client: TurnAllocationClient) -> SocketAddress { client.peer ?? peerAddress }
 
     /// The peers as the messages name them.
     private var peerText: String {
@@ -227,7 +227,7 @@ final class TurnClients {
         try check(channels, of: allocated, "ChannelBind to \(peerText)")
     }
 
-    private func check(_ answers: [StunMessage?], of asked: [TurnClient], _ what: String) throws(LoadError) {
+    private func check(_ answers: [StunMessage?], of asked: [TurnAllocationClient], _ what: String) throws(LoadError) {
         if interruptRequested.load(ordering: .relaxed) { throw LoadError("TURN \(what) at \(server): interrupted") }
         let failed = answers.indices.filter { answers[$0]?.messageClass != .successResponse }
         guard let first = failed.first else { return }

@@ -14,7 +14,7 @@ struct TurnConnector: Sendable {
         /// The host as the user named the server (TLS: SNI and the certificate's name).
         let host: String
         /// nil for TCP.
-        let tls: TLSClientContext?
+        let tls: SocketTLSContext?
         let inputCapacity: Int
         let outputCapacity: Int
 
@@ -36,8 +36,8 @@ struct TurnConnector: Sendable {
     }
 
     /// Opens `count` connections; each result is the connection or why it could not open.
-    func open(_ count: Int) -> [Result<TurnConnection, LoadError>] {
-        var results = [Result<TurnConnection, LoadError>?](repeating: nil, count: count)
+    func open(_ count: Int) -> [Result<TurnStreamConnection, LoadError>] {
+        var results = [Result<TurnStreamConnection, LoadError>?](repeating: nil, count: count)
         var attempts: [Attempt] = []
         var next = 0
         while next < count || !attempts.isEmpty {
@@ -78,11 +78,11 @@ struct TurnConnector: Sendable {
     }
 
     /// Opens one connection (a client following a redirect), waiting for it.
-    func openOne() -> Result<TurnConnection, LoadError> { open(1)[0] }
+    func openOne() -> Result<TurnStreamConnection, LoadError> { open(1)[0] }
 
     private var what: String { "TURN over \(target.transportName) to \(target.server)" }
 
-    private func start(_ index: Int, _ results: inout [Result<TurnConnection, LoadError>?]) -> Attempt? {
+    private func start(_ index: Int, _ results: inout [Result<TurnStreamConnection, LoadError>?]) -> Attempt? {
         let started: TCPConnect.Started
         do {
             started = try TCPConnect.start(to: target.server, noDelay: true)
@@ -96,7 +96,7 @@ struct TurnConnector: Sendable {
 
     /// One step of a connection that polled ready: the connect's outcome, then the handshake.
     /// nil when it is done (opened or failed, in `results`).
-    private func advance(_ attempt: Attempt, _ results: inout [Result<TurnConnection, LoadError>?],
+    private func advance(_ attempt: Attempt, _ results: inout [Result<TurnStreamConnection, LoadError>?],
                          connectDone: Bool = false) -> Attempt? {
         var attempt = attempt
         if !attempt.handshaking {
@@ -131,7 +131,7 @@ struct TurnConnector: Sendable {
         case SSL_ERROR_WANT_WRITE: attempt.events = Int16(POLLOUT)
         default:
             let fallback = error == SSL_ERROR_SYSCALL && code != 0 ? errnoText(code) : "the server closed the connection"
-            let why = TLSClientContext.handshakeFailure(ssl, fallback: fallback)
+            let why = SocketTLSContext.handshakeFailure(ssl, fallback: fallback)
             abandon(attempt)
             results[attempt.index] = .failure(LoadError("\(what): TLS handshake: \(why)"))
             return nil
@@ -139,8 +139,8 @@ struct TurnConnector: Sendable {
         return attempt
     }
 
-    private func connection(_ attempt: Attempt) -> TurnConnection {
-        TurnConnection(fd: attempt.fd, ssl: attempt.ssl, server: target.server, host: target.host, tls: target.tls,
+    private func connection(_ attempt: Attempt) -> TurnStreamConnection {
+        TurnStreamConnection(fd: attempt.fd, ssl: attempt.ssl, server: target.server, host: target.host, tls: target.tls,
                        inputCapacity: target.inputCapacity, outputCapacity: target.outputCapacity)
     }
 

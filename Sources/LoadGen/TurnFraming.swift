@@ -1,15 +1,5 @@
 import STUN
 
-/// How TURN clients reach their server (`--turn-transport`): UDP datagrams, or a TCP
-/// connection per client with or without TLS over it (RFC 8656 section 3.1). The relayed side
-/// is UDP in every case (REQUESTED-TRANSPORT 17).
-public enum TurnTransport: String, Sendable, CaseIterable {
-    case udp, tcp, tls
-
-    /// Whether each client has its own connection, on which messages are framed.
-    var isStream: Bool { self != .udp }
-}
-
 /// How a TURN client's datagram is framed on its way to the server (RFC 8656): ChannelData on
 /// a bound channel, a Send indication to the peer, or nothing (a flow that is not TURN).
 ///

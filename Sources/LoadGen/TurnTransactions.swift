@@ -44,8 +44,8 @@ struct TurnTransactions {
 
     /// Sends `method` from every client in `clients` (with `attributes` for each) and returns
     /// each client's final answer: a success or error response, or nil when none came.
-    func run(_ clients: [TurnClient], _ method: Method,
-             _ attributes: (TurnClient, inout MessageBuilder) -> Void) -> [StunMessage?] {
+    func run(_ clients: [TurnAllocationClient], _ method: Method,
+             _ attributes: (TurnAllocationClient, inout MessageBuilder) -> Void) -> [StunMessage?] {
         var results = [StunMessage?](repeating: nil, count: clients.count)
         var byFD: [Int32: Int] = [:]
         for (i, client) in clients.enumerated() { byFD[client.fd] = i }
@@ -115,7 +115,7 @@ struct TurnTransactions {
     }
 
     /// The answers that arrive before `until` (at least one wait of up to that long).
-    private func receive(_ clients: [TurnClient], until: UInt64) -> [(fd: Int32, bytes: [UInt8])] {
+    private func receive(_ clients: [TurnAllocationClient], until: UInt64) -> [(fd: Int32, bytes: [UInt8])] {
         let now = MonotonicClock.now()
         let waitMs = Int32(until > now ? (until - now) / 1_000_000 : 0)
         switch answers {

@@ -12,8 +12,8 @@ import XCTest
 final class TurnChannelCapTests: XCTestCase {
     /// Peer ports on 127.0.0.1 that nothing else holds while the test runs: the peer address
     /// of every channel is the same, its ports differ.
-    private func peerPorts(_ count: Int) throws -> (sockets: [LoadGen.UDPSocket], addresses: [SocketAddress]) {
-        let sockets = try (0..<count).map { _ in try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
+    private func peerPorts(_ count: Int) throws -> (sockets: [TrafficSocket], addresses: [SocketAddress]) {
+        let sockets = try (0..<count).map { _ in try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
         return (sockets, sockets.map(\.localAddress))
     }
 

@@ -42,7 +42,7 @@ final class TurnResponseBudgetTests: XCTestCase {
         XCTAssertTrue(early.client.learn(challenge: challenge))
         let signed = early.client.request(.allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }
 
-        let flooder = try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let flooder = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
         let server = try SocketAddress(host: "127.0.0.1", port: turnPort)
         var answers = 0
         var answerBytes = 0

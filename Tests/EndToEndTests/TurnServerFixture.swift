@@ -43,11 +43,11 @@ final class TurnServerFixture {
     /// credentials (the realm and nonce come from the server's first 401). It talks to the
     /// listener on `listener` (its own host by default; "::" is reached on the client's host).
     func client(on host: String, listener: String? = nil, user: String = TurnServerFixture.user,
-                password: String = TurnServerFixture.password) throws -> (peer: IndependentPeer, turn: TurnClient) {
+                password: String = TurnServerFixture.password) throws -> (peer: IndependentPeer, turn: TurnAllocationClient) {
         let peer = try IndependentPeer(host: host)
         let port = try XCTUnwrap(listeners[listener ?? host], "no TURN listener on \(listener ?? host)")
         let server = try SocketAddress(host: host, port: port)
-        return (peer, TurnClient(socket: peer.socket, server: server, username: user, password: password))
+        return (peer, TurnAllocationClient(socket: peer.socket, server: server, username: user, password: password))
     }
 
     /// A client on `host` with an allocation of the family of `peerHost` (the client's own by

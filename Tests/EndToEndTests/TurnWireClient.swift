@@ -10,7 +10,7 @@ import STUN
 /// the message it means, signed with long-term credentials, and read the answer as sent
 /// (the requests themselves: `SigningTurnClient`).
 final class TurnWireClient: SigningTurnClient {
-    let socket: LoadGen.UDPSocket
+    let socket: TrafficSocket
     let server: SocketAddress
     let username: String
     let password: String
@@ -19,7 +19,7 @@ final class TurnWireClient: SigningTurnClient {
 
     /// A socket on `host` (any port) that talks to the TURN listener at `server`.
     init(server: Endpoint, host: String = "127.0.0.1", username: String = "alice", password: String = "secret") throws {
-        socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        socket = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
         self.server = try SocketAddress(host: server.hostText, port: server.port)
         self.username = username
         self.password = password

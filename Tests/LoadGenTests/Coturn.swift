@@ -73,7 +73,7 @@ final class Coturn {
 
     /// Sends STUN Binding requests until one is answered (at most 10 s).
     private func waitUntilAnswering() throws {
-        let socket = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        let socket = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
         let server = try SocketAddress(host: host, port: port)
         let deadline = MonotonicClock.now() + 10_000_000_000
         var buffer = [UInt8](repeating: 0, count: 1024)

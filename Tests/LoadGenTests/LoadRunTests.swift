@@ -6,7 +6,7 @@ import XCTest
 /// the sending and receiving threads and the result, over real loopback sockets.
 final class LoadRunTests: XCTestCase {
     func freeUDPPort() throws -> UInt16 {
-        try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
+        try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
     }
 
     func run(_ configure: (inout LoadOptions) -> Void) throws -> LoadResult {

@@ -78,7 +78,7 @@ final class TurnLoadTests: XCTestCase {
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
     func testIPv6RelayKeepsTheTrafficClass() throws {
-        // Probed with a plain socket, not the load generator's own UDPSocket, whose IPv6
+        // Probed with a plain socket, not the load generator's own TrafficSocket, whose IPv6
         // defect would otherwise look like a host without ::1.
         try IPv6Loopback.require()
         let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10, host: "::1")

@@ -37,8 +37,8 @@ final class TurnRedirectFollowTests: XCTestCase {
         return answer.bytes
     }
 
-    func allocate(at server: SocketAddress) throws -> (TurnClient, StunMessage?) {
-        let client = TurnClient(socket: try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
+    func allocate(at server: SocketAddress) throws -> (TurnAllocationClient, StunMessage?) {
+        let client = TurnAllocationClient(socket: try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
                                 server: server, username: Self.user, password: Self.password)
         let answers = TurnTransactions(answers: .sockets, interruptible: false).run([client], .allocate) { _, builder in
             builder.append(.requestedTransport, [17, 0, 0, 0])

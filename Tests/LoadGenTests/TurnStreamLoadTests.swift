@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import STUN
 import SystemSupport
 import TestSupport
 import XCTest

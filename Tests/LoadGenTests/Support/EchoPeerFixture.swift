@@ -33,7 +33,7 @@ final class EchoPeerFixture {
 
     /// Sends a probe until it comes back (at most 10 s): started is not yet listening.
     private func waitUntilEchoing(to peer: SocketAddress) throws {
-        let socket = try UDPSocket(bindTo: SocketAddress(host: peer.host, port: 0), tos: 0)
+        let socket = try TrafficSocket(bindTo: SocketAddress(host: peer.host, port: 0), tos: 0)
         let deadline = MonotonicClock.now() + 10_000_000_000
         var buffer = [UInt8](repeating: 0, count: 64)
         while MonotonicClock.now() < deadline {

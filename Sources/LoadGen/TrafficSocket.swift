@@ -7,7 +7,7 @@ import SystemSupport
 /// The descriptor is closed in `deinit`. The socket is shared between the sending and the
 /// receiving thread (send on one, receive on the other), which the kernel allows; nothing in
 /// this type is mutated after `init`.
-public final class UDPSocket: Sendable {
+public final class TrafficSocket: Sendable {
     public let fd: Int32
     public let family: Int32
     /// The address the socket is bound to (after the kernel picked a port for port 0).
@@ -27,17 +27,17 @@ public final class UDPSocket: Sendable {
         // not the generator's. The plain options first (capped at net.core.[rw]mem_max), then
         // FORCE, which root may use past the cap: the other order would undo FORCE.
         for name in [SO_RCVBUF, SO_SNDBUF, SO_RCVBUFFORCE, SO_SNDBUFFORCE] {
-            _ = UDPSocket.set(fd, SOL_SOCKET, name, 4 << 20)
+            _ = TrafficSocket.set(fd, SOL_SOCKET, name, 4 << 20)
         }
         var failed: CallOutcome = .done(0)
         if family == AF_INET6 {
-            failed = UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1)
-            if failed == .done(0) { failed = UDPSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, Int32(tos)) }
+            failed = TrafficSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_RECVTCLASS, 1)
+            if failed == .done(0) { failed = TrafficSocket.set(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, Int32(tos)) }
             // Dual-stack sockets receive IPv4 too, and report its TOS only with IP_RECVTOS.
-            _ = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
+            _ = TrafficSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
         } else {
-            failed = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
-            if failed == .done(0) { failed = UDPSocket.set(fd, Int32(IPPROTO_IP), IP_TOS, Int32(tos)) }
+            failed = TrafficSocket.set(fd, Int32(IPPROTO_IP), IP_RECVTOS, 1)
+            if failed == .done(0) { failed = TrafficSocket.set(fd, Int32(IPPROTO_IP), IP_TOS, Int32(tos)) }
         }
         guard failed == .done(0) else {
             SystemCall.close(fd)
@@ -68,8 +68,8 @@ public final class UDPSocket: Sendable {
     /// Whether the kernel takes UDP GSO (the UDP_SEGMENT option) on this socket. The option is
     /// reset at once: sends that want GSO ask for it with a control message.
     public func acceptsGSO() -> Bool {
-        guard UDPSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 1200) == .done(0) else { return false }
-        _ = UDPSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 0)
+        guard TrafficSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 1200) == .done(0) else { return false }
+        _ = TrafficSocket.set(fd, Int32(IPPROTO_UDP), lg_udp_segment(), 0)
         return true
     }
 }

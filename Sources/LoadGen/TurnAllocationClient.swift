@@ -5,8 +5,8 @@ import SystemSupport
 /// How one TURN client reaches its server: its own UDP socket, or its own TCP or TLS
 /// connection. Either way the server knows the client's allocation by this 5-tuple.
 enum TurnLink: Sendable {
-    case datagram(UDPSocket)
-    case stream(TurnConnection)
+    case datagram(TrafficSocket)
+    case stream(TurnStreamConnection)
 
     /// The descriptor to poll for what the server sends.
     var fd: Int32 {
@@ -41,7 +41,7 @@ enum TurnLink: Sendable {
 ///
 /// Control path only, owned by the thread that runs the transactions (set-up, refresh and
 /// release on the main thread); the sending and receiving threads share only its link.
-final class TurnClient {
+final class TurnAllocationClient {
     private(set) var link: TurnLink
     /// Where its requests and ChannelData go: the server it was given, or the alternate a 300
     /// named (`redirect`).
@@ -66,7 +66,7 @@ final class TurnClient {
     var peer: SocketAddress?
 
     /// A client over UDP, on `socket`.
-    convenience init(socket: UDPSocket, server: SocketAddress, username: String, password: String) {
+    convenience init(socket: TrafficSocket, server: SocketAddress, username: String, password: String) {
         self.init(link: .datagram(socket), server: server, username: username, password: password)
     }
 
@@ -79,13 +79,13 @@ final class TurnClient {
 
     /// The client's UDP socket. Only UDP clients have one; the tests that speak TURN over UDP
     /// by hand reach it here.
-    var socket: UDPSocket {
+    var socket: TrafficSocket {
         guard case .datagram(let socket) = link else { preconditionFailure("a TURN client over TCP or TLS has no UDP socket") }
         return socket
     }
 
     /// The connection of a client over TCP or TLS.
-    var connection: TurnConnection? {
+    var connection: TurnStreamConnection? {
         if case .stream(let connection) = link { return connection }
         return nil
     }

@@ -11,8 +11,8 @@ import NetAddress
 /// OpenSSL reads and writes the connection's socket itself (SSL_set_fd on a non-blocking
 /// socket); WANT_READ and WANT_WRITE go back to the caller's poll loop. The context is only
 /// read once set up, which OpenSSL allows from any thread; each connection's SSL object has one
-/// user at a time (`TurnConnection` says how).
-final class TLSClientContext: @unchecked Sendable {
+/// user at a time (`TurnStreamConnection` says how).
+final class SocketTLSContext: @unchecked Sendable {
     private let context: OpaquePointer
     /// Whether the server's certificate is checked (a CA file was given).
     let verifies: Bool
@@ -22,7 +22,7 @@ final class TLSClientContext: @unchecked Sendable {
 
     init(caFile: String?) throws(LoadError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw LoadError("TLS: cannot create a client context: \(TLSClientContext.errorQueueText())")
+            throw LoadError("TLS: cannot create a client context: \(SocketTLSContext.errorQueueText())")
         }
         self.context = context
         verifies = caFile != nil
@@ -33,12 +33,12 @@ final class TLSClientContext: @unchecked Sendable {
         // SSL_CTX_set_alpn_protos returns 0 on success, unlike most of the library.
         guard Self.alpn.withUnsafeBufferPointer({ SSL_CTX_set_alpn_protos(context, $0.baseAddress, UInt32($0.count)) }) == 0 else {
             SSL_CTX_free(context)
-            throw LoadError("TLS: cannot offer ALPN stun.turn: \(TLSClientContext.errorQueueText())")
+            throw LoadError("TLS: cannot offer ALPN stun.turn: \(SocketTLSContext.errorQueueText())")
         }
         if let caFile {
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                 SSL_CTX_free(context)
-                throw LoadError("--tls-ca \(caFile): cannot load it as PEM CA certificates: \(TLSClientContext.errorQueueText())")
+                throw LoadError("--tls-ca \(caFile): cannot load it as PEM CA certificates: \(SocketTLSContext.errorQueueText())")
             }
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         } else {
@@ -55,7 +55,7 @@ final class TLSClientContext: @unchecked Sendable {
     /// wrote it: sent as SNI when it is a name, and checked against the certificate when
     /// `verifies`). The caller owns the result and frees it with SSL_free.
     func session(fd: Int32, host: String) throws(LoadError) -> OpaquePointer {
-        guard let ssl = SSL_new(context) else { throw LoadError("TLS: SSL_new: \(TLSClientContext.errorQueueText())") }
+        guard let ssl = SSL_new(context) else { throw LoadError("TLS: SSL_new: \(SocketTLSContext.errorQueueText())") }
         let isLiteral = IPLiteral.isIPv4(host) || IPLiteral.isIPv6(host)
         var ok = SSL_set_fd(ssl, fd) == 1
         // SNI carries names only (RFC 6066 section 3).
@@ -67,7 +67,7 @@ final class TLSClientContext: @unchecked Sendable {
         if ok && verifies { ok = SSL_set1_host(ssl, host) == 1 }
         guard ok else {
             SSL_free(ssl)
-            throw LoadError("TLS: setting up a session for \(host): \(TLSClientContext.errorQueueText())")
+            throw LoadError("TLS: setting up a session for \(host): \(SocketTLSContext.errorQueueText())")
         }
         SSL_set_connect_state(ssl)
         return ssl

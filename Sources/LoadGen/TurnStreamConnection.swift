@@ -20,12 +20,12 @@ import SystemSupport
 /// A connection that fails (closed or reset by the server, a framing or TLS error) stays
 /// failed, with its first reason in `failure`; its client counts as failed. The descriptor
 /// and the SSL object are freed in deinit.
-final class TurnConnection: @unchecked Sendable {
+final class TurnStreamConnection: @unchecked Sendable {
     let fd: Int32
     let server: SocketAddress
     /// The host as the user named the server (TLS: SNI and the certificate's name).
     let host: String
-    let tls: TLSClientContext?
+    let tls: SocketTLSContext?
     /// nil for TCP; with TLS, used only under `output`'s lock.
     private let ssl: OpaquePointer?
     /// The reader's side; one thread at a time (see above).
@@ -49,7 +49,7 @@ final class TurnConnection: @unchecked Sendable {
 
     /// Takes ownership of `fd`, a connected non-blocking TCP socket, and of `ssl`, a session
     /// whose handshake on it is done.
-    init(fd: Int32, ssl: OpaquePointer?, server: SocketAddress, host: String, tls: TLSClientContext?,
+    init(fd: Int32, ssl: OpaquePointer?, server: SocketAddress, host: String, tls: SocketTLSContext?,
          inputCapacity: Int, outputCapacity: Int) {
         self.fd = fd
         self.ssl = ssl
@@ -179,7 +179,7 @@ final class TurnConnection: @unchecked Sendable {
     /// reads), handing every whole message to `body` in order. False once the connection has
     /// failed: closed or reset by the server, a framing error or a TLS error (`failure`).
     @inline(__always)
-    func receive(_ body: (StreamFrame) -> Void) -> Bool {
+    func receive(_ body: (FramedMessage) -> Void) -> Bool {
         guard !isFailed else { return false }
         var reads = 0
         while true {
@@ -233,11 +233,11 @@ final class TurnConnection: @unchecked Sendable {
     /// Why a TLS read or write failed; the thread's error queue is emptied.
     private static func tlsFailure(_ error: Int32, errno code: Int32, doing what: String) -> String {
         if error == SSL_ERROR_SYSCALL {
-            let queued = TLSClientContext.errorQueueText()
+            let queued = SocketTLSContext.errorQueueText()
             if !queued.isEmpty { return "TLS \(what): \(queued)" }
             return code == 0 ? "TLS \(what): the server closed the connection without close_notify" : "TLS \(what): \(errnoText(code))"
         }
-        let queued = TLSClientContext.errorQueueText()
+        let queued = SocketTLSContext.errorQueueText()
         return "TLS \(what): \(queued.isEmpty ? "SSL_get_error \(error)" : queued)"
     }
 }
