@@ -34,6 +34,10 @@ let package = Package(
         // The leaf every module shares: Endpoint, the traffic class byte, the HOST:PORT parser,
         // bind-error advice. Values only, no I/O; it depends on nothing but Glibc.
         .target(name: "NetAddress"),
+        // The keys of GET /v1/stats, one definition for the relay that writes them and every
+        // reader (load generator, engine-bench, tests): a renamed key breaks the build. A leaf,
+        // so a reader takes the names without the relay's modules.
+        .target(name: "StatsKeys"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
@@ -47,10 +51,10 @@ let package = Package(
         // codec; addresses come from NetAddress, never from the relay's I/O module. Its TURN over
         // TLS clients use libssl directly (CSSL), not the relay's TLS code.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "CSSL", "NetAddress", "SystemSupport", "STUN"]),
+        .target(name: "LoadGen", dependencies: ["CLoadGen", "CSSL", "NetAddress", "StatsKeys", "SystemSupport", "STUN"]),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport", "TLS"]
+            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
@@ -58,7 +62,7 @@ let package = Package(
         ),
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
         // LoadGen for its HTTP client alone: the relay executable's /v1/stats (RelayProcess).
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing", "LoadGen"], path: "bench/engine-bench"),
+        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing", "LoadGen", "StatsKeys"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),

@@ -1,4 +1,5 @@
 import Foundation
+import StatsKeys
 
 /// The figures of the relay's GET /v1/stats that a run needs (the stats contract: README, "Stats").
 public struct RelayStats: Sendable, Equatable {
@@ -27,12 +28,12 @@ public struct RelayStats: Sendable, Equatable {
             guard let n = object[key] as? NSNumber else { throw LoadError("/v1/stats: field \(key) missing or not a number") }
             return n.doubleValue
         }
-        engine = object["engine"] as? String ?? "unknown"
-        packetsIn = try number("packets_in")
-        packetsOut = try number("packets_out")
-        cpuUserSeconds = try number("cpu_user_seconds")
-        cpuSystemSeconds = try number("cpu_system_seconds")
-        syscalls = try number("syscalls")
+        engine = object[StatsKey.engine] as? String ?? "unknown"
+        packetsIn = try number(StatsKey.packetsIn)
+        packetsOut = try number(StatsKey.packetsOut)
+        cpuUserSeconds = try number(StatsKey.cpuUserSeconds)
+        cpuSystemSeconds = try number(StatsKey.cpuSystemSeconds)
+        syscalls = try number(StatsKey.syscalls)
     }
 
     public var cpuSeconds: Double { cpuUserSeconds + cpuSystemSeconds }
