@@ -47,22 +47,43 @@ let package = Package(
         // has its own TLS client, an outside check).
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
-        // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
-        // codec; addresses come from NetAddress, never from the relay's I/O module. Its TURN over
-        // TLS clients use libssl directly (CSSL), not the relay's TLS code.
+        // the relay, so it stays an outside check of the marks.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "CSSL", "NetAddress", "StatsKeys", "SystemSupport", "STUN"]),
+        // The outside observer's packet code: its addresses, its UDP socket that reports each
+        // datagram's TOS byte, batched receive and send (CLoadGen's cmsg walk), a non-blocking
+        // TCP connect, the generated datagram's header. Never the engine's: it is the independent
+        // check that marks cross the relay intact.
+        .target(name: "ClientSockets", dependencies: ["CLoadGen", "NetAddress", "SystemSupport"]),
+        // A TURN client library over UDP, TCP and TLS (allocate, permissions, channels, refresh,
+        // a 300 followed, the stream framed with STUN's StreamFrame): what the load generator's
+        // clients and the tests speak TURN with. libssl directly (CSSL), never the relay's TLS code.
+        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "CSSL", "NetAddress", "STUN", "SystemSupport"]),
+        // Watching a relay from outside: the one launcher of the relay executable (and of the C
+        // reference forwarder), the one HTTP client, the control API, /v1/stats read with StatsKeys.
+        .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
+        // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
+        // the generator's options.
+        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "NetAddress", "RelayObservation",
+                                                "StatsKeys", "STUN", "SystemSupport", "TurnClientKit"]),
+        // The benchmark side. BenchSupport: CPU placement and the machine a figure was taken on,
+        // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
+        // compare`, engines against each other at several loads, with its CSV, table and charts.
+        .target(name: "BenchSupport", dependencies: ["ClientSockets", "SystemSupport"], path: "bench/support"),
+        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "LoadGen", "RelayObservation"],
+                path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
             dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
-            dependencies: ["LoadGen"]
+            dependencies: ["LoadComparison", "LoadGen"]
         ),
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
-        // LoadGen for its HTTP client alone: the relay executable's /v1/stats (RelayProcess).
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing", "LoadGen", "StatsKeys"], path: "bench/engine-bench"),
+        // The relay executable is started and read through RelayObservation (its launcher, HTTP
+        // client and stats keys); none of the load generator's traffic code.
+        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "NetAddress", "RelayObservation",
+                                                               "StatsKeys", "SystemSupport"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
@@ -75,11 +96,13 @@ let package = Package(
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "NetAddress", "MallocCounter", "TestSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
+                                                     "STUN", "NetAddress", "MallocCounter", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TLS", "TestPorts", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
+                                                     "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
         .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),

@@ -1,4 +1,6 @@
+import ClientSockets
 import SystemSupport
+import TurnClientKit
 
 /// Where a sending loop's datagrams leave, flow by flow: datagram flows gather into sendmmsg
 /// batches, one socket at a time (flows that share a socket are next to each other, so a batch

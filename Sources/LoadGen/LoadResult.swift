@@ -1,4 +1,6 @@
+import RelayObservation
 import STUN
+import TurnClientKit
 /// The outcome of one load run: what the generator saw, and what the relay said it spent.
 public struct LoadResult: Sendable {
     public var profile = TrafficProfile.constant

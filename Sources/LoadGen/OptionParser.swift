@@ -1,22 +1,22 @@
+import ClientSockets
 import Foundation
+import RelayObservation
 import STUN
+import TurnClientKit
 
-/// Parses mediarelay-load's command line. Every error is one line naming the option and the
-/// accepted values, in the same form as the relay's own: `--OPTION VALUE: what is accepted`.
-public enum OptionParser {
-    public static func parse(_ arguments: [String]) throws(LoadError) -> LoadCommand {
-        if arguments.first == "compare" {
-            let rest = Array(arguments.dropFirst())
-            if rest.contains("--help") || rest.contains("-h") { return .help }
-            return .compare(try parseCompare(rest))
-        }
+/// Parses the options of one load run (mediarelay-load without `compare`); nil for `--help`.
+/// Every error is one line naming the option and the accepted values, in the same form as the
+/// relay's own: `--OPTION VALUE: what is accepted`. The helpers below read a value for
+/// `compare`'s parser too.
+public enum RunOptionParser {
+    public static func parse(_ arguments: [String]) throws(LoadError) -> LoadOptions? {
         var o = LoadOptions()
         var rateGiven = false, sizeGiven = false
         var cursor = ArgumentCursor(arguments)
         func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
         while let name = cursor.next() {
             switch name {
-            case "--help", "-h": return .help
+            case "--help", "-h": return nil
             case "--relay": o.relay = try value(name)
             case "--token":
                 let t = try value(name)
@@ -133,74 +133,17 @@ public enum OptionParser {
             if sizeGiven { throw LoadError("--size: only with --profile constant (\(o.profile.rawValue) fixes its own sizes)") }
         }
         guard o.warmup < o.seconds else { throw LoadError("--warmup \(o.warmup): must be shorter than --seconds \(o.seconds)") }
-        return .run(o)
-    }
-
-    static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
-        var o = CompareOptions()
-        var serverGiven = false, repeatsGiven = false, secondsGiven = false, referencesGiven = false
-        var cursor = ArgumentCursor(arguments)
-        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
-        while let name = cursor.next() {
-            switch name {
-            case "--server": o.server = try value(name); serverGiven = true
-            case "--out":
-                o.out = try value(name)
-                guard !o.out.isEmpty else { throw LoadError("--out: must not be empty") }
-            case "--repeats": o.repeats = try integer(name, try value(name), 1...20); repeatsGiven = true
-            case "--seconds": o.seconds = try number(name, try value(name), 0.5...60); secondsGiven = true
-            case "--quick": o.quick = true
-            case "--check": o.check = true
-            case "--reference": o.reference = try value(name)
-            case "--references": o.references = try choice("compare \(name)", try value(name)); referencesGiven = true
-            case "--loads":
-                let labels = try list(name, try value(name))
-                for label in labels where LoadPoint.named(label) == nil {
-                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
-                                    + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
-                }
-                o.loads = labels
-            case "--engines":
-                let names = try list(name, try value(name))
-                let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
-                for engine in names where !known.contains(engine) {
-                    throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
-                }
-                o.engines = names
-            case "--workers": o.workers = try list(name, try value(name)).map { text throws(LoadError) in try integer(name, text, 1...64) }
-            case "--relay-host":
-                o.relayHost = try value(name)
-                _ = try address(name, "\(o.relayHost):0")
-            case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
-            case "--pin": o.pin = try choice("compare \(name)", try value(name))
-            default: throw LoadError("compare \(name): unknown option (see --help)")
-            }
-        }
-        guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
-        if o.pin == .split && o.workers != [1] {
-            throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
-        }
-        if o.reference == nil {
-            if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
-            if let c = o.engines?.first(where: { name in EngineSetting.references.contains { $0.name == name } }) {
-                throw LoadError("compare --engines \(c): needs --reference PATH (the C forwarder, built by make reference)")
-            }
-        }
-        if o.quick {
-            if !repeatsGiven { o.repeats = 1 }
-            if !secondsGiven { o.seconds = 1 }
-        }
         return o
     }
 
-    static func list(_ name: String, _ text: String) throws(LoadError) -> [String] {
+    package static func list(_ name: String, _ text: String) throws(LoadError) -> [String] {
         let items = text.split(separator: ",").map(String.init)
         guard !items.isEmpty else { throw LoadError("\(name): expected a comma-separated list") }
         return items
     }
 
     /// One of an option's named values, or an error listing them all.
-    static func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ text: String) throws(LoadError) -> Choice
+    package static func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ text: String) throws(LoadError) -> Choice
     where Choice.RawValue == String {
         guard let value = Choice(rawValue: text) else {
             throw LoadError("\(name) \(text): accepted: \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -208,21 +151,21 @@ public enum OptionParser {
         return value
     }
 
-    static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {
+    package static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {
         guard let v = Int(text), range.contains(v) else {
             throw LoadError("\(name) \(text): accepted: an integer \(range.lowerBound)...\(range.upperBound)")
         }
         return v
     }
 
-    static func number(_ name: String, _ text: String, _ range: ClosedRange<Double>) throws(LoadError) -> Double {
+    package static func number(_ name: String, _ text: String, _ range: ClosedRange<Double>) throws(LoadError) -> Double {
         guard let v = Double(text), v.isFinite, range.contains(v) else {
             throw LoadError("\(name) \(text): accepted: a number \(format(range.lowerBound))...\(format(range.upperBound))")
         }
         return v
     }
 
-    static func address(_ name: String, _ text: String) throws(LoadError) -> String {
+    package static func address(_ name: String, _ text: String) throws(LoadError) -> String {
         do { _ = try SocketAddress(hostPort: text) } catch {
             throw LoadError("\(name) \(text): accepted: HOST:PORT or [IPv6]:PORT")
         }
@@ -235,20 +178,20 @@ public enum OptionParser {
 }
 
 /// Walks a command line: each option, and the value that follows it when it takes one.
-struct ArgumentCursor {
+package struct ArgumentCursor {
     private let arguments: [String]
     private var index = -1
 
-    init(_ arguments: [String]) { self.arguments = arguments }
+    package init(_ arguments: [String]) { self.arguments = arguments }
 
     /// The next option, or nil at the end.
-    mutating func next() -> String? {
+    package mutating func next() -> String? {
         index += 1
         return index < arguments.count ? arguments[index] : nil
     }
 
     /// The value after the current option.
-    mutating func value(for name: String) throws(LoadError) -> String {
+    package mutating func value(for name: String) throws(LoadError) -> String {
         guard index + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
         index += 1
         return arguments[index]

@@ -1,5 +1,8 @@
+import ClientSockets
+import RelayObservation
 import SystemSupport
 import Glibc
+import TurnClientKit
 
 /// The sockets and flows of one run, and the latching that must happen before measuring.
 ///

@@ -1,6 +1,8 @@
+import ClientSockets
 import SystemSupport
 import Glibc
 import STUN
+import TurnClientKit
 
 /// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
 /// recvmmsg until each is empty, recording every datagram into `ReceiverStatistics`.

@@ -1,4 +1,6 @@
+import ClientSockets
 import SystemSupport
+import TurnClientKit
 /// One direction of one stream: where its datagrams leave and how they are framed.
 public struct Flow: Sendable {
     /// A UDP socket sending to an address, or a TURN client's TCP or TLS connection.

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Glibc
 import Synchronization
 @testable import LoadGen

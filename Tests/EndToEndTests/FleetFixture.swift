@@ -1,9 +1,11 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import NetAddress
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// Three real mediarelay processes as one TURN service, on 127.0.0.1, 127.0.0.2 and 127.0.0.3:

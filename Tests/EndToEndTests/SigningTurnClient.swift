@@ -1,3 +1,4 @@
+@testable import ClientSockets
 @testable import LoadGen
 import NetAddress
 import STUN

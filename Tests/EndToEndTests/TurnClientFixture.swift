@@ -1,7 +1,9 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
+@testable import TurnClientKit
 
 /// One TURN client of the relay under test, built from the load generator's client (its own
 /// socket, its own credential handling), so what the relay answers is read by code that

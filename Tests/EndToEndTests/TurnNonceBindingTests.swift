@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Foundation
 @testable import LoadGen
 import STUN
+@testable import TurnClientKit
 import XCTest
 
 /// A nonce is bound to the client address it was issued to (NonceIssuer), seen at the real

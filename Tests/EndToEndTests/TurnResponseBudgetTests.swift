@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
+@testable import TurnClientKit
 import STUN
 import TestPorts
 import XCTest

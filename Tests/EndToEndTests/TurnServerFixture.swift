@@ -1,8 +1,10 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// The real mediarelay as a TURN server (`--turn`), and TURN clients of it built so that every

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import DatagramEngine
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import SystemSupport
 import Glibc
 import TestSupport

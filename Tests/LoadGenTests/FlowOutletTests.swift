@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Glibc
 import MallocCounter
 import STUN
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

@@ -1,3 +1,5 @@
+@testable import ClientSockets
+@testable import LoadComparison
 import XCTest
 @testable import LoadGen
 

@@ -1,5 +1,7 @@
+@testable import ClientSockets
 import Glibc
 import MallocCounter
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Glibc
 import SystemSupport
 import TestSupport
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

@@ -1,7 +1,9 @@
+@testable import ClientSockets
 import Foundation
 @testable import LoadGen
 import NetAddress
 import STUN
+@testable import TurnClientKit
 import XCTest
 
 /// The load generator's TURN client follows 300 Try Alternate as a browser does: a signed 300

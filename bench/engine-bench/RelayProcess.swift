@@ -1,7 +1,7 @@
+import BenchSupport
 import DatagramEngine
 import Foundation
 import Glibc
-import LoadGen
 import NetAddress
 
 /// The relay executable as the forwarder under test (`--executable`): `mediarelay` with one

@@ -1,5 +1,5 @@
 import Foundation
-import LoadGen
+import RelayObservation
 import StatsKeys
 
 /// The relay's counters from its GET /v1/stats (the stats contract: README, "Stats"), through
