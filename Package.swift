@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
                                                      "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
-        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         // Sessions pumped against each other in memory, and against openssl s_client and
         // s_server over loopback TCP; MallocCounter holds the data path to no allocation.

@@ -1,4 +1,6 @@
 import Foundation
+import RelayObservation
+import TestSupport
 import XCTest
 
 /// The repository root, found from this file's path so tests work from any working directory.
@@ -14,30 +16,6 @@ func deployFiles(withExtensions extensions: Set<String>) -> [URL] {
         if extensions.contains(url.pathExtension) { found.append(url) }
     }
     return found.sorted { $0.path < $1.path }
-}
-
-/// The built `mediarelay` executable beside the test bundle. `swift test` runs
-/// `.build/<triple>/debug/mediarelayPackageTests.xctest`, whose directory holds the products; walk
-/// up from there (and from the bundle URL) until a directory holds an executable `mediarelay`.
-func serverBinary() -> URL? {
-    let manager = FileManager.default
-    var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(), Bundle.main.bundleURL]
-    starts.append(repoRoot.appendingPathComponent(".build/debug"))
-    for start in starts {
-        var directory = start.standardizedFileURL
-        while true {
-            let candidate = directory.appendingPathComponent("mediarelay")
-            var isDirectory: ObjCBool = false
-            if manager.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                manager.isExecutableFile(atPath: candidate.path) {
-                return candidate
-            }
-            let parent = directory.deletingLastPathComponent()
-            if parent.path == directory.path { break }
-            directory = parent
-        }
-    }
-    return nil
 }
 
 /// Runs a tool to completion and returns its exit status and combined output.
@@ -57,56 +35,14 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int
     return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
 }
 
-/// The real server, started with its stderr in a file the test can poll, killed on deinit.
-final class ServerProcess {
-    let process = Process()
-    private let stderrFile: URL
-
-    init(arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws {
-        guard let binary = serverBinary() else {
-            XCTFail("no mediarelay executable beside \(CommandLine.arguments[0]); run `swift build` first", file: file, line: line)
-            throw CocoaError(.fileNoSuchFile)
-        }
-        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-\(UUID().uuidString).stderr")
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+/// The built relay with `arguments`, through the shared launcher, not waited for: these tests
+/// watch its notify socket, its log and its exit themselves. Killed when the value goes.
+func startRelay(arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws -> ServerProcess {
+    guard let binary = BuiltProducts.relay else {
+        XCTFail("no mediarelay executable beside \(CommandLine.arguments[0]); run `swift build` first", file: file, line: line)
+        throw CocoaError(.fileNoSuchFile)
     }
-
-    var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
-
-    /// The first stderr line containing `text`, or nil when the server exits or `timeout` passes.
-    func waitForLine(containing text: String, timeout: TimeInterval) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = stderr.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
-            if !process.isRunning { return nil }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    /// The exit status after a bounded wait, or nil if it is still running.
-    func waitForExit(timeout: TimeInterval) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning { return nil }
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
-    }
-
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: stderrFile)
-    }
+    return try ServerProcess(path: binary.path, arguments: arguments, environment: environment, ready: .started)
 }
 
 /// A datagram socket standing in for systemd's NOTIFY_SOCKET.

@@ -1,4 +1,5 @@
 import Foundation
+import RelayObservation
 import TestSupport
 import XCTest
 
@@ -7,33 +8,33 @@ import XCTest
 final class RunningServerTests: XCTestCase {
     func testNotifiesReadyThenStoppingAndExitsZeroOnSIGTERM() throws {
         let notify = try NotifySocket()
-        let server = try ServerProcess(
+        let server = try startRelay(
             arguments: ["--http", "127.0.0.1:0", "--ports", "47000-47099"],
             environment: ["NOTIFY_SOCKET": notify.path]
         )
         var seen: [String] = []
-        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(ready, "no READY=1 within 20 s (or the server exited first); datagrams \(seen); running \(server.process.isRunning); stderr: \(server.stderr)")
+        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.isRunning }
+        XCTAssertTrue(ready, "no READY=1 within 20 s (or the server exited first); datagrams \(seen); running \(server.isRunning); stderr: \(server.log)")
         guard ready else { return }
 
         server.signal(SIGTERM)
-        let stopping = notify.waitFor("STOPPING=1", until: Date().addingTimeInterval(10), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(stopping, "no STOPPING=1 after SIGTERM; datagrams \(seen); stderr: \(server.stderr)")
-        XCTAssertEqual(server.waitForExit(timeout: 10), 0, "exit after SIGTERM; stderr: \(server.stderr)")
+        let stopping = notify.waitFor("STOPPING=1", until: Date().addingTimeInterval(10), seen: &seen) { server.isRunning }
+        XCTAssertTrue(stopping, "no STOPPING=1 after SIGTERM; datagrams \(seen); stderr: \(server.log)")
+        XCTAssertEqual(server.waitForExit(timeout: 10), 0, "exit after SIGTERM; stderr: \(server.log)")
     }
 
     func testSendsWatchdogPingsWhenSystemdAsksForThem() throws {
         let notify = try NotifySocket()
         // 2 s: the server should ping every second (half), so one must arrive within 5 s of READY.
-        let server = try ServerProcess(
+        let server = try startRelay(
             arguments: ["--http", "127.0.0.1:0", "--ports", "47100-47199"],
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"]
         )
         var seen: [String] = []
-        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(ready, "no READY=1 within 20 s; stderr: \(server.stderr)")
+        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.isRunning }
+        XCTAssertTrue(ready, "no READY=1 within 20 s; stderr: \(server.log)")
         guard ready else { return }
-        let pinged = notify.waitFor("WATCHDOG=1", until: Date().addingTimeInterval(5), seen: &seen) { server.process.isRunning }
+        let pinged = notify.waitFor("WATCHDOG=1", until: Date().addingTimeInterval(5), seen: &seen) { server.isRunning }
         XCTAssertTrue(pinged, "no WATCHDOG=1 within 5 s of READY with WATCHDOG_USEC=2000000; datagrams \(seen)")
         server.signal(SIGTERM)
         XCTAssertEqual(server.waitForExit(timeout: 10), 0)
@@ -43,11 +44,11 @@ final class RunningServerTests: XCTestCase {
         // TURN over TLS too, for the metrics only a relay with a certificate has.
         let certificates = try CertificateFixture()
         let tls = try freeTCPPort()
-        let server = try ServerProcess(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
+        let server = try startRelay(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
                                                    "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key,
                                                    "--turn-secret", "s"])
         let line = server.waitForLine(containing: "http listening on ", timeout: 20)
-        let listening = try XCTUnwrap(line, "no `http listening on HOST:PORT` line within 20 s (or the server exited first, running: \(server.process.isRunning)); stderr: \(server.stderr)")
+        let listening = try XCTUnwrap(line, "no `http listening on HOST:PORT` line within 20 s (or the server exited first, running: \(server.isRunning)); stderr: \(server.log)")
         let address = try XCTUnwrap(listening.components(separatedBy: "http listening on ").last?.split(separator: " ").first)
         let port = try XCTUnwrap(address.split(separator: ":").last.flatMap { UInt16($0) }, "no port in \(listening)")
 
