@@ -90,21 +90,21 @@ let package = Package(
         .target(name: "TestPorts", path: "Tests/TestPorts"),
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
         // test) and the one verdict on coturn's uclient. Never linked into a product.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["STUN"], path: "Tests/TestSupport"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
-                                                     "STUN", "NetAddress", "MallocCounter", "TestSupport", "TurnClientKit"]),
+                                                     "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // LoadGen too: its own socket code is the independent observer of the marks on the wire,
         // and its TURN client (with the STUN codec) speaks to the TURN listener.
         .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
                                                      "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
-        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         // Sessions pumped against each other in memory, and against openssl s_client and
         // s_server over loopback TCP; MallocCounter holds the data path to no allocation.

@@ -1,5 +1,6 @@
 import Foundation
 import RelayObservation
+import TestPorts
 import TestSupport
 import XCTest
 
@@ -43,7 +44,7 @@ final class RunningServerTests: XCTestCase {
     func testEveryMetricUsedByDashboardsAndAlertsIsExposed() throws {
         // TURN over TLS too, for the metrics only a relay with a certificate has.
         let certificates = try CertificateFixture()
-        let tls = try freeTCPPort()
+        let tls = try FreePort.tcp()
         let server = try startRelay(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
                                                    "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key,
                                                    "--turn-secret", "s"])
@@ -72,17 +73,3 @@ final class RunningServerTests: XCTestCase {
     }
 }
 
-/// A TCP port free on 127.0.0.1 now (bound, read, let go).
-private func freeTCPPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return UInt16(bigEndian: address.sin_port)
-}

@@ -45,7 +45,7 @@ final class TURNEchoPeer {
 
     init(address: String = "127.0.0.1") throws {
         try Coturn.requireTools([Coturn.peerTool])
-        let port = try freeUDPPort()
+        let port = try FreePort.udp()
         endpoint = Endpoint(host: address, port: port)!
         child = try ChildProcess(Coturn.peerTool, ["-L", address, "-p", "\(port)"])
         guard try Coturn.waitForAnswer(from: endpoint, probe: [1, 2, 3]) else {
@@ -76,8 +76,8 @@ final class CoturnServer {
         self.relayPorts = relayPorts
         try Coturn.requireTools([Coturn.serverTool])
         // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
-        // retrying that bind forever without answering on UDP (ServerPort).
-        guard let port = ServerPort.udpAndTCP() else { throw HarnessError.notReady("a port free for UDP and TCP", "") }
+        // retrying that bind forever without answering on UDP (FreePort).
+        let port = try FreePort.udpAndTCP()
         endpoint = Endpoint(host: "127.0.0.1", port: port)!
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-coturn-\(getpid())-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

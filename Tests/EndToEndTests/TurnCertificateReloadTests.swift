@@ -49,7 +49,7 @@ final class TurnCertificateReloadTests: XCTestCase {
         let certificates = try CertificateFixture()
         let ports = try PortBlock(count: 10)
         let arguments = TurnStreamServerFixture.arguments(
-            udp: try freeUDPPort(), tcp: try TurnStreamServerFixture.freeTCPPort(), tls: try TurnStreamServerFixture.freeTCPPort(),
+            udp: try FreePort.udp(), tcp: try FreePort.tcp(), tls: try FreePort.tcp(),
             certificate: certificates.server.certificate, key: certificates.mismatchedKey)
         let (status, stderr) = try RelayProcess.runToExit(arguments + ["--http", "127.0.0.1:0", "--ports", ports.argument])
         XCTAssertNotEqual(status, 0, stderr)

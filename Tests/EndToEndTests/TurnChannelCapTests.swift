@@ -19,7 +19,7 @@ final class TurnChannelCapTests: XCTestCase {
     }
 
     func testTheFifthChannelGets508AndARefreshStillWorks() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 20), [
             "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)", "--turn-user", "alice:secret",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-max-channels", "4",
@@ -43,7 +43,7 @@ final class TurnChannelCapTests: XCTestCase {
     }
 
     func testAReloadRaisesTheCapOfTheRunningRelay() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let config = try ConfigFixture(self, #"{"turn_max_channels": 1}"#)
         let relay = try RelayProcess(ports: PortBlock(count: 20), [
             "--config", config.path, "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",

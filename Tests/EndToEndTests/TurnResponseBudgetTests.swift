@@ -2,9 +2,9 @@
 import Foundation
 import Glibc
 @testable import LoadGen
-@testable import TurnClientKit
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// --turn-unauthenticated-rate through the real executable: 20,000 Allocates without
@@ -28,7 +28,7 @@ final class TurnResponseBudgetTests: XCTestCase {
     static func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     func testAFloodGetsABurstThenTheRateWhileRealClientsOnTheSameAddressAllocate() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         // One worker: every socket of 127.0.0.1 meets the same bucket (with more, each 5-tuple
         // is hashed to one worker and each worker keeps its own buckets).
         let relay = try RelayProcess(ports: PortBlock(count: 20), [

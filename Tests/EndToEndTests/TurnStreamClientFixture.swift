@@ -10,7 +10,7 @@ import TLS
 /// A TURN client of the real relay over one TCP connection to 127.0.0.1, or TLS over it
 /// (the TLS module's client session: ciphertext moved between it and the socket here), with
 /// deadlines on every wait. It cuts the relay's messages out of the stream as a client does
-/// (`StreamMessageCut`), not with the relay's framer; its requests are `SigningTurnClient`'s.
+/// (`StreamMessageCut`); its requests are `SigningTurnClient`'s.
 final class TurnStreamClientFixture: SigningTurnClient {
     let descriptor: Int32
     let username: String

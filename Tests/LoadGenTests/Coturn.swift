@@ -1,10 +1,11 @@
 @testable import ClientSockets
 import Foundation
 import Glibc
+@testable import LoadGen
 import STUN
 import SystemSupport
+import TestPorts
 import TestSupport
-@testable import LoadGen
 
 /// coturn's real `turnserver` (Debian's coturn, installed by `make test-deps`) on loopback,
 /// for the load generator's TURN mode to drive. Started with the flags of
@@ -29,12 +30,13 @@ final class Coturn {
     init(auth: [String], relayPorts: Int, host: String = "127.0.0.1", tls: CertificateFixture? = nil) throws {
         self.host = host
         // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
-        // retrying that bind forever without answering on UDP (ServerPort).
-        guard let free = ServerPort.udpAndTCP(host: host) else { throw LoadError("no port free for UDP and TCP on \(host)") }
+        // retrying that bind forever without answering on UDP (FreePort).
+        let free = try FreePort.udpAndTCP(host: host)
         port = free
         var tlsFlags = ["--no-tls"]
         if let tls {
-            guard let tlsFree = ServerPort.udpAndTCP(host: host), tlsFree != free else { throw LoadError("no second port free on \(host)") }
+            let tlsFree = try FreePort.udpAndTCP(host: host)
+            guard tlsFree != free else { throw LoadError("no second port free on \(host)") }
             tlsFlags = ["--tls-listening-port", String(tlsFree), "--cert", tls.server.certificate, "--pkey", tls.server.key]
             tlsPort = tlsFree
         } else {

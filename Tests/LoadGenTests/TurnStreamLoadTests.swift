@@ -1,11 +1,12 @@
 @testable import ClientSockets
 import Foundation
 import Glibc
+@testable import LoadGen
 import STUN
 import SystemSupport
+import TestPorts
 import TestSupport
 import XCTest
-@testable import LoadGen
 
 /// The load generator's TURN clients over TCP and over TLS (`--turn-transport tcp|tls`) against
 /// coturn's real `turnserver` on loopback: each client on its own connection, data as
@@ -113,7 +114,7 @@ final class TurnStreamLoadTests: XCTestCase {
 
     func testRefusedConnectionsNameHowManyAndWhy() throws {
         // A port free for TCP that nobody listens on.
-        let port = try XCTUnwrap(ServerPort.udpAndTCP())
+        let port = try FreePort.udpAndTCP()
         XCTAssertThrowsError(try run("127.0.0.1:\(port)", .tcp) { $0.streams = 3 }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.hasPrefix("3 of 3 TURN clients could not connect; the first: TURN over TCP to 127.0.0.1:\(port): connect:"), message)

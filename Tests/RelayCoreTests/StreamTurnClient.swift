@@ -8,10 +8,9 @@ import TLS
 import XCTest
 
 /// A TURN client over one TCP connection (or TLS over it, through the TLS module's client
-/// session), blocking with deadlines. It cuts the relay's answers out of the stream as a
-/// client does (`StreamMessageCut`), not with the relay's `StreamFrame`, so the framing is
-/// checked from outside. How its bytes are cut into segments is the caller's
-/// choice: `write(_:segments:)`.
+/// session), blocking with deadlines. It cuts the relay's answers out of the stream with
+/// `StreamMessageCut` (STUN's `StreamFrame`). How its bytes are cut into segments is the
+/// caller's choice: `write(_:segments:)`.
 final class StreamTurnClient {
     let descriptor: Int32
     let local: Endpoint

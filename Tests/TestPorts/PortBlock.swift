@@ -95,4 +95,6 @@ public final class PortBlock {
 public enum PortBlockError: Error {
     /// Every block is claimed by another test or holds a bound port.
     case noFreeBlock
+    /// No port of this kind (`FreePort`) could be bound.
+    case noFreePort(String)
 }

@@ -1,22 +1,35 @@
 import Glibc
 
-/// A port free for both UDP and TCP on a loopback address, for a server that listens on both at
-/// once. coturn's `turnserver` does: when its TCP bind on the port fails (an ephemeral port
-/// another test's TCP connection holds, as the stream tests' thousands of connections leave
-/// them), it retries that bind forever and never answers on UDP either. A port free for UDP
-/// alone was enough until streams came.
-public enum ServerPort {
-    /// A port that a UDP and a TCP socket could both bind on `host` ("127.0.0.1" or "::1") just
-    /// now; nil after 200 tries. As with any probe, another process may take it before the
-    /// server does.
-    public static func udpAndTCP(host: String = "127.0.0.1") -> UInt16? {
+/// A port free on a loopback address just now, found by binding port 0 (the one probe every
+/// test uses; `PortBlock` is for a relay's whole `--ports` range, claimed against other tests).
+/// As with any probe, another process may take the port before the server does.
+///
+/// `udpAndTCP`: for a server that listens on both at once. coturn's `turnserver` does: when its
+/// TCP bind on the port fails (an ephemeral port another test's TCP connection holds, as the
+/// stream tests' thousands of connections leave them), it retries that bind forever and never
+/// answers on UDP either.
+public enum FreePort {
+    /// A port that a UDP and a TCP socket could both bind on `host` ("127.0.0.1" or "::1").
+    public static func udpAndTCP(host: String = "127.0.0.1") throws(PortBlockError) -> UInt16 {
         for _ in 0..<200 {
             guard let port = bind(SOCK_DGRAM, host: host, port: 0, keep: { _ in }) else { continue }
             var tcpFree = false
             _ = bind(SOCK_STREAM, host: host, port: port) { _ in tcpFree = true }
             if tcpFree { return port }
         }
-        return nil
+        throw .noFreePort("UDP and TCP on \(host)")
+    }
+
+    /// A port a TCP socket could bind on `host`.
+    public static func tcp(host: String = "127.0.0.1") throws(PortBlockError) -> UInt16 {
+        guard let port = bind(SOCK_STREAM, host: host, port: 0, keep: { _ in }) else { throw .noFreePort("TCP on \(host)") }
+        return port
+    }
+
+    /// A port a UDP socket could bind on `host`.
+    public static func udp(host: String = "127.0.0.1") throws(PortBlockError) -> UInt16 {
+        guard let port = bind(SOCK_DGRAM, host: host, port: 0, keep: { _ in }) else { throw .noFreePort("UDP on \(host)") }
+        return port
     }
 
     /// Binds a socket of `type` on `host`:`port` (0: any), calls `keep` while it is bound, and
