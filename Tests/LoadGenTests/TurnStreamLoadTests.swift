@@ -21,7 +21,7 @@ final class TurnStreamLoadTests: XCTestCase {
         try HostRequirement.requireTools(["/usr/bin/turnserver", EchoPeerFixture.tool])
     }
 
-    private static let auth = ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"]
+    private static let credentials = CoturnServer.Credentials.user(name: "load", password: "pw")
 
     private func run(_ server: String, _ transport: TurnTransport, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
         var o = TurnRunFixture.options(server: server, credential: .user(name: "load", password: "pw"))
@@ -46,7 +46,7 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testTCPChannelDataEchoedWhole() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let r = try run(coturn.address, .tcp) {
             $0.turnPeer = peer.address
@@ -59,7 +59,7 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testTCPSendIndicationsEchoedWhole() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let r = try run(coturn.address, .tcp) {
             $0.turnPeer = peer.address
@@ -73,7 +73,8 @@ final class TurnStreamLoadTests: XCTestCase {
     /// permission, channel) written on the same connections as the data while it flows.
     func testTLSChannelDataEchoedWholeWithRefreshes() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -89,7 +90,8 @@ final class TurnStreamLoadTests: XCTestCase {
     /// Without --tls-ca the certificate is not checked, as coturn's uclient does not.
     func testTLSSendIndicationsEchoedWhole() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -101,7 +103,7 @@ final class TurnStreamLoadTests: XCTestCase {
     /// The generator's own peer socket both ways: clients on TCP, the peer on UDP; the peer's
     /// datagrams come back to the clients as ChannelData on their connections.
     func testTCPWithTheGeneratorsOwnPeerBothWays() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let r = try run(coturn.address, .tcp) { $0.bidirectional = true }
         XCTAssertEqual(r.latchedStreams, 4)
         XCTAssertGreaterThan(r.sent, 0)
@@ -124,7 +126,8 @@ final class TurnStreamLoadTests: XCTestCase {
 
     func testACertificateFromAnotherCAIsRefused() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 4, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 4), tls: certificates)
         XCTAssertThrowsError(try run(try XCTUnwrap(coturn.tlsAddress), .tls) { $0.tlsCA = certificates.otherCACertificate }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.contains("TLS handshake: certificate not accepted"), message)
@@ -134,7 +137,7 @@ final class TurnStreamLoadTests: XCTestCase {
     /// The server going away mid-run: every client counts as failed, with the reason, and the
     /// run ends on time with what it measured.
     func testAServerThatGoesAwayFailsItsClients() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let pid = coturn.pid
         let stopper = Thread {
