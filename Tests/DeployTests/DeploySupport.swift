@@ -93,40 +93,11 @@ final class NotifySocket {
     }
 }
 
-/// GET over a plain TCP socket (no URLSession: FoundationNetworking would pull in libcurl).
-/// Returns the status code and body, or nil when the server does not answer within 5 s.
+/// GET through the shared HTTP client (RelayObservation's: no URLSession, which would pull in
+/// libcurl). Returns the status code and body, or nil when the server does not answer within 5 s.
 func httpGet(port: UInt16, path: String) -> (status: Int, body: String)? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 5, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return nil }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
-    guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while response.count < 16 << 20 {
-        let count = recv(fd, &buffer, buffer.count, 0)
-        if count <= 0 { break }
-        response += buffer[0..<count]
-    }
-    let text = String(decoding: response, as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n") else { return nil }
-    let head = text[..<split.lowerBound]
-    let statusWords = head.split(separator: "\n").first?.split(separator: " ") ?? []
-    guard statusWords.count >= 2, let status = Int(statusWords[1]) else { return nil }
-    var body = String(text[split.upperBound...])
-    if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
-    return (status, body)
+    guard let response = try? HTTPClient(url: "http://127.0.0.1:\(port)", timeoutMs: 5000).request("GET", path) else { return nil }
+    return (response.status, response.text)
 }
 
 private func dechunk(_ text: String) -> String {

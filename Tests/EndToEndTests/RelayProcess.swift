@@ -113,7 +113,8 @@ final class RelayProcess {
     }
 }
 
-/// A raw HTTP/1.1 exchange over a fresh TCP connection (Connection: close).
+/// One answer of the relay's HTTP API, through the shared HTTP client (RelayObservation's
+/// `HTTPClient`); `exchange` sends raw bytes, for requests a client would never write.
 struct HTTPReply {
     let status: Int
     let text: String
@@ -124,15 +125,14 @@ struct HTTPReply {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
     }
 
+    /// `method path` with `body` as JSON and `token` as the bearer token. 30 s: generous,
+    /// because the relay's HTTP thread may wait its turn for seconds on a loaded 2-core machine.
     static func send(port: UInt16, method: String, path: String, body: String?, token: String?) throws -> HTTPReply {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        if let token { head += "Authorization: Bearer \(token)\r\n" }
-        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
-        let raw = try exchange(port: port, bytes: Array((head + "\r\n" + (body ?? "")).utf8))
-        let text = String(decoding: raw, as: UTF8.self)
-        guard let statusText = text.split(separator: " ", maxSplits: 2).dropFirst().first, let status = Int(statusText),
-              let split = text.range(of: "\r\n\r\n") else { throw Failure.unexpected(text) }
-        return HTTPReply(status: status, text: String(text[split.upperBound...]))
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let client = try HTTPClient(url: "http://127.0.0.1:\(port)", timeoutMs: 30_000)
+        let response = try client.request(method, path, body: Array((body ?? "").utf8), headers: headers)
+        return HTTPReply(status: response.status, text: response.text)
     }
 
     /// Sends `bytes` and reads until the server closes (or 30 s pass: generous, because the
