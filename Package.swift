@@ -99,8 +99,9 @@ let package = Package(
         .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
                                                      "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
-        // LoadGen too: its own socket code is the independent observer of the marks on the wire,
-        // and its TURN client (with the STUN codec) speaks to the TURN listener.
+        // The load generator's modules too: ClientSockets is the independent observer of the marks
+        // on the wire, TurnClientKit the TURN client library the tests speak TURN with, and
+        // RelayObservation starts the relay (ServerProcess) and speaks HTTP to it.
         .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
                                                      "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
