@@ -38,6 +38,9 @@ let package = Package(
         // reader (load generator, engine-bench, tests): a renamed key breaks the build. A leaf,
         // so a reader takes the names without the relay's modules.
         .target(name: "StatsKeys"),
+        // The one way both executables cut their command line into options (`--flag value`,
+        // `--flag=value`, switches); what each flag means is the executable's own table. A leaf.
+        .target(name: "OptionTokens"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
@@ -63,7 +66,7 @@ let package = Package(
         .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
         // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
         // the generator's options.
-        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "NetAddress", "RelayObservation",
+        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "NetAddress", "OptionTokens", "RelayObservation",
                                                 "StatsKeys", "STUN", "SystemSupport", "TurnClientKit"]),
         // The benchmark side. BenchSupport: CPU placement and the machine a figure was taken on,
         // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
@@ -73,7 +76,7 @@ let package = Package(
                 path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
+            dependencies: ["DatagramEngine", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
@@ -94,6 +97,7 @@ let package = Package(
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
+        .testTarget(name: "OptionTokensTests", dependencies: ["OptionTokens"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",

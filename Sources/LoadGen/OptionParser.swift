@@ -4,82 +4,16 @@ import RelayObservation
 import STUN
 import TurnClientKit
 
-/// Parses the options of one load run (mediarelay-load without `compare`); nil for `--help`.
+/// Parses the options of one load run (mediarelay-load without `compare`) with its table
+/// (`RunOptionParser.table`), then checks the rules across options; nil for `--help`.
 /// Every error is one line naming the option and the accepted values, in the same form as the
 /// relay's own: `--OPTION VALUE: what is accepted`. The helpers below read a value for
-/// `compare`'s parser too.
+/// `compare`'s table too.
 public enum RunOptionParser {
     public static func parse(_ arguments: [String]) throws(LoadError) -> LoadOptions? {
         var o = LoadOptions()
-        var rateGiven = false, sizeGiven = false
-        var cursor = ArgumentCursor(arguments)
-        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
-        while let name = cursor.next() {
-            switch name {
-            case "--help", "-h": return nil
-            case "--relay": o.relay = try value(name)
-            case "--token":
-                let t = try value(name)
-                guard !t.isEmpty else { throw LoadError("--token: must not be empty") }
-                o.token = t
-            case "--streams": o.streams = try integer(name, try value(name), 1...10000)
-            case "--rate": o.rate = try number(name, try value(name), 1...10_000_000); rateGiven = true
-            case "--size": o.size = try integer(name, try value(name), PayloadHeader.size...9000); sizeGiven = true
-            case "--seconds": o.seconds = try number(name, try value(name), 0.1...3600)
-            case "--profile": o.profile = try choice(name, try value(name))
-            case "--tos": o.tos = UInt8(try integer(name, try value(name), 0...255))
-            case "--bitrate": o.bitrate = try integer(name, try value(name), 8000...1_000_000_000)
-            case "--bidirectional": o.bidirectional = true
-            case "--sender-gso": o.senderGSO = true
-            case "--json": o.json = true
-            case "--target": o.target = try address(name, try value(name))
-            case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
-            case "--legs":
-                o.legs = try value(name)
-                guard o.legs?.isEmpty == false else { throw LoadError("--legs: must not be empty") }
-            case "--forwarder-stats":
-                o.forwarderStats = try value(name)
-                guard o.forwarderStats?.isEmpty == false else { throw LoadError("--forwarder-stats: must not be empty") }
-            case "--warmup": o.warmup = try number(name, try value(name), 0...60)
-            case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
-            case "--no-progress": o.progress = false
-            case "--congestion-control": o.congestionControl = try choice(name, try value(name))
-            case "--session":
-                let v = try value(name)
-                guard let object = (try? JSONSerialization.jsonObject(with: Data(v.utf8))) as? [String: Any] else {
-                    throw LoadError("--session \(v): expected a JSON object of session fields, e.g. {\"max_packets_per_second\": 2000}")
-                }
-                guard object["legs"] == nil else { throw LoadError("--session: \"legs\" is the generator's (2 per session)") }
-                o.sessionFields = v
-            case "--turn": o.turn = try address(name, try value(name))
-            case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
-            case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
-            case "--turn-transport":
-                let text = try value(name)
-                guard let transport = TurnTransport(name: text) else {
-                    throw LoadError("\(name) \(text): accepted: \(TurnTransport.allCases.map(\.name).joined(separator: ", "))")
-                }
-                o.turnTransport = transport
-            case "--tls-ca":
-                o.tlsCA = try value(name)
-                guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }
-            case "--turn-peer": o.turnPeer = try address(name, try value(name))
-            case "--turn-peers": o.turnPeers = try choice(name, try value(name))
-            case "--turn-send-indications": o.turnSendIndications = true
-            case "--drain": o.drain = try number(name, try value(name), 0...60)
-            case "--turn-user":
-                let v = try value(name)
-                guard o.turnCredential == nil else { throw LoadError("--turn-user: give one credential, --turn-user or --turn-secret") }
-                guard let credential = TurnCredential(userPassword: v) else { throw LoadError("--turn-user \(v): accepted: NAME:PASSWORD") }
-                o.turnCredential = credential
-            case "--turn-secret":
-                let v = try value(name)
-                guard o.turnCredential == nil else { throw LoadError("--turn-secret: give one credential, --turn-user or --turn-secret") }
-                guard !v.isEmpty else { throw LoadError("--turn-secret: must not be empty") }
-                o.turnCredential = .secret(v)
-            default: throw LoadError("\(name): unknown option (see --help)")
-            }
-        }
+        guard let given = try table.parse(arguments, into: &o) else { return nil }
+        let rateGiven = given.contains("--rate"), sizeGiven = given.contains("--size")
         if let relay = o.relay {
             do { _ = try HTTPClient(url: relay) } catch {
                 throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
@@ -174,26 +108,5 @@ public enum RunOptionParser {
 
     private static func format(_ v: Double) -> String {
         v == v.rounded() ? String(Int(v)) : String(v)
-    }
-}
-
-/// Walks a command line: each option, and the value that follows it when it takes one.
-package struct ArgumentCursor {
-    private let arguments: [String]
-    private var index = -1
-
-    package init(_ arguments: [String]) { self.arguments = arguments }
-
-    /// The next option, or nil at the end.
-    package mutating func next() -> String? {
-        index += 1
-        return index < arguments.count ? arguments[index] : nil
-    }
-
-    /// The value after the current option.
-    package mutating func value(for name: String) throws(LoadError) -> String {
-        guard index + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
-        index += 1
-        return arguments[index]
     }
 }

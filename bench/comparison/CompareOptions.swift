@@ -49,56 +49,20 @@ public enum LoadCommand: Sendable, Equatable {
 public enum OptionParser {
     public static func parse(_ arguments: [String]) throws(LoadError) -> LoadCommand {
         if arguments.first == "compare" {
-            let rest = Array(arguments.dropFirst())
-            if rest.contains("--help") || rest.contains("-h") { return .help }
-            return .compare(try CompareOptionParser.parse(rest))
+            return try CompareOptionParser.parse(Array(arguments.dropFirst())).map(LoadCommand.compare) ?? .help
         }
         return try RunOptionParser.parse(arguments).map(LoadCommand.run) ?? .help
     }
 }
 
-/// Parses `mediarelay-load compare`'s options.
+/// Parses `mediarelay-load compare`'s options with its table, then checks the rules across them.
 public enum CompareOptionParser {
-    public static func parse(_ arguments: [String]) throws(LoadError) -> CompareOptions {
+    /// nil for `--help`.
+    public static func parse(_ arguments: [String]) throws(LoadError) -> CompareOptions? {
         var o = CompareOptions()
-        var serverGiven = false, repeatsGiven = false, secondsGiven = false, referencesGiven = false
-        var cursor = ArgumentCursor(arguments)
-        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
-        while let name = cursor.next() {
-            switch name {
-            case "--server": o.server = try value(name); serverGiven = true
-            case "--out":
-                o.out = try value(name)
-                guard !o.out.isEmpty else { throw LoadError("--out: must not be empty") }
-            case "--repeats": o.repeats = try RunOptionParser.integer(name, try value(name), 1...20); repeatsGiven = true
-            case "--seconds": o.seconds = try RunOptionParser.number(name, try value(name), 0.5...60); secondsGiven = true
-            case "--quick": o.quick = true
-            case "--check": o.check = true
-            case "--reference": o.reference = try value(name)
-            case "--references": o.references = try RunOptionParser.choice("compare \(name)", try value(name)); referencesGiven = true
-            case "--loads":
-                let labels = try RunOptionParser.list(name, try value(name))
-                for label in labels where LoadPoint.named(label) == nil {
-                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
-                                    + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
-                }
-                o.loads = labels
-            case "--engines":
-                let names = try RunOptionParser.list(name, try value(name))
-                let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
-                for engine in names where !known.contains(engine) {
-                    throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
-                }
-                o.engines = names
-            case "--workers": o.workers = try RunOptionParser.list(name, try value(name)).map { text throws(LoadError) in try RunOptionParser.integer(name, text, 1...64) }
-            case "--relay-host":
-                o.relayHost = try value(name)
-                _ = try RunOptionParser.address(name, "\(o.relayHost):0")
-            case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
-            case "--pin": o.pin = try RunOptionParser.choice("compare \(name)", try value(name))
-            default: throw LoadError("compare \(name): unknown option (see --help)")
-            }
-        }
+        guard let given = try table.parse(arguments, into: &o, prefix: "compare ") else { return nil }
+        let serverGiven = given.contains("--server"), repeatsGiven = given.contains("--repeats")
+        let secondsGiven = given.contains("--seconds"), referencesGiven = given.contains("--references")
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
         if o.pin == .split && o.workers != [1] {
             throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
@@ -115,4 +79,43 @@ public enum CompareOptionParser {
         }
         return o
     }
+}
+
+extension CompareOptionParser {
+    /// Every option of `compare`.
+    static let table = OptionTable<CompareOptions>([
+        OptionRow("--server") { o, v in o.server = v },
+        OptionRow("--out") { o, v throws(LoadError) in o.out = try RunOptionParser.nonEmpty("--out", v) },
+        OptionRow("--repeats") { o, v throws(LoadError) in o.repeats = try RunOptionParser.integer("--repeats", v, 1...20) },
+        OptionRow("--seconds") { o, v throws(LoadError) in o.seconds = try RunOptionParser.number("--seconds", v, 0.5...60) },
+        OptionRow(switch: "--quick") { $0.quick = true },
+        OptionRow(switch: "--check") { $0.check = true },
+        OptionRow("--reference") { o, v in o.reference = v },
+        OptionRow("--references") { o, v throws(LoadError) in o.references = try RunOptionParser.choice("compare --references", v) },
+        OptionRow("--loads") { o, v throws(LoadError) in
+            let labels = try RunOptionParser.list("--loads", v)
+            for label in labels where LoadPoint.named(label) == nil {
+                throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
+                                + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
+            }
+            o.loads = labels
+        },
+        OptionRow("--engines") { o, v throws(LoadError) in
+            let names = try RunOptionParser.list("--engines", v)
+            let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
+            for engine in names where !known.contains(engine) {
+                throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
+            }
+            o.engines = names
+        },
+        OptionRow("--workers") { o, v throws(LoadError) in
+            o.workers = try RunOptionParser.list("--workers", v).map { text throws(LoadError) in try RunOptionParser.integer("--workers", text, 1...64) }
+        },
+        OptionRow("--relay-host") { o, v throws(LoadError) in
+            _ = try RunOptionParser.address("--relay-host", "\(v):0")
+            o.relayHost = v
+        },
+        OptionRow("--server-prefix") { o, v in o.serverPrefix = v.split(separator: " ").map(String.init) },
+        OptionRow("--pin") { o, v throws(LoadError) in o.pin = try RunOptionParser.choice("compare --pin", v) },
+    ])
 }
