@@ -39,23 +39,7 @@ public enum FreePort {
         let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(type.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var storage = sockaddr_storage()
-        var length: socklen_t
-        if ipv6 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
-            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { return nil }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in6.self) }
-        } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return nil }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in.self) }
-        }
+        guard var (storage, length) = socketAddress(host: host, port: port) else { return nil }
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
@@ -70,5 +54,25 @@ public enum FreePort {
             ipv6 ? raw.load(as: sockaddr_in6.self).sin6_port : raw.load(as: sockaddr_in.self).sin_port
         }
         return UInt16(bigEndian: chosen)
+    }
+
+    /// `host` (a numeric IPv4 or IPv6 address) and `port` as the C calls take them, with the
+    /// length of the family's address; nil for a host that is not a numeric address.
+    public static func socketAddress(host: String, port: UInt16) -> (sockaddr_storage, socklen_t)? {
+        var storage = sockaddr_storage()
+        if host.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { return nil }
+            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in6.self) }
+            return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return nil }
+        withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: sockaddr_in.self) }
+        return (storage, socklen_t(MemoryLayout<sockaddr_in>.size))
     }
 }
