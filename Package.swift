@@ -93,7 +93,7 @@ let package = Package(
         .target(name: "TestPorts", path: "Tests/TestPorts"),
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
         // test) and the one verdict on coturn's uclient. Never linked into a product.
-        .target(name: "TestSupport", dependencies: ["STUN", "TestPorts"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["NetAddress", "STUN", "TestPorts", "TLS"], path: "Tests/TestSupport"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),

@@ -3,10 +3,10 @@
 import NetAddress
 import STUN
 
-/// A TURN client of the end-to-end tests that writes and signs each request itself, whatever
-/// carries it: a UDP socket (`TurnWireClient`) or a TCP or TLS connection
-/// (`TurnStreamClientFixture`). The conforming type says how a request is exchanged for its
-/// answer; the requests, their long-term credentials and the 401/438 round are written here once.
+/// A TURN client of the end-to-end tests that writes and signs each request itself
+/// (`TurnWireClient`, over UDP; over TCP and TLS the tests have TestSupport's `StreamTurnClient`).
+/// The conforming type says how a request is exchanged for its answer; the requests, their
+/// long-term credentials and the 401/438 round are written here.
 protocol SigningTurnClient: AnyObject {
     var username: String { get }
     var password: String { get }

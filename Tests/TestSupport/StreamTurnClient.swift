@@ -1,34 +1,38 @@
-import DatagramEngine
 import Foundation
 import Glibc
 import NetAddress
 import STUN
-import TestSupport
 import TLS
 import XCTest
 
-/// A TURN client over one TCP connection (or TLS over it, through the TLS module's client
-/// session), blocking with deadlines. It cuts the relay's answers out of the stream with
-/// `StreamMessageCut` (STUN's `StreamFrame`). How its bytes are cut into segments is the
+/// The tests' TURN client over one TCP connection (or TLS over it, through the TLS module's
+/// client session: ciphertext moved between it and the socket here), blocking with deadlines,
+/// for RelayCore's worker tests and the end-to-end tests alike. It cuts the relay's answers out
+/// of the stream with `StreamMessageCut` (STUN's `StreamFrame`). How its bytes are cut into segments is the
 /// caller's choice: `write(_:segments:)`.
-final class StreamTurnClient {
-    let descriptor: Int32
-    let local: Endpoint
+public final class StreamTurnClient {
+    public let descriptor: Int32
+    public let local: Endpoint
     private let tls: TLSSession?
     private var received: [UInt8] = []
-    var nonce = ""
-    let username: String
-    let password: String
+    public var nonce = ""
+    /// The realm of the relay's last 401 or 438: the long-term key is derived with it.
+    public var realm = ""
+    public let username: String
+    public let password: String
 
-    enum Segments {
+    public enum Segments: Sendable {
         /// One send of everything.
         case whole
         /// One byte per send, with TCP_NODELAY and a pause, so each is its own segment.
         case bytewise
     }
 
-    init(to server: Endpoint, tls context: TLSClientContext? = nil, username: String = "alice", password: String = "secret",
-         handshake: Bool = true) throws {
+    /// Connects to `server` (IPv4) and, given `tls`, completes a handshake for "localhost"
+    /// unless `handshake` is false. `receiveBufferBytes` sets SO_RCVBUF before the connect, so
+    /// the window the relay sees is that small from the start.
+    public init(to server: Endpoint, tls context: TLSClientContext? = nil, username: String = "alice", password: String = "secret",
+                handshake: Bool = true, receiveBufferBytes: Int32? = nil) throws {
         self.username = username
         self.password = password
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -37,6 +41,9 @@ final class StreamTurnClient {
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var bytes = receiveBufferBytes {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = server.port.bigEndian
@@ -61,20 +68,23 @@ final class StreamTurnClient {
     deinit { close(descriptor) }
 
     /// What ALPN the TLS handshake agreed on (nil over TCP, or when none was).
-    var negotiatedALPN: String? { tls?.negotiatedALPN }
+    public var negotiatedALPN: String? { tls?.negotiatedALPN }
+
+    /// The serial of the certificate the relay presented (TLS only).
+    public var peerCertificateSerial: String? { tls?.peerCertificateSerial }
 
     /// The first flight alone (a test of many handshakes arriving together sends them all
     /// before finishing any).
-    func sendClientHello() {
+    public func sendClientHello() {
         _ = tls?.handshake()
         flushCiphertext()
     }
 
-    func finishHandshake() throws { try completeHandshake() }
+    public func finishHandshake() throws { try completeHandshake() }
 
     private func completeHandshake() throws {
         guard let tls else { return }
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let step = tls.handshake()
             flushCiphertext()
@@ -131,7 +141,7 @@ final class StreamTurnClient {
     }
 
     /// Sends `bytes` cut as asked (over TLS: one record per piece).
-    func write(_ bytes: [UInt8], segments: Segments = .whole) {
+    public func write(_ bytes: [UInt8], segments: Segments = .whole) {
         let pieces: [[UInt8]] = segments == .whole ? [bytes] : bytes.map { [$0] }
         for piece in pieces {
             if let tls {
@@ -146,7 +156,7 @@ final class StreamTurnClient {
 
     /// The next STUN message or ChannelData from the relay (ChannelData without its padding),
     /// or nil after `seconds`.
-    func readMessage(seconds: Double = 5) -> [UInt8]? {
+    public func readMessage(seconds: Double = 5) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             if let message = StreamMessageCut.next(from: &received) { return message }
@@ -156,7 +166,7 @@ final class StreamTurnClient {
 
     /// Called while waiting for the relay, for a relay that turns on the waiting thread (a
     /// worker driven by the test): reads then do not block, and this runs between them.
-    var pump: (() -> Void)?
+    public var pump: (() -> Void)?
 
     private func readMore() -> Bool {
         if tls != nil { return pullCiphertext() }
@@ -181,7 +191,7 @@ final class StreamTurnClient {
     }
 
     /// Whether the relay closes the connection within `seconds` (end of stream or a reset).
-    func closedByRelay(seconds: Double = 5) -> Bool {
+    public func closedByRelay(seconds: Double = 5) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while Date() < deadline {
@@ -192,16 +202,16 @@ final class StreamTurnClient {
         return false
     }
 
-    var key: [UInt8] { LongTermKey.derive(username: username, realm: TurnStreamRelay.realm, password: password, algorithm: .md5) }
+    var key: [UInt8] { LongTermKey.derive(username: username, realm: realm, password: password, algorithm: .md5) }
 
-    /// Sends a signed request; on 401 or 438 takes the nonce and tries once more.
-    func ask(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) -> StunMessage? {
+    /// Sends a signed request; on 401 or 438 takes the realm and nonce and tries once more.
+    public func ask(_ method: Method, _ attributes: (inout MessageBuilder) -> Void = { _ in }) -> StunMessage? {
         for _ in 0..<2 {
             var builder = MessageBuilder(MessageType(method, .request), transactionID: .random())
             attributes(&builder)
             if !nonce.isEmpty {
                 builder.append(.username, text: username)
-                builder.append(.realm, text: TurnStreamRelay.realm)
+                builder.append(.realm, text: realm)
                 builder.append(.nonce, text: nonce)
                 builder.appendIntegrity(.messageIntegrity, key: key)
             }
@@ -210,6 +220,7 @@ final class StreamTurnClient {
             let code = try? answer.value(.errorCode, AttributeValue.errorCode)?.code
             if code == 401 || code == 438, let fresh = try? answer.text(.nonce) {
                 nonce = fresh
+                realm = (try? answer.text(.realm)) ?? realm
                 continue
             }
             return answer
@@ -218,7 +229,7 @@ final class StreamTurnClient {
     }
 
     /// Allocates, then binds `channel` to `peer` (its permission comes with it); the relayed address.
-    func allocate(channel: UInt16, to peer: Endpoint) throws -> Endpoint {
+    public func allocate(channel: UInt16, to peer: Endpoint) throws -> Endpoint {
         let allocated = try XCTUnwrap(ask(.allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }, "no answer to Allocate")
         let relayed = try XCTUnwrap(allocated.xorAddress(.xorRelayedAddress), "Allocate refused: \(allocated)")
         let bound = try XCTUnwrap(ask(.channelBind) { builder in
@@ -231,12 +242,12 @@ final class StreamTurnClient {
 }
 
 /// ChannelData on `channel` with `payload`, padded to 4 bytes as a stream needs.
-func paddedChannelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
+public func paddedChannelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
     let message = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
     return message + [UInt8](repeating: 0, count: (4 - message.count % 4) % 4)
 }
 
-struct StreamClientError: Error, CustomStringConvertible {
-    let description: String
+public struct StreamClientError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
