@@ -9,8 +9,8 @@ import STUN
 /// A TURN client for end-to-end tests that writes each request's bytes itself, on a plain
 /// socket of the load generator's (no code of the relay's engine): so a test can send exactly
 /// the message it means, signed with long-term credentials, and read the answer as sent
-/// (the requests themselves: `SigningTurnClient`).
-final class TurnWireClient: SigningTurnClient {
+/// (the requests themselves: TurnWireClient+Requests.swift).
+final class TurnWireClient {
     let socket: TrafficSocket
     let server: SocketAddress
     let username: String

@@ -1,23 +1,11 @@
 @testable import ClientSockets
-@testable import LoadGen
+import TurnClientKit
 import NetAddress
 import STUN
 
-/// A TURN client of the end-to-end tests that writes and signs each request itself
-/// (`TurnWireClient`, over UDP; over TCP and TLS the tests have TestSupport's `StreamTurnClient`).
-/// The conforming type says how a request is exchanged for its answer; the requests, their
-/// long-term credentials and the 401/438 round are written here.
-protocol SigningTurnClient: AnyObject {
-    var username: String { get }
-    var password: String { get }
-    var realm: String { get set }
-    var nonce: String { get set }
-    /// Sends `request` and returns the STUN answer with its transaction ID, skipping whatever
-    /// else arrives; throws after `seconds` without one.
-    func exchange(_ request: [UInt8], seconds: Double) throws -> StunMessage
-}
-
-extension SigningTurnClient {
+/// `TurnWireClient`'s requests: each written and signed here with long-term credentials, and
+/// the 401/438 round that teaches it the realm and nonce.
+extension TurnWireClient {
     var key: [UInt8] { LongTermKey.derive(username: username, realm: realm, password: password, algorithm: .md5) }
 
     /// `method` signed with the current nonce, with FINGERPRINT; `attributes` appends the
