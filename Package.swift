@@ -41,10 +41,13 @@ let package = Package(
         // The one way both executables cut their command line into options (`--flag value`,
         // `--flag=value`, switches); what each flag means is the executable's own table. A leaf.
         .target(name: "OptionTokens"),
+        // How a JSON string and number are written, once for the relay's API (RelayHTTP) and the
+        // load generator's results (LoadGen). A leaf, no Foundation.
+        .target(name: "JSONWriting"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
-        .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
+        .target(name: "RelayHTTP", dependencies: ["JSONWriting", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
         // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
         // has its own TLS client, an outside check).
@@ -66,7 +69,7 @@ let package = Package(
         .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
         // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
         // the generator's options.
-        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "NetAddress", "OptionTokens", "RelayObservation",
+        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONWriting", "NetAddress", "OptionTokens", "RelayObservation",
                                                 "StatsKeys", "STUN", "SystemSupport", "TurnClientKit"]),
         // The benchmark side. BenchSupport: CPU placement and the machine a figure was taken on,
         // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
