@@ -41,13 +41,14 @@ let package = Package(
         // The one way both executables cut their command line into options (`--flag value`,
         // `--flag=value`, switches); what each flag means is the executable's own table. A leaf.
         .target(name: "OptionTokens"),
-        // How a JSON string and number are written, once for the relay's API (RelayHTTP) and the
-        // load generator's results (LoadGen). A leaf, no Foundation.
-        .target(name: "JSONWriting"),
+        // JSON's syntax written once: how a string and a number are written, for the relay's API
+        // (RelayHTTP) and the load generator's results (LoadGen), and the duplicate-key check
+        // the API's bodies and the config file both pass. A leaf, no Foundation.
+        .target(name: "JSONSyntax"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
-        .target(name: "RelayHTTP", dependencies: ["JSONWriting", "NetAddress", "SystemSupport"]),
+        .target(name: "RelayHTTP", dependencies: ["JSONSyntax", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
         // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
         // has its own TLS client, an outside check).
@@ -69,7 +70,7 @@ let package = Package(
         .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
         // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
         // the generator's options.
-        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONWriting", "NetAddress", "OptionTokens", "RelayObservation",
+        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONSyntax", "NetAddress", "OptionTokens", "RelayObservation",
                                                 "StatsKeys", "STUN", "SystemSupport", "TurnClientKit"]),
         // The benchmark side. BenchSupport: CPU placement and the machine a figure was taken on,
         // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
@@ -79,7 +80,7 @@ let package = Package(
                 path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
+            dependencies: ["DatagramEngine", "JSONSyntax", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
@@ -102,7 +103,7 @@ let package = Package(
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "OptionTokensTests", dependencies: ["OptionTokens"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
-        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
+        .testTarget(name: "RelayHTTPTests", dependencies: ["JSONSyntax", "RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
                                                      "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),

@@ -1,4 +1,4 @@
-import JSONWriting
+import JSONSyntax
 
 /// A JSON value written in a fixed key order, so results diff cleanly between runs.
 /// Non-finite numbers are written as `null` (JSON has no NaN), e.g. a per-packet figure of a

@@ -1,5 +1,5 @@
 import Foundation
-import JSONWriting
+import JSONSyntax
 
 /// Compact JSON text for the API's responses: objects with their keys sorted (stable output
 /// for tests and diffs), "/" left unescaped, no whitespace.

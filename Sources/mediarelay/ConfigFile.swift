@@ -1,5 +1,5 @@
 import Foundation
-import RelayHTTP
+import JSONSyntax
 
 /// The JSON config file given with `--config FILE`: one object whose keys are the options'
 /// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers and fractions are

@@ -4,7 +4,7 @@
 /// others in Swift's shortest form that reads back to the same Double). The relay's API
 /// (RelayHTTP's JSONText, keys sorted) and the load generator's results (LoadGen's JSONValue,
 /// keys in a fixed order) differ in how they order an object, never in how a value is written.
-/// A leaf: no imports, no Foundation.
+/// In JSONSyntax, a leaf: no imports, no Foundation.
 public enum JSONWriting {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
