@@ -8,7 +8,7 @@ import SystemSupport
 /// After `receive(from:)` returns n, messages 0..<n are valid until the next call; the
 /// accessors read them in place without copying.
 package final class ReceiveBatch {
-    package static let controlSize = 64
+    static let controlSize = 64
     package let capacity: Int
     package let bufferSize: Int
     private let buffers: UnsafeMutableRawPointer

@@ -108,7 +108,7 @@ public struct HTTPClient: Sendable {
 
 extension StringProtocol {
     /// Trims the given characters from both ends (Foundation-free).
-    package func trimmed(of set: String) -> String {
+    func trimmed(of set: String) -> String {
         let chars = Set(set)
         var s = Substring(self)
         while let f = s.first, chars.contains(f) { s = s.dropFirst() }

@@ -1,6 +1,6 @@
 /// Parses the answer bytes: status line, headers, then a body delimited by Content-Length,
 /// chunked encoding, or the end of the connection.
-package enum HTTPResponseParser {
+enum HTTPResponseParser {
     /// A response when `bytes` already holds all of it, else nil (keep reading).
     package static func complete(_ bytes: [UInt8]) -> HTTPClientResponse? { parse(bytes, atEOF: false) }
 

@@ -6,7 +6,7 @@ extension RelayControl {
     /// Requests in flight at once when creating or deleting many sessions: the relay's API
     /// answers one connection at a time, but overlapping our connect/send with its work
     /// roughly halves the time 2,000 sessions take.
-    package static let parallelRequests = 4
+    static let parallelRequests = 4
 
     /// Creates `count` two-leg sessions with `fields` (see `createSession`), several requests at
     /// a time. Returns every session created, even when one request failed (so the caller can

@@ -16,7 +16,7 @@ import NetAddress
 package final class SocketTLSContext: @unchecked Sendable {
     private let context: OpaquePointer
     /// Whether the server's certificate is checked (a CA file was given).
-    package let verifies: Bool
+    let verifies: Bool
 
     /// ALPN's wire form: one length-prefixed protocol name.
     private static let alpn: [UInt8] = [9] + Array("stun.turn".utf8)
@@ -76,7 +76,7 @@ package final class SocketTLSContext: @unchecked Sendable {
 
     /// Why a handshake failed: the certificate check's verdict when that was it, else the
     /// library's error queue (emptied), else `fallback`.
-    package static func handshakeFailure(_ ssl: OpaquePointer, fallback: String) -> String {
+    static func handshakeFailure(_ ssl: OpaquePointer, fallback: String) -> String {
         let verdict = SSL_get_verify_result(ssl)
         if verdict != X509_V_OK {
             ERR_clear_error()
@@ -87,7 +87,7 @@ package final class SocketTLSContext: @unchecked Sendable {
     }
 
     /// The calling thread's OpenSSL errors as text, oldest first; the queue is empty afterwards.
-    package static func errorQueueText() -> String {
+    static func errorQueueText() -> String {
         var texts: [String] = []
         var buffer = [CChar](repeating: 0, count: 256)
         while case let code = ERR_get_error(), code != 0 {

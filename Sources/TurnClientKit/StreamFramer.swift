@@ -18,7 +18,7 @@ package enum FramedMessage {
 /// framing error, as is anything `StreamFrame` refuses.
 /// Owned by one thread at a time (the control thread before and after a run, the receiving
 /// thread during it).
-package final class StreamFramer {
+final class StreamFramer {
     /// The largest message, padding included, that fits.
     package let capacity: Int
     private let buffer: UnsafeMutableRawPointer
@@ -41,13 +41,13 @@ package final class StreamFramer {
     }
 
     /// Takes `count` bytes just written into `space`.
-    package func didRead(_ count: Int) {
+    func didRead(_ count: Int) {
         precondition(count >= 0 && end + count <= capacity, "read past the framer's space")
         end += count
     }
 
     /// Bytes read and not yet handed out as messages.
-    package var buffered: Int { end - start }
+    var buffered: Int { end - start }
 
     /// The next whole message, nil when only part of one (or nothing) is buffered; throws
     /// `malformed` on bytes that cannot start a message.
@@ -82,7 +82,7 @@ package final class StreamFramer {
     }
 
     /// Moves the partial message at the end to the front of the buffer.
-    package func compact() {
+    func compact() {
         if start == end {
             start = 0
             end = 0
@@ -95,7 +95,7 @@ package final class StreamFramer {
 }
 
 /// A byte stream that is not TURN's framing: the connection cannot go on.
-package enum StreamFramingError: Error, Equatable {
+enum StreamFramingError: Error, Equatable {
     case malformed(String)
 
     package var reason: String {

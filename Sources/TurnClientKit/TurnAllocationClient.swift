@@ -99,7 +99,7 @@ package final class TurnAllocationClient {
     package var failure: String? { connection?.failure }
 
     /// Whether the client's connection has failed (a cheap check, no lock).
-    package var hasFailed: Bool { connection?.isFailed ?? false }
+    var hasFailed: Bool { connection?.isFailed ?? false }
 
     /// Sends one request to the server. A request the kernel refuses over UDP is lost like one
     /// the network drops (the transaction retransmits); over a stream it fails the client.
@@ -166,7 +166,7 @@ package final class TurnAllocationClient {
 
     /// Learns REALM, NONCE and PASSWORD-ALGORITHMS from a 401 or 438 answer, so the request can
     /// be sent again signed. False when the answer carries no usable challenge.
-    package func learn(challenge: StunMessage) -> Bool {
+    func learn(challenge: StunMessage) -> Bool {
         guard let newRealm = try? challenge.text(.realm), let newNonce = try? challenge.text(.nonce) else { return false }
         var offered: [UInt8]?
         var chosen = PasswordAlgorithm.md5

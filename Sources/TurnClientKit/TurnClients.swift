@@ -51,7 +51,7 @@ package final class TurnClients {
     package static let permissionLifetime: UInt32 = 300
     /// The allocation lifetime the clients ask for (`--turn-lifetime`); the server may grant
     /// another, and refreshes follow what it granted.
-    package let requestedLifetime: UInt32
+    let requestedLifetime: UInt32
 
     package let server: SocketAddress
     package let settings: TurnClientSettings
@@ -60,9 +60,9 @@ package final class TurnClients {
     package let peer: TrafficSocket?
     /// Where the clients' data goes: the own peer socket's address, or the echo peer (with
     /// `--turn-peers each` the first client's; each client's own is `TurnAllocationClient.peer`).
-    package let peerAddress: SocketAddress
+    let peerAddress: SocketAddress
     /// Refresh every this many ns instead of following the granted lifetimes (`--turn-refresh`).
-    package let refreshEvery: UInt64?
+    let refreshEvery: UInt64?
     private var allocated: [TurnAllocationClient] = []
     private var lastRefresh: UInt64 = 0
     /// Refresh rounds done during the run, and those in which some client failed.
@@ -209,7 +209,7 @@ package final class TurnClients {
 
     /// Half of the shortest lifetime among allocation and permission, or a minute before it
     /// ends for long ones: late enough to be rare, early enough to survive a lost answer.
-    package var refreshInterval: UInt64 {
+    var refreshInterval: UInt64 {
         if let refreshEvery { return refreshEvery }
         let span = UInt64(min(allocated.map(\.lifetime).min() ?? requestedLifetime, Self.permissionLifetime))
         return (span > 120 ? span - 60 : max(1, span / 2)) * 1_000_000_000

@@ -8,9 +8,9 @@ import SystemSupport
 /// way at a time so that the server's accept queue and its handshake CPU are not flooded.
 /// Each connection either opens within `timeoutNs` or fails with a reason a user can act on.
 /// Control path: set-up, and a client following a 300 Try Alternate.
-package struct TurnConnector: Sendable {
+struct TurnConnector: Sendable {
     /// What every connection of a run shares.
-    package struct Target: Sendable {
+    struct Target: Sendable {
         let server: SocketAddress
         /// The host as the user named the server (TLS: SNI and the certificate's name).
         let host: String
@@ -22,8 +22,8 @@ package struct TurnConnector: Sendable {
         var transportName: String { tls == nil ? "TCP" : "TLS" }
     }
 
-    package static let inFlight = 128
-    package static let timeoutNs: UInt64 = 10_000_000_000
+    static let inFlight = 128
+    static let timeoutNs: UInt64 = 10_000_000_000
 
     package let target: Target
 
@@ -79,7 +79,7 @@ package struct TurnConnector: Sendable {
     }
 
     /// Opens one connection (a client following a redirect), waiting for it.
-    package func openOne() -> Result<TurnStreamConnection, LoadError> { open(1)[0] }
+    func openOne() -> Result<TurnStreamConnection, LoadError> { open(1)[0] }
 
     private var what: String { "TURN over \(target.transportName) to \(target.server)" }
 

@@ -20,7 +20,7 @@ public enum TurnCredential: Sendable, Equatable {
 
     /// The username and password to use; a REST username is valid until `expiry` (Unix
     /// seconds), which must outlast the run and its refreshes.
-    package func login(validUntil expiry: UInt64) -> (username: String, password: String) {
+    func login(validUntil expiry: UInt64) -> (username: String, password: String) {
         switch self {
         case .user(let name, let password):
             return (name, password)

@@ -11,7 +11,7 @@ import STUN
 package struct TurnFraming: Sendable {
     /// The longest header a Send indication has: 20 bytes, XOR-PEER-ADDRESS of an IPv6 peer
     /// (4 + 20), DATA's own 4.
-    package static let indicationCapacity = 48
+    static let indicationCapacity = 48
     /// Bytes framing adds to a payload at most: that header and 3 of padding.
     package static let maxOverhead = indicationCapacity + 3
 
@@ -20,7 +20,7 @@ package struct TurnFraming: Sendable {
     /// The channel of ChannelData framing; 0 otherwise.
     package let channel: UInt16
     /// The length of the Send indication's header in `indication`; 0 when not a Send indication.
-    package let indicationLength: Int
+    let indicationLength: Int
     private var indication = InlineArray<48, UInt8>(repeating: 0)
 
     private init(channel: UInt16, indicationLength: Int) {

@@ -10,7 +10,7 @@ public enum TurnPeers: String, Sendable, CaseIterable {
 
     /// Peer addresses per /24 in `each`: the fourth octet walks 250 values, so from x.y.z.1 it
     /// never reaches .0 or .255.
-    package static let perBlock = 250
+    static let perBlock = 250
 
     /// The peer of each of `count` clients, in client order. `shared`: `first` for all. `each`:
     /// client i's is `first` (IPv4 A.B.C.D, --turn-peer's address) moved to

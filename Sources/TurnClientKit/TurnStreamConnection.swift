@@ -30,7 +30,7 @@ package final class TurnStreamConnection: @unchecked Sendable {
     /// nil for TCP; with TLS, used only under `output`'s lock.
     private let ssl: OpaquePointer?
     /// The reader's side; one thread at a time (see above).
-    package let framer: StreamFramer
+    let framer: StreamFramer
     private let buffer: UnsafeMutableRawPointer
     package let outputCapacity: Int
     /// Bytes `start..<end` of `buffer` are written by the caller and not yet taken by the
@@ -46,7 +46,7 @@ package final class TurnStreamConnection: @unchecked Sendable {
 
     /// Reads per `receive` call before giving other connections their turn (TLS goes on while
     /// the library holds decrypted bytes that poll cannot see).
-    package static let readsPerTurn = 16
+    static let readsPerTurn = 16
 
     /// Takes ownership of `fd`, a connected non-blocking TCP socket, and of `ssl`, a session
     /// whose handshake on it is done.
@@ -74,7 +74,7 @@ package final class TurnStreamConnection: @unchecked Sendable {
         buffer.deallocate()
     }
 
-    package var isFailed: Bool { failed.load(ordering: .acquiring) }
+    var isFailed: Bool { failed.load(ordering: .acquiring) }
 
     /// Why the connection failed, nil while it works.
     package var failure: String? { reason.withLock { $0 } }

@@ -11,9 +11,9 @@ import SystemSupport
 /// long-term credential dance (a 401 or 438 teaches the client the realm and a fresh nonce,
 /// and the request goes again, signed), and one 300 Try Alternate followed for an Allocate (the
 /// request starts over at the ALTERNATE-SERVER). Control path: set-up, refreshes and release.
-package struct TurnTransactions {
+struct TurnTransactions {
     /// Where the answers come from.
-    package enum Answers {
+    enum Answers {
         /// Read from the clients' sockets (nobody else reads them then).
         case sockets
         /// Handed over by the receiving thread, which owns the sockets during the run.
@@ -22,18 +22,18 @@ package struct TurnTransactions {
 
     /// Loopback and LAN answers come in well under this; the doubling (250, 500, 1000, 2000,
     /// 2000, 2000 ms) still gives a lossy path close to 8 s before a transaction is given up.
-    package static let firstTimeoutNs: UInt64 = 250_000_000
-    package static let maxTimeoutNs: UInt64 = 2_000_000_000
+    static let firstTimeoutNs: UInt64 = 250_000_000
+    static let maxTimeoutNs: UInt64 = 2_000_000_000
     package static let attempts = 6
     /// Transactions in flight at once: thousands of Allocates in one burst would overflow the
     /// server's socket buffer and turn into retransmissions.
-    package static let inFlight = 128
+    static let inFlight = 128
     /// Signed retries after a 401 or 438 (the first 401 is expected; a second means stale).
-    package static let challengeRetries = 3
+    static let challengeRetries = 3
 
     package let answers: Answers
     /// Stop starting new transactions on Ctrl-C (set-up); release ignores it.
-    package let interruptible: Bool
+    let interruptible: Bool
 
     private struct Pending {
         var client: Int
