@@ -16,6 +16,7 @@ import SystemSupport
 /// whichever of `isRunning`, `waitForExit`, `stop` or deinit sees it gone first; deinit kills
 /// a child still running, so a test that fails half-way leaves no relay behind.
 public final class ServerProcess: Sendable {
+    /// Which server: the relay executable, or the C reference forwarder.
     public enum Kind: Sendable {
         case relay
         case reference

@@ -21,6 +21,7 @@ public final class StreamTurnClient {
     public let username: String
     public let password: String
 
+    /// How `write` cuts what it sends into TCP segments (or TLS records).
     public enum Segments: Sendable {
         /// One send of everything.
         case whole
@@ -247,6 +248,7 @@ public func paddedChannelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] 
     return message + [UInt8](repeating: 0, count: (4 - message.count % 4) % 4)
 }
 
+/// Why the client could not connect, finish a handshake, or hear the relay in time.
 public struct StreamClientError: Error, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
