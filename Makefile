@@ -6,6 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
 # (libcrypto for STUN/TURN credentials, libssl for TURN over TLS). Each is installed when its header is absent.
+# libbpf-dev too, for the kernel fast path (below).
 # A C compiler builds the reference forwarder (bench/reference), in make bench/demo and in a test.
 deps:
 	@if [ ! -f /usr/include/liburing.h ]; then \
@@ -19,6 +20,12 @@ deps:
 	@if ! command -v cc >/dev/null; then \
 		echo "make: installing gcc (builds the C reference forwarder)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gcc; \
+	fi
+	@# The kernel fast path (FastPath): libbpf loads its BPF program, which the toolchain's clang
+	@# compiles during swift build against libbpf's BPF headers (bpf_helpers.h).
+	@if [ ! -f /usr/include/bpf/libbpf.h ] || [ ! -f /usr/include/bpf/bpf_helpers.h ]; then \
+		echo "make: installing libbpf-dev (the kernel fast path's loader and BPF headers)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libbpf-dev; \
 	fi
 
 build: deps
@@ -79,6 +86,13 @@ test-deps:
 		echo "make: installing iproute2 and ethtool for the GRO test through veth"; \
 		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq iproute2 ethtool) || \
 			{ echo "make: ERROR: could not install iproute2/ethtool; GROVethTests needs them" >&2; exit 1; }; \
+	fi
+
+	@# bpftool: FastPathTests list the BPF programs loaded when one of theirs is meant to be gone.
+	@if ! command -v bpftool >/dev/null; then \
+		echo "make: installing bpftool for the fast path tests"; \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq bpftool) || \
+			{ echo "make: ERROR: could not install bpftool; FastPathTests need it (apt-get install bpftool)" >&2; exit 1; }; \
 	fi
 
 test: deps test-deps

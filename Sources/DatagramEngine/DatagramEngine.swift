@@ -39,7 +39,6 @@ public final class DatagramEngine {
     /// is @usableFromInline for `enqueue` only: it stays this object's, never handed out.)
     @usableFromInline let outgoing: UnsafeMutablePointer<OutgoingDatagram>
     @usableFromInline let sendCapacity: Int
-    /// Per datagram, on the engine's thread only: no dynamic exclusivity check (see EngineState).
     @usableFromInline @exclusivity(unchecked) var outgoingCount = 0
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) throws(SystemCallError) {
@@ -177,7 +176,7 @@ public final class DatagramEngine {
             sockets.removeAll { id in
                 guard let index = streams.index(of: id) else { return false }
                 setOwner(id, .unowned)
-                streams.close(index, keepingOutput: false)
+                if streams[index].phase == .open { streams.close(index, keepingOutput: false) }
                 return true
             }
         }
@@ -230,12 +229,22 @@ public final class DatagramEngine {
 
     /// Copies `bytes` into `stream`'s output, whole, to be sent from the next `flush` on, in
     /// order after what was written before. Returns false, taking nothing, when that would
-    /// leave more than the high water mark pending (or the stream is closing): the caller drops
-    /// the message and counts it, and may wait for a `writable` event. `bytes` are the
-    /// caller's again as soon as this returns.
-    public func write(_ stream: SocketID, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// leave more than the high water mark pending, or more than `pendingAtMost` (an owner's
+    /// lower bound for some of its messages), or the stream is closing: the caller drops the
+    /// message and counts it, and may wait for a `writable` event. `bytes` are the caller's
+    /// again as soon as this returns.
+    public func write(_ stream: SocketID, _ bytes: UnsafeRawBufferPointer, pendingAtMost: Int = .max) -> Bool {
         guard let streams = state.streams, let index = streams.index(of: stream) else { return false }
-        return streams.write(index, bytes)
+        return streams.write(index, bytes, limit: min(pendingAtMost, configuration.streamHighWater))
+    }
+
+    /// Asks for a `writable` event on `stream` once at most `pendingAtMost` bytes of its
+    /// output are pending (in the next turn's events when that is so already): for an owner
+    /// that stops reading a stream's input until it has room for an answer. (A refused `write`
+    /// asks for one below the low water mark by itself.)
+    public func notifyWritable(_ stream: SocketID, pendingAtMost: Int) {
+        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        streams.notifyWritable(index, pendingAtMost: pendingAtMost)
     }
 
     /// Bytes written to `stream` and not yet taken by the kernel.
@@ -249,15 +258,17 @@ public final class DatagramEngine {
     /// when it has none, else the close reports `timeout`. Not keeping it, the stream closes at
     /// the next turn and its pending output is dropped. Either way `closed(.byOwner)` follows in
     /// a later turn, and only then is the stream's entry free; writes are refused meanwhile.
+    /// Closing a stream that is closing already (by its owner, its peer or its deadline) does
+    /// nothing: the first end stands.
     public func close(_ stream: SocketID, keepingOutput: Bool = true) {
-        guard let streams = state.streams, let index = streams.index(of: stream) else { return }
+        guard let streams = state.streams, let index = streams.index(of: stream), streams[index].phase == .open else { return }
         streams.close(index, keepingOutput: keepingOutput)
     }
 
     /// Sets `stream`'s deadline, in nanoseconds of `MonotonicClock` (nil for none). When it
     /// passes, the engine closes the stream and reports `closed(.timeout)`; an owner that wants
     /// an idle timeout moves it forward on each `data` event. Checked once per turn, and a
-    /// turn's wait ends by the nearest deadline.
+    /// turn's wait ends by the nearest deadline. A stream that is closing already has none.
     public func setDeadline(_ stream: SocketID, _ nanoseconds: UInt64?) {
         guard let streams = state.streams, let index = streams.index(of: stream) else { return }
         streams.setDeadline(index, nanoseconds ?? .max)

@@ -38,6 +38,15 @@ public struct EngineConfiguration: Sendable {
     public var streamInputBytes = 16 << 10
     /// Each stream's output ring: bytes written and not yet taken by the kernel.
     public var streamOutputBytes = 64 << 10
+    /// SO_SNDBUF of every accepted stream (the kernel doubles it for its bookkeeping and
+    /// holds at most that much of the stream's output, sent or not yet acknowledged), so what
+    /// a peer that does not read pins is this ring plus a known kernel buffer; 0 leaves the
+    /// kernel's autotuning (tcp_wmem), which lets megabytes wait per connection.
+    public var streamSendBufferBytes = 0
+    /// SO_RCVBUF of every accepted stream, likewise: what a peer may have waiting in the
+    /// kernel while its owner does not read it (a full input, or an owner waiting for room to
+    /// answer); 0 leaves the kernel's autotuning (tcp_rmem), which grows with a fast sender.
+    public var streamReceiveBufferBytes = 0
     /// A `write` that would leave more than this many bytes pending is refused (the caller
     /// drops the message and counts it); at most `streamOutputBytes`.
     public var streamHighWater = 64 << 10

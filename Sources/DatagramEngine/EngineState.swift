@@ -8,9 +8,6 @@ import SystemSupport
 @usableFromInline final class EngineState {
     let configuration: EngineConfiguration
     let table = SocketTable()
-    // The counters and the turn's count are touched per datagram by this engine's thread only,
-    // never while another access to them is open: the dynamic exclusivity check
-    // (swift_beginAccess, about 80 instructions a time) buys nothing here.
     @usableFromInline @exclusivity(unchecked) var counters = EngineCounters()
     /// The latest datagram dropped as longer than `maxDatagramSize`: two plain stores on a
     /// path that drops the datagram anyway.

@@ -60,3 +60,10 @@ public struct DropCounts: Sendable {
         counts.add(other.counts)
     }
 }
+
+extension DropCounts {
+    /// The reasons that counted something, by their stats names, in `DropReason` order.
+    var nonZero: [(reason: String, count: UInt64)] {
+        DropReason.allCases.compactMap { self[$0] > 0 ? (reason: $0.name, count: self[$0]) : nil }
+    }
+}

@@ -37,6 +37,9 @@ public struct RelaySettings: Sendable {
     public var backlogThresholds = BacklogThresholds()
     /// The relay-wide egress cap (--egress-rate); nil: none.
     public var egress: EgressBucket?
+    /// Where each worker hands the record of every allocation, session and forward-rule client
+    /// that ends (on its own thread); nil: no accounting.
+    public var accounting: AccountingSink?
 
     public init(ports: ClosedRange<UInt16>, relayAddress: Endpoint = Endpoint(ipv4: 0, port: 0),
                 advertiseAddress: Endpoint = Endpoint(ipv4: 0x7F00_0001, port: 0)) {

@@ -43,6 +43,9 @@ final class Worker {
         } else {
             turnTable = nil
         }
+        forwardRules.accounting = settings.accounting
+        sessions.accounting = settings.accounting
+        turnTable?.accounting = settings.accounting
         try forwardRules.openListeners(ruleShares)
         if turnTable != nil {
             for address in settings.turnListeners {

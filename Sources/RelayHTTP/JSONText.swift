@@ -14,7 +14,8 @@ import JSONSyntax
 /// anything else and for a non-finite number, which JSON cannot carry, so the caller answers
 /// 500 instead of sending invalid JSON. Keys are sorted by
 /// Unicode scalar values (byte order for the ASCII keys the API has). Strings and numbers are
-/// written by JSONWriting, the package's one way to write a JSON value. Nesting is bounded (`maximumDepth`) so a value that contains itself
+/// written by JSONWriting, the package's one way to write a JSON value (the executable's log
+/// lines use it too). Nesting is bounded (`maximumDepth`) so a value that contains itself
 /// cannot recurse without end.
 enum JSONText {
     static let maximumDepth = 64

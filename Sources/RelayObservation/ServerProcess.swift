@@ -198,7 +198,7 @@ public final class ServerProcess: Sendable {
     /// The `HOST:PORT` after `http listening on ` (or another marker), if the line has it.
     public static func listeningAddress(in line: String, marker: String = "http listening on ") -> String? {
         guard let range = line.range(of: marker) else { return nil }
-        let rest = line[range.upperBound...].prefix { !$0.isWhitespace }
+        let rest = line[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }
         return rest.isEmpty ? nil : String(rest)
     }
 

@@ -59,7 +59,7 @@ extension OptionKey {
     /// the next start. Exhaustive on purpose: a new key (TURN users, say) must choose.
     var isReloadable: Bool {
         switch self {
-        case .controlToken, .logLevel, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
+        case .controlToken, .logLevel, .logFormat, .dscp, .serviceClass, .ecn, .ecnMarking, .drainSeconds, .readyThreshold, .idleTimeout,
             .maxClients, .maxSessions, .turnMaxChannels, .turnUnauthenticatedRate, .turnAlternate, .turnAlternateDomain:
             true
         // The certificate is read again on every SIGHUP (a certbot renewal), from these paths.
@@ -80,7 +80,7 @@ extension OptionKey {
             false
         // The TURN server reads these at start; users and secrets may become reloadable once
         // it can swap them in (the two quotas above are atomics in TurnShared).
-        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnAllowedPeer, .turnDeniedPeer,
+        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
         }
@@ -110,6 +110,7 @@ extension OptionKey {
         case .ecnBacklogL4SThreshold: String(options.ecnBacklogL4SThreshold)
         case .ecnBacklogClassicThreshold: String(options.ecnBacklogClassicThreshold)
         case .logLevel: options.logLevel.rawValue
+        case .logFormat: options.logFormat.rawValue
         case .drainSeconds: String(options.drainSeconds)
         case .readyThreshold: String(options.readyThreshold)
         case .idleTimeout: String(options.idleTimeoutSeconds)
@@ -124,6 +125,7 @@ extension OptionKey {
         case .turnUser: options.turnUsers.map { "\($0.name):\($0.password)" }.joined(separator: "\n")
         case .turnUsersFile: options.turnUsersFile ?? ""
         case .turnSecret: options.turnSecrets.joined(separator: "\n")
+        case .turnNonceSecret: options.turnNonceSecrets.joined(separator: "\n")
         case .turnAllowedPeer: options.turnAllowedPeers.map(\.text).joined(separator: ",")
         case .turnDeniedPeer: options.turnDeniedPeers.map(\.text).joined(separator: ",")
         case .turnMaxAllocations: String(options.turnMaxAllocations)
@@ -150,6 +152,7 @@ extension ServerOptions {
         var next = self
         next.controlToken = new.controlToken
         next.logLevel = new.logLevel
+        next.logFormat = new.logFormat
         next.dscp = new.dscp
         next.serviceClass = new.serviceClass
         next.ecn = new.ecn

@@ -67,7 +67,9 @@ enum HelpText {
             "Fleet:",
             "  With --turn-alternate, a new Allocate this relay would refuse for capacity (--turn-max-allocations,",
             "  no relayed port) or gets while draining is answered 300 Try Alternate, signed, naming the next",
-            "  alternate of the client's family (ALTERNATE-SERVER); without one, 508 as before (served while",
+            "  alternate of the client's family (ALTERNATE-SERVER) with REALM and a NONCE the siblings accept when",
+            "  they share the nonce key (--turn-nonce-secret, else --turn-secret): a browser signs its Allocate to",
+            "  the alternate with them and never retries a 438. Without an alternate, 508 as before (served while",
             "  draining). A per-user quota stays 486. GET /readyz: 200 while taking new work, 503 while draining",
             "  or once allocations, sessions or ports reach --ready-threshold; /healthz stays liveness (503 only",
             "  while draining).",
@@ -85,13 +87,14 @@ enum HelpText {
             let configuration = EngineConfiguration(gro: gro, maxDatagramSize: size)
             return "\(configuration.uringBufferCount) x \(configuration.uringBufferSize) B = \(mebibytes(configuration.receiveBufferBytes(.uring)))"
         }
-        let defaults = EngineConfiguration(batchSize: 64, maxDatagramSize: ServerOptions.defaultMaxDatagramSize)
+        let options = ServerOptions()
+        let defaults = EngineConfiguration(batchSize: options.batchSize, maxDatagramSize: options.maxDatagramSize)
         var withoutGRO = defaults
         withoutGRO.gro = false
         return [
             "Receive buffers per worker (all its datagram memory; forwarding borrows them, never copies):",
-            "  uring with --gro on: \(uring(ServerOptions.defaultMaxDatagramSize, gro: true)) (a buffer takes a whole GRO burst)",
-            "  uring with --gro off: \(uring(ServerOptions.defaultMaxDatagramSize)) at the default --max-datagram-size; larger sizes get",
+            "  uring with --gro on: \(uring(options.maxDatagramSize, gro: true)) (a buffer takes a whole GRO burst)",
+            "  uring with --gro off: \(uring(options.maxDatagramSize)) at the default --max-datagram-size; larger sizes get",
             "    fewer buffers, at most \(mebibytes(defaults.uringBufferBytes)) unless two batches need more (65507: \(uring(65_507)))",
             "  mmsg: --batch-size x 64 KiB with --gro on (a buffer takes a whole GRO burst) = \(mebibytes(defaults.receiveBufferBytes(.mmsg)))",
             "    at the defaults; perpacket, and mmsg with --gro off: --batch-size x --max-datagram-size = \(mebibytes(withoutGRO.receiveBufferBytes(.mmsg)))",

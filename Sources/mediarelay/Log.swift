@@ -2,20 +2,28 @@ import Glibc
 import Synchronization
 import SystemSupport
 
-/// Lifecycle log lines on stderr, one per event, `mediarelay[LEVEL] message`. Never per packet.
+/// Log lines, one per event, never per packet: lifecycle lines on stderr and the accounting
+/// record of each allocation, session and forward-rule client that ends. `--log-format` says
+/// how (`LogLine`): `mediarelay[LEVEL] message key=value...`, or one JSON object per line.
 ///
-/// Contract: copies share one level, so a reload that changes it (`setLevel`) takes effect for
-/// every thread that logs.
+/// Contract: copies share one level and one format, so a reload that changes them (`setLevel`,
+/// `setFormat`) takes effect for every thread that logs, workers included.
 struct Log: Sendable {
-    private let threshold: LevelBox
+    private let state: State
 
-    init(level: LogLevel) {
-        threshold = LevelBox(rank: Log.rank(level))
+    init(level: LogLevel, format: LogFormat = .text) {
+        state = State(rank: Log.rank(level), json: format == .json)
     }
 
     func setLevel(_ level: LogLevel) {
-        threshold.rank.store(Log.rank(level), ordering: .relaxed)
+        state.rank.store(Log.rank(level), ordering: .relaxed)
     }
+
+    func setFormat(_ format: LogFormat) {
+        state.json.store(format == .json, ordering: .relaxed)
+    }
+
+    var format: LogFormat { state.json.load(ordering: .relaxed) ? .json : .text }
 
     private static func rank(_ level: LogLevel) -> Int {
         switch level {
@@ -27,28 +35,46 @@ struct Log: Sendable {
     }
 
     func write(_ level: LogLevel, _ message: String) {
-        guard Log.rank(level) >= threshold.rank.load(ordering: .relaxed) else { return }
-        Log.emit("mediarelay[\(level.rawValue)] \(message)\n")
+        guard Log.rank(level) >= state.rank.load(ordering: .relaxed) else { return }
+        line(level, message, [])
     }
 
     func info(_ message: String) { write(.info, message) }
 
     /// Written at every level: the line that says where the server listens, which tools
     /// (and people) wait for.
-    func always(_ message: String) { Log.emit("mediarelay[info] \(message)\n") }
+    func always(_ message: String) { line(.info, message, []) }
     func warning(_ message: String) { write(.warning, message) }
     func error(_ message: String) { write(.error, message) }
 
-    /// One write(2) per line (through the gate, so a signal cannot cut it): lines from
-    /// different threads never interleave.
-    static func emit(_ line: String) {
-        var bytes = Array(line.utf8)
-        SystemCall.ignoringFailure { Glibc.write(2, &bytes, bytes.count) }
+    /// A record (an accounting line): written at every level, since it is what an operator
+    /// bills or answers an abuse report from, not chatter.
+    func record(_ message: String, _ fields: [LogField]) { line(.info, message, fields) }
+
+    private func line(_ level: LogLevel, _ message: String, _ fields: [LogField]) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let nanoseconds = UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+        Log.emit(LogLine.render(format, level: level.rawValue, message: message, fields: fields, timeNanoseconds: nanoseconds))
     }
 
-    /// An atomic needs a stable address: it lives in a class the copies share.
-    private final class LevelBox: Sendable {
+    /// One write(2) per line (through the gate, so a signal cannot cut it): lines from
+    /// different threads never interleave.
+    static func emit(_ line: String) { emit(Array(line.utf8)) }
+
+    static func emit(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            SystemCall.ignoringFailure { Glibc.write(2, buffer.baseAddress, buffer.count) }
+        }
+    }
+
+    /// Atomics need a stable address: they live in a class the copies share.
+    private final class State: Sendable {
         let rank: Atomic<Int>
-        init(rank: Int) { self.rank = Atomic(rank) }
+        let json: Atomic<Bool>
+        init(rank: Int, json: Bool) {
+            self.rank = Atomic(rank)
+            self.json = Atomic(json)
+        }
     }
 }

@@ -5,19 +5,15 @@ import Glibc
 
 /// Everything the server needs to start, after flags, the config file and the environment
 /// have been merged and checked. Build one with `ServerOptions.parse`; the defaults here are the
-/// contract's defaults.
+/// contract's defaults, written only here (the help text reads them from `ServerOptions()`).
 struct ServerOptions: Equatable, Sendable {
     /// The version the server reports in `--version`, /metrics `mediarelay_info` and logs.
     static let version = "0.1.0"
     static let tokenEnvironmentVariable = "MEDIARELAY_CONTROL_TOKEN"
     /// Each rule costs a listener socket per worker; more than this is a generated config gone wrong.
     static let maxForwardRules = 256
-    /// Jumbo frames (9,000 bytes) pass by default; larger needs --max-datagram-size.
-    static let defaultMaxDatagramSize = 9000
-    /// Backlog marking is off unless asked for: its receive timestamps cost about 3% more CPU
-    /// per datagram on mmsg (1-2% on perpacket, within the noise on uring), over the 2% that a
-    /// default may cost (bench/README.md, "Receive timestamps").
-    static let defaultECNBacklog = false
+    /// What `advertiseAddress` becomes when the relay address is a wildcard and none is given.
+    static let wildcardAdvertiseAddress = "127.0.0.1"
 
     /// Cores online now, clamped to the accepted worker range.
     static var onlineCores: Int {
@@ -36,7 +32,7 @@ struct ServerOptions: Equatable, Sendable {
     var relayAddress = "0.0.0.0"
     /// Resolved by `parse`: 127.0.0.1 when `relayAddress` is a wildcard, else `relayAddress`,
     /// unless given explicitly.
-    var advertiseAddress = "127.0.0.1"
+    var advertiseAddress = ServerOptions.wildcardAdvertiseAddress
     var http = HostPort(host: "127.0.0.1", port: 9480)
     var controlToken: String? = nil
     var dscp: DSCPPolicy = .mirror
@@ -47,14 +43,17 @@ struct ServerOptions: Equatable, Sendable {
     /// Percent of a limit's burst in use where ECT(1), then ECT(0), may start to be marked.
     var ecnL4SThreshold = ECNThresholds.defaultL4SPercent
     var ecnClassicThreshold = ECNThresholds.defaultClassicPercent
-    /// Receive timestamps and marking by a datagram's wait in a worker's socket queue.
-    var ecnBacklog = ServerOptions.defaultECNBacklog
+    /// Receive timestamps and marking by a datagram's wait in a worker's socket queue. Off
+    /// unless asked for: the timestamps cost more CPU per datagram on mmsg and perpacket than a
+    /// default may cost (bench/README.md, "Receive timestamps").
+    var ecnBacklog = false
     /// Microseconds of that wait past which ECT(1), then ECT(0), is marked.
     var ecnBacklogL4SThreshold = BacklogThresholds.defaultL4SMicroseconds
     var ecnBacklogClassicThreshold = BacklogThresholds.defaultClassicMicroseconds
     /// Bytes per second the relay sends in all; 0: no cap.
     var egressRate = 0
     var logLevel: LogLevel = .info
+    var logFormat: LogFormat = .text
     var drainSeconds = 0
     /// /readyz says 503 once any capacity in use reaches this fraction of its total.
     var readyThreshold = 0.9
@@ -62,7 +61,8 @@ struct ServerOptions: Equatable, Sendable {
     var maxClients = 10000
     var maxSessions = 10000
     var batchSize = 64
-    var maxDatagramSize = ServerOptions.defaultMaxDatagramSize
+    /// Jumbo frames pass by default; larger needs --max-datagram-size.
+    var maxDatagramSize = 9000
 
     // TURN (RFC 8656): parsed here, served by the relay's TURN tables.
     var turnListeners: [HostPort] = []
@@ -71,6 +71,8 @@ struct ServerOptions: Equatable, Sendable {
     var turnUsers: [TURNUser] = []
     var turnUsersFile: String? = nil
     var turnSecrets: [String] = []
+    /// `--turn-nonce-secret`: the fleet's nonce key; without it the REST secrets give one.
+    var turnNonceSecrets: [String] = []
     var turnAllowedPeers: [AddressRange] = []
     var turnDeniedPeers: [AddressRange] = []
     var turnMaxAllocations = 10000

@@ -58,7 +58,7 @@ extension ServerOptions {
             options.turnUsers += try TURNUsersFile.load(path: path, readFile: readFile)
         }
         if !given.contains(.advertiseAddress) {
-            options.advertiseAddress = IPLiteral.isWildcard(options.relayAddress) ? "127.0.0.1" : options.relayAddress
+            options.advertiseAddress = IPLiteral.isWildcard(options.relayAddress) ? Self.wildcardAdvertiseAddress : options.relayAddress
         }
         try options.validate()
         return .run(options)

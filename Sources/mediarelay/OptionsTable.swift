@@ -6,9 +6,9 @@ import RelayCore
 enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, ecnBacklog, ecnBacklogL4SThreshold,
-        ecnBacklogClassicThreshold, logLevel, drainSeconds, readyThreshold,
+        ecnBacklogClassicThreshold, logLevel, logFormat, drainSeconds, readyThreshold,
         idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
-        turnSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
+        turnSecret, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
         turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
         turnMaxConnections, turnMaxConnectionsPerSource
 
@@ -40,6 +40,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: "--ecn-backlog-l4s-threshold"
         case .ecnBacklogClassicThreshold: "--ecn-backlog-classic-threshold"
         case .logLevel: "--log-level"
+        case .logFormat: "--log-format"
         case .drainSeconds: "--drain-seconds"
         case .readyThreshold: "--ready-threshold"
         case .idleTimeout: "--idle-timeout"
@@ -53,6 +54,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUser: "--turn-user"
         case .turnUsersFile: "--turn-users-file"
         case .turnSecret: "--turn-secret"
+        case .turnNonceSecret: "--turn-nonce-secret"
         case .turnAllowedPeer: "--turn-allowed-peer"
         case .turnDeniedPeer: "--turn-denied-peer"
         case .turnMaxAllocations: "--turn-max-allocations"
@@ -88,7 +90,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels, .turnUnauthenticatedRate,
             .turnMaxConnections, .turnMaxConnectionsPerSource: .integer
         case .readyThreshold: .number
-        case .forward, .turn, .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
+        case .forward, .turn, .turnUser, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
         default: .string
         }
     }
@@ -102,7 +104,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         switch self {
         case .forward: ServerOptions.maxForwardRules
         case .turn, .turnAlternate, .turnTCP, .turnTLS: 64
-        case .turnSecret: 16
+        case .turnSecret, .turnNonceSecret: 16
         case .turnUser: 10_000
         default: 1024
         }
@@ -110,7 +112,7 @@ enum OptionKey: String, CaseIterable, Sendable {
 
     /// Tokens, passwords and secrets are never echoed back in an error message: it would end
     /// up in logs.
-    var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret }
+    var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret || self == .turnNonceSecret }
 
     var valueName: String {
         switch self {
@@ -130,6 +132,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnL4SThreshold, .ecnClassicThreshold: "PERCENT"
         case .ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold: "US"
         case .logLevel: "L"
+        case .logFormat: "text|json"
         case .drainSeconds, .idleTimeout: "S"
         case .readyThreshold: "FRACTION"
         case .maxDatagramSize, .egressRate: "BYTES"
@@ -137,7 +140,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnRealm: "REALM"
         case .turnUser: "NAME:PASSWORD"
         case .turnUsersFile: "PATH"
-        case .turnSecret: "SECRET"
+        case .turnSecret, .turnNonceSecret: "SECRET"
         case .turnAllowedPeer, .turnDeniedPeer: "CIDR"
         case .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnMaxChannels, .turnUnauthenticatedRate: "N"
         case .turnBandwidth: "BYTES"
@@ -150,53 +153,70 @@ enum OptionKey: String, CaseIterable, Sendable {
         }
     }
 
+    /// The default the help text gives, read from a fresh `ServerOptions`, where every default
+    /// is written once; lists and options that are unset by default are described instead.
     var defaultText: String {
-        switch self {
-        case .engine: "auto"
-        case .gso: "on"
-        case .gro: "on"
-        case .workers: "number of online cores (\(ServerOptions.onlineCores) here)"
+        let defaults = ServerOptions()
+        return switch self {
+        case .engine: defaults.engine.rawValue
+        case .gso: Self.onOff(defaults.gso)
+        case .gro: Self.onOff(defaults.gro)
+        case .workers: "number of online cores (\(defaults.workers) here)"
         case .forward: "none"
-        case .ports: "40000-40999"
-        case .relayAddress: "0.0.0.0"
-        case .advertiseAddress: "127.0.0.1 when the relay address is a wildcard, else the relay address"
-        case .http: "127.0.0.1:9480"
+        case .ports: defaults.ports.description
+        case .relayAddress: defaults.relayAddress
+        case .advertiseAddress: "\(ServerOptions.wildcardAdvertiseAddress) when the relay address is a wildcard, else the relay address"
+        case .http: defaults.http.description
         case .controlToken: "env \(ServerOptions.tokenEnvironmentVariable), else none"
-        case .dscp: "mirror"
-        case .serviceClass: "bestEffort"
-        case .ecn: "preserve"
-        case .ecnMarking: "on"
-        case .ecnL4SThreshold: "\(ECNThresholds.defaultL4SPercent)"
-        case .ecnClassicThreshold: "\(ECNThresholds.defaultClassicPercent)"
-        case .ecnBacklog: ServerOptions.defaultECNBacklog ? "on" : "off"
-        case .ecnBacklogL4SThreshold: "\(BacklogThresholds.defaultL4SMicroseconds) (1 ms)"
-        case .ecnBacklogClassicThreshold: "\(BacklogThresholds.defaultClassicMicroseconds) (5 ms)"
-        case .logLevel: "info"
-        case .drainSeconds: "0"
-        case .readyThreshold: "0.9"
-        case .idleTimeout: "60"
-        case .maxClients: "10000"
-        case .maxSessions: "10000"
-        case .batchSize: "64"
-        case .maxDatagramSize: "\(ServerOptions.defaultMaxDatagramSize)"
-        case .egressRate: "0 (no cap)"
+        case .dscp: defaults.dscp.rawValue
+        case .serviceClass: defaults.serviceClass.rawValue
+        case .ecn: defaults.ecn.rawValue
+        case .ecnMarking: Self.onOff(defaults.ecnMarking)
+        case .ecnL4SThreshold: "\(defaults.ecnL4SThreshold)"
+        case .ecnClassicThreshold: "\(defaults.ecnClassicThreshold)"
+        case .ecnBacklog: Self.onOff(defaults.ecnBacklog)
+        case .ecnBacklogL4SThreshold: Self.microseconds(defaults.ecnBacklogL4SThreshold)
+        case .ecnBacklogClassicThreshold: Self.microseconds(defaults.ecnBacklogClassicThreshold)
+        case .logLevel: defaults.logLevel.rawValue
+        case .logFormat: defaults.logFormat.rawValue
+        case .drainSeconds: "\(defaults.drainSeconds)"
+        case .readyThreshold: "\(defaults.readyThreshold)"
+        case .idleTimeout: "\(defaults.idleTimeoutSeconds)"
+        case .maxClients: "\(defaults.maxClients)"
+        case .maxSessions: "\(defaults.maxSessions)"
+        case .batchSize: "\(defaults.batchSize)"
+        case .maxDatagramSize: "\(defaults.maxDatagramSize)"
+        case .egressRate: Self.zeroMeans(defaults.egressRate, "no cap")
         case .turn: "none (no TURN server)"
-        case .turnRealm: "mediarelay"
+        case .turnRealm: defaults.turnRealm
         case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
         case .turnUsersFile: "none"
-        case .turnMaxAllocations: "10000"
-        case .turnMaxAllocationsPerUser: "0 (no limit per user)"
-        case .turnBandwidth: "0 (no limit)"
-        case .turnPortShare: "50"
-        case .turnMaxChannels: "\(TurnLimits().maxChannels)"
-        case .turnUnauthenticatedRate: "\(TurnLimits().unauthenticatedRate) (a burst of \(TurnLimits().unauthenticatedRate * TurnLimits.burstSeconds))"
+        case .turnNonceSecret: "derived from --turn-secret when given, else a key of this process alone"
+        case .turnMaxAllocations: "\(defaults.turnMaxAllocations)"
+        case .turnMaxAllocationsPerUser: Self.zeroMeans(defaults.turnMaxAllocationsPerUser, "no limit per user")
+        case .turnBandwidth: Self.zeroMeans(defaults.turnBandwidth, "no limit")
+        case .turnPortShare: "\(defaults.turnPortShare)"
+        case .turnMaxChannels: "\(defaults.turnMaxChannels)"
+        case .turnUnauthenticatedRate:
+            "\(defaults.turnUnauthenticatedRate) (a burst of \(defaults.turnUnauthenticatedRate * TurnLimits.burstSeconds))"
         case .turnAlternate: "none (refuse as without alternates)"
         case .turnAlternateDomain: "none"
         case .turnTCP, .turnTLS: "none"
         case .tlsCert, .tlsKey: "none (needed by --turn-tls)"
-        case .turnMaxConnections: "\(TurnStreamLimits().maxConnections)"
-        case .turnMaxConnectionsPerSource: "\(TurnStreamLimits().maxPerSource)"
+        case .turnMaxConnections: "\(defaults.turnMaxConnections)"
+        case .turnMaxConnectionsPerSource: "\(defaults.turnMaxConnectionsPerSource)"
         }
+    }
+
+    private static func onOff(_ on: Bool) -> String { on ? "on" : "off" }
+
+    /// "1000 (1 ms)": the value as given, then in milliseconds.
+    private static func microseconds(_ value: Int) -> String {
+        value % 1000 == 0 ? "\(value) (\(value / 1000) ms)" : "\(value)"
+    }
+
+    private static func zeroMeans(_ value: Int, _ meaning: String) -> String {
+        value == 0 ? "0 (\(meaning))" : "\(value)"
     }
 
     static let workersRange = 1...256
@@ -245,6 +265,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: integers(Self.sojournRange) + ", below --ecn-backlog-classic-threshold"
         case .ecnBacklogClassicThreshold: integers(Self.sojournRange) + ", above --ecn-backlog-l4s-threshold"
         case .logLevel: oneOf(LogLevel.allCases)
+        case .logFormat: oneOf(LogFormat.allCases)
         case .drainSeconds: integers(Self.drainRange)
         case .readyThreshold: "a decimal fraction above 0 and at most 1, such as 0.9"
         case .idleTimeout: integers(Self.idleTimeoutRange)
@@ -256,7 +277,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnRealm: TURNRealm.accepted
         case .turnUser: TURNUser.accepted + "; repeatable"
         case .turnUsersFile: "a readable text file, at most 1 MiB: one NAME:PASSWORD per line, # starts a comment line"
-        case .turnSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
+        case .turnSecret, .turnNonceSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
         case .turnAllowedPeer, .turnDeniedPeer: "a CIDR block such as 192.0.2.0/24 or 2001:db8::/32 (no host bits) or one address; repeatable"
         case .turnMaxAllocations: integers(Self.capRange)
         case .turnMaxAllocationsPerUser: integers(Self.perUserRange)
@@ -302,6 +323,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: "microseconds an ECT(1) (L4S) datagram may wait in a socket queue before it is marked CE"
         case .ecnBacklogClassicThreshold: "microseconds an ECT(0) (classic) datagram may wait in a socket queue before it is marked CE"
         case .logLevel: "lowest level of log lines on stderr"
+        case .logFormat: "log lines as text (key=value fields) or JSON (one object per line)"
         case .drainSeconds: "after SIGTERM/SIGINT, keep forwarding this long before exiting"
         case .readyThreshold: "/readyz answers 503 once any capacity (allocations, sessions, ports) is this full"
         case .idleTimeout: "forget a forward client after this many idle seconds"
@@ -317,6 +339,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnUser: "a static TURN user"
         case .turnUsersFile: "file of static TURN users, read at start"
         case .turnSecret: "shared secret of REST-API credentials (coturn's use-auth-secret); give two to rotate"
+        case .turnNonceSecret:
+            "secret the fleet's relays share so each accepts the nonces of the others (a browser sent on by 300 signs "
+                + "its Allocate with the nonce it holds); the first issues, all verify, so give two to rotate"
         case .turnAllowedPeer: "peers TURN clients may reach even inside the default deny list"
         case .turnDeniedPeer: "peers TURN clients may never reach; wins over --turn-allowed-peer"
         case .turnMaxAllocations: "TURN allocations at once"
@@ -326,7 +351,9 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnMaxChannels: "TURN channels per allocation; a ChannelBind for one more is refused with 508"
         case .turnUnauthenticatedRate:
             "answers per second (burst: \(TurnLimits.burstSeconds) s worth) per source address and worker to TURN requests "
-                + "that did not authenticate; past it they are counted and dropped (Binding is always answered)"
+                + "that did not authenticate; each request from the address that authenticates earns it 2 more (up to "
+                + "\(TurnLimits.creditSeconds) s worth), so clients behind one NAT get in; past it they are counted and dropped "
+                + "(Binding is always answered)"
         case .turnAlternate:
             "a sibling relay a new TURN client is sent to (300 Try Alternate, in turn, of the client's family) when this one "
                 + "is full (allocations, relayed ports) or draining; tls: entries are for TLS clients"
@@ -368,6 +395,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .ecnBacklogL4SThreshold: options.ecnBacklogL4SThreshold = try integer(text, in: Self.sojournRange)
         case .ecnBacklogClassicThreshold: options.ecnBacklogClassicThreshold = try integer(text, in: Self.sojournRange)
         case .logLevel: options.logLevel = try choice(text)
+        case .logFormat: options.logFormat = try choice(text)
         case .drainSeconds: options.drainSeconds = try integer(text, in: Self.drainRange)
         case .readyThreshold: options.readyThreshold = try fraction(text)
         case .idleTimeout: options.idleTimeoutSeconds = try integer(text, in: Self.idleTimeoutRange)
@@ -386,6 +414,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             guard !text.isEmpty else { throw ValueProblem(expected: "expected \(accepted)") }
             options.turnUsersFile = text
         case .turnSecret: options.turnSecrets.append(try Self.visibleASCII(text, expected: accepted))
+        case .turnNonceSecret: options.turnNonceSecrets.append(try Self.visibleASCII(text, expected: accepted))
         case .turnAllowedPeer: options.turnAllowedPeers.append(try Self.range(text))
         case .turnDeniedPeer: options.turnDeniedPeers.append(try Self.range(text))
         case .turnMaxAllocations: options.turnMaxAllocations = try integer(text, in: Self.capRange)
@@ -412,6 +441,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turn: options.turnListeners = []
         case .turnUser: options.turnUsers = []
         case .turnSecret: options.turnSecrets = []
+        case .turnNonceSecret: options.turnNonceSecrets = []
         case .turnAllowedPeer: options.turnAllowedPeers = []
         case .turnDeniedPeer: options.turnDeniedPeers = []
         case .turnAlternate: options.turnAlternates = []

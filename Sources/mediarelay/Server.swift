@@ -21,7 +21,7 @@ struct Server {
         self.options = options
         self.arguments = arguments
         self.environment = environment
-        log = Log(level: options.logLevel)
+        log = Log(level: options.logLevel, format: options.logFormat)
         notifier = SystemdNotifier(environment: environment)
     }
 
@@ -37,6 +37,9 @@ struct Server {
                                               maxDatagramSize: options.maxDatagramSize, receiveTimestamps: options.ecnBacklog)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
+        // Formatted and written on the worker that ends the entry (one write(2) a line).
+        let log = self.log
+        settings.accounting = { record in log.record(AccountingLine.message, AccountingLine.fields(record)) }
         settings.ecnMarking = options.ecnMarking
         settings.ecnThresholds = ECNThresholds(l4sPercent: options.ecnL4SThreshold, classicPercent: options.ecnClassicThreshold)
         settings.backlogThresholds = BacklogThresholds(l4sMicroseconds: options.ecnBacklogL4SThreshold,
@@ -56,9 +59,7 @@ struct Server {
             settings.turnTCPListeners = options.turnTCPListeners.map { Endpoint(host: $0.host, port: $0.port)! }
             settings.turnTLSListeners = options.turnTLSListeners.map { Endpoint(host: $0.host, port: $0.port)! }
             if !settings.turnTCPListeners.isEmpty || !settings.turnTLSListeners.isEmpty {
-                // Any worker may be given every connection (SO_REUSEPORT), so each has room for all.
-                settings.engine.streamLimit = options.turnMaxConnections
-                settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+                TurnStreamLimits.configure(&settings.engine, maxConnections: options.turnMaxConnections)
             }
             settings.turn = turnSettings(settings)
         }
@@ -78,7 +79,6 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
-        noteAlternatesThatAreThisRelay(options)
         let relay = Relay(settings: settings())
         guard loadCertificate(options, into: relay.settings.turnShared, reason: "start") else { return 2 }
         let engine: (backend: Backend, reason: String)
@@ -174,11 +174,14 @@ struct Server {
     private func apply(_ options: ServerOptions, relay: Relay, settings: ReloadableSettings) {
         settings.replace(with: .init(options))
         log.setLevel(options.logLevel)
+        log.setFormat(options.logFormat)
         relay.updateLimits(RelayLimits(maxSessions: options.maxSessions, maxClientsPerRule: options.maxClients,
                                        clientIdleTimeoutSeconds: options.idleTimeoutSeconds, turn: options.turnLimits,
                                        ecnMarking: options.ecnMarking))
-        noteAlternatesThatAreThisRelay(options)
-        relay.updateAlternates(options.turnAlternatesInForce(ownAddresses: alternateOwnAddresses(options)))
+        // The interfaces are read again: an address added since start is this relay too.
+        let addresses = options.turnAddresses(hostAddresses: hostAddresses())
+        noteAlternatesThatAreThisRelay(options, addresses)
+        relay.updateAlternates(options.turnAlternatesInForce(leavingOut: addresses))
     }
 
     /// What the limits and the backlog do with ECT datagrams, in one log line at start.
@@ -194,16 +197,10 @@ struct Server {
             + "ECT(0) from \(options.ecnClassicThreshold)%, CE before the drop" + backlog
     }
 
-    /// The addresses an alternate would reach this relay on: the relay and advertised
-    /// addresses and the host's interfaces.
-    func alternateOwnAddresses(_ options: ServerOptions) -> [Endpoint] {
-        [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) } + hostAddresses()
-    }
-
     /// Says which alternates are this relay itself and so are never named (one list of the
     /// whole fleet may be given to every node).
-    private func noteAlternatesThatAreThisRelay(_ options: ServerOptions) {
-        for alternate in options.alternatesThatAreThisRelay(ownAddresses: alternateOwnAddresses(options)) {
+    func noteAlternatesThatAreThisRelay(_ options: ServerOptions, _ addresses: TurnServerAddresses) {
+        for alternate in options.alternatesThatAreThisRelay(addresses) {
             log.info("--turn-alternate \(alternate) is this relay (one of its own TURN listeners): left out of the alternates it names")
         }
     }

@@ -28,6 +28,7 @@ extension ServerOptions {
             // its author thinks.
             let orphan: OptionKey? = if !turnUsers.isEmpty || turnUsersFile != nil { .turnUser }
                 else if !turnSecrets.isEmpty { .turnSecret }
+                else if !turnNonceSecrets.isEmpty { .turnNonceSecret }
                 else if !turnAllowedPeers.isEmpty { .turnAllowedPeer }
                 else if !turnDeniedPeers.isEmpty { .turnDeniedPeer }
                 else if !turnAlternates.isEmpty { .turnAlternate }

@@ -52,50 +52,30 @@ enum TurnAlternateDomain {
 }
 
 extension ServerOptions {
+    /// What the TURN nonce key is derived from: `--turn-nonce-secret`, else the REST secrets
+    /// (every relay serving the same credentials holds them, so a fleet shares its nonces with
+    /// no option more); empty with static users alone, for a key of this process.
+    var turnNonceKeySecrets: [[UInt8]] {
+        (turnNonceSecrets.isEmpty ? turnSecrets : turnNonceSecrets).map { Array($0.utf8) }
+    }
+
     /// The alternates as the TURN server takes them.
     var turnAlternatesInForce: TurnAlternates {
         TurnAlternates(plain: turnAlternates.filter { !$0.tls }.map(\.endpoint),
                        tls: turnAlternates.filter(\.tls).map(\.endpoint), domain: turnAlternateDomain)
     }
 
-    /// The alternates that are this relay itself: one of its own TURN listeners, which a client
-    /// sent there would reach straight back. A listener on a wildcard is reached on every address
-    /// of the host, so its port on a loopback address or one of `ownAddresses` (the relay and
-    /// advertised addresses; the interfaces too, at start and on reload) is ours as well; and
-    /// behind a 1:1 NAT the advertised address reaches every listener's port. A plain entry is
-    /// compared with the UDP and TCP listeners (its clients come over either), a `tls:` one
-    /// with the TLS listeners. They are left out of what the TURN server names, not refused,
-    /// so one list of the whole fleet can be given to every node.
-    func alternatesThatAreThisRelay(ownAddresses: [Endpoint]) -> [TurnAlternateSpec] {
-        let plain = (turnListeners + turnTCPListeners).map(\.endpoint)
-        let tls = turnTLSListeners.map(\.endpoint)
-        let own = Set(ownAddresses.map(Self.address))
-        let advertised = Endpoint(host: advertiseAddress, port: 0).map(Self.address)
-        return turnAlternates.filter { alternate in
-            let listeners = alternate.tls ? tls : plain
-            let target = alternate.endpoint
-            let host = Self.address(target)
-            let local = target.isLoopback || own.contains(host)
-            return listeners.contains { listener in
-                guard listener.port == target.port else { return false }
-                if listener == target { return true }
-                // A loopback address is never a NAT's public side (127.0.0.1 is only advertised
-                // by default), and another relay may listen on it in a lab.
-                if host == advertised && !target.isLoopback { return true }
-                // "::" takes IPv4 too; "0.0.0.0" only IPv4.
-                return listener.isWildcard && (!listener.isIPv4 || target.isIPv4) && local
-            }
-        }
+    /// The alternates that are this relay itself (`TurnServerAddresses.isThisRelay`). They are
+    /// left out of what the TURN server names, not refused, so one list of the whole fleet can
+    /// be given to every node.
+    func alternatesThatAreThisRelay(_ addresses: TurnServerAddresses) -> [TurnAlternateSpec] {
+        turnAlternates.filter { addresses.isThisRelay(alternate: $0.endpoint, tls: $0.tls) }
     }
 
-    /// The alternates the TURN server names: all but this relay's own (`alternatesThatAreThisRelay`).
-    func turnAlternatesInForce(ownAddresses: [Endpoint]) -> TurnAlternates {
-        let ours = Set(alternatesThatAreThisRelay(ownAddresses: ownAddresses))
+    /// The alternates the TURN server names: all but this relay's own.
+    func turnAlternatesInForce(leavingOut addresses: TurnServerAddresses) -> TurnAlternates {
         var kept = self
-        kept.turnAlternates.removeAll { ours.contains($0) }
+        kept.turnAlternates.removeAll { addresses.isThisRelay(alternate: $0.endpoint, tls: $0.tls) }
         return kept.turnAlternatesInForce
     }
-
-    /// The address alone, port and scope left out, for comparing hosts.
-    private static func address(_ endpoint: Endpoint) -> Endpoint { Endpoint(high: endpoint.high, low: endpoint.low, port: 0) }
 }

@@ -21,6 +21,8 @@ final class DaemonSetCommandTests: XCTestCase {
         // From config.json: the fleet shares its realm, so credentials work on every sibling.
         XCTAssertEqual(options.turnRealm, "turn.example.com")
         XCTAssertEqual(options.drainSeconds, 60)
+        // Log lines as JSON objects, for the cluster's log shipper.
+        XCTAssertEqual(options.logFormat, .json)
         // TURN over TCP beside UDP on 3478, over TLS on 443, with the Secret's pair.
         XCTAssertEqual(options.turnTCPListeners, [HostPort(host: "0.0.0.0", port: 3478)])
         XCTAssertEqual(options.turnTLSListeners, [HostPort(host: "0.0.0.0", port: 443)])

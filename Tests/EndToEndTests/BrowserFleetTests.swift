@@ -54,5 +54,5 @@ final class BrowserFleetTests: XCTestCase {
     }
 
     /// What both relays share so that either verifies the other's nonces.
-    static let fleetOptions: [String] = []
+    static let fleetOptions = ["--turn-nonce-secret", "browser-fleet-nonce-secret"]
 }

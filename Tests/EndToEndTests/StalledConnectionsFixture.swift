@@ -17,12 +17,17 @@ final class StalledConnectionsFixture {
     private var closedByRelay: Set<Int> = []
 
     /// Opens `count` connections to 127.0.0.1:`port` and waits (at most 30 s) until every one
-    /// is established.
-    init(count: Int, port: UInt16) throws {
+    /// is established. `receiveBufferBytes` sets SO_RCVBUF before each connect (the window
+    /// the server sees).
+    init(count: Int, port: UInt16, receiveBufferBytes: Int32? = nil) throws {
         self.port = port
         for _ in 0..<count {
             do {
-                descriptors.append(try LoopbackTCP.connect(port: port, nonBlocking: true))
+                descriptors.append(try LoopbackTCP.connect(port: port, nonBlocking: true) { descriptor in
+                    if var bytes = receiveBufferBytes {
+                        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+                    }
+                })
             } catch {
                 closeAll()
                 throw LoadError("connection \(descriptors.count + 1) of \(count): \(error) (RLIMIT_NOFILE?)")
@@ -58,6 +63,56 @@ final class StalledConnectionsFixture {
     /// Sends `bytes` whole on each connection of `range` (a prefix of a message never finished).
     func send(_ bytes: [UInt8], on range: Range<Int>) {
         for index in range { _ = bytes.withUnsafeBytes { Glibc.send(descriptors[index], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    }
+
+    /// Sends all of `bytes` on every connection, polling while their send buffers are full;
+    /// throws when a connection fails or 30 s pass.
+    func sendWhole(_ bytes: [UInt8]) throws {
+        let pending = try pump(bytes, stallSeconds: 30)
+        guard pending == 0 else { throw LoadError("\(pending) connections to 127.0.0.1:\(port) still sending after 30 s") }
+    }
+
+    /// Sends `bytes` on every connection as far as the server takes them: returns once none
+    /// has sent anything for `quietSeconds` (or all is sent), with the bytes sent in all.
+    func sendUntilStalled(_ bytes: [UInt8], quietSeconds: Double) throws -> Int {
+        var total = 0
+        _ = try pump(bytes, stallSeconds: quietSeconds) { total += $0 }
+        return total
+    }
+
+    /// Sends `bytes` on each connection, polling, until all is sent or nothing moved for
+    /// `stallSeconds`; how many connections have bytes left.
+    private func pump(_ bytes: [UInt8], stallSeconds: Double, sent counted: (Int) -> Void = { _ in }) throws -> Int {
+        var offsets = Array(repeating: 0, count: descriptors.count)
+        var pending = Array(descriptors.indices)
+        var lastProgress = Date()
+        while !pending.isEmpty && Date().timeIntervalSince(lastProgress) < stallSeconds {
+            for index in pending {
+                let sent = bytes.withUnsafeBytes {
+                    Glibc.send(descriptors[index], $0.baseAddress! + offsets[index], $0.count - offsets[index], Int32(MSG_NOSIGNAL))
+                }
+                if sent > 0 {
+                    offsets[index] += sent
+                    counted(sent)
+                    lastProgress = Date()
+                } else if sent < 0 && errno != EAGAIN && errno != EINTR {
+                    throw LoadError("send on connection \(index) to 127.0.0.1:\(port): errno \(errno)")
+                }
+            }
+            pending = pending.filter { offsets[$0] < bytes.count }
+            if !pending.isEmpty {
+                var polled = pending.map { pollfd(fd: descriptors[$0], events: Int16(POLLOUT), revents: 0) }
+                _ = poll(&polled, nfds_t(polled.count), 100)
+            }
+        }
+        return pending.count
+    }
+
+    /// Closes every connection with a reset (SO_LINGER 0), as a client that vanishes does.
+    func resetAll() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        for fd in descriptors { setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size)) }
+        closeAll()
     }
 
     /// Sends the next byte of `message` on each connection the relay has not closed, while

@@ -5,19 +5,20 @@ import STUN
 @testable import TurnClientKit
 import XCTest
 
-/// A nonce is bound to the client address it was issued to (NonceIssuer), seen at the real
-/// server: a client that signs a valid Allocate with another client's nonce gets 438 Stale Nonce
-/// and no allocation, while the same credentials with its own nonce allocate.
+/// A nonce is bound to the client's IP address it was issued to (NonceIssuer), seen at the real
+/// server: a client on another address that signs a valid Allocate with another client's nonce
+/// gets 438 Stale Nonce and no allocation, while the same credentials with its own nonce
+/// allocate; another port of the nonce's own address may use it (a new connection, or a NAT's
+/// mapping towards a sibling relay, changes only the port).
 final class TurnNonceBindingTests: XCTestCase {
     static let token = "nonce-binding-token"
 
     func testAllocateSignedWithAnotherClientsNonceGets438AndAllocatesNothing() throws {
-        let host = "127.0.0.1"
-        let fixture = try TurnServerFixture(hosts: [host], ["--turn-user", "bob:hunter2", "--control-token", Self.token])
+        let (host, other) = ("127.0.0.1", "127.0.0.2")
+        let fixture = try TurnServerFixture(hosts: [host, other], ["--turn-user", "bob:hunter2", "--control-token", Self.token])
         defer { XCTAssertEqual(fixture.relay.stop(), 0) }
         let a = try fixture.client(on: host)
-        let b = try fixture.client(on: host, user: "bob", password: "hunter2")
-        XCTAssertNotEqual(a.peer.port, b.peer.port)
+        let b = try fixture.client(on: other, user: "bob", password: "hunter2")
 
         // A's first Allocate carries no credentials: the 401 brings A its nonce.
         let challenge = try ask(allocate(a.turn), from: a)
@@ -48,10 +49,14 @@ final class TurnNonceBindingTests: XCTestCase {
         XCTAssertEqual(try ask(allocate(b.turn), from: b).messageClass, .successResponse)
         XCTAssertTrue(a.turn.learn(challenge: challenge))
         XCTAssertEqual(try ask(allocate(a.turn), from: a).messageClass, .successResponse)
+        let neighbour = try fixture.client(on: host, user: "bob", password: "hunter2")
+        XCTAssertNotEqual(neighbour.peer.port, a.peer.port)
+        XCTAssertTrue(neighbour.turn.learn(challenge: challenge))
+        XCTAssertEqual(try ask(allocate(neighbour.turn), from: neighbour).messageClass, .successResponse, "A's address, another port")
         let clients = try listedClients(fixture)
-        XCTAssertEqual(clients, Set([a.turn.socket.localAddress.description, b.turn.socket.localAddress.description]))
-        let afterwards = try fixture.relay.waitFor { Self.turn($0, "allocations_created") >= 2 }
-        XCTAssertEqual(Self.turn(afterwards, "allocations_created"), 2, "one each, none for the refused request")
+        XCTAssertEqual(clients, Set([a, b, neighbour].map { $0.turn.socket.localAddress.description }))
+        let afterwards = try fixture.relay.waitFor { Self.turn($0, "allocations_created") >= 3 }
+        XCTAssertEqual(Self.turn(afterwards, "allocations_created"), 3, "one each, none for the refused request")
     }
 
     private func allocate(_ client: TurnAllocationClient) -> MessageBuilder {

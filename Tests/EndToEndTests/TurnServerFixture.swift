@@ -34,7 +34,7 @@ final class TurnServerFixture {
             turn += ["--turn", host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"]
         }
         self.listeners = listeners
-        // --relay-address 127.0.0.1 relays IPv4 there and IPv6 on ::1 (Server.relayedAddresses).
+        // --relay-address 127.0.0.1 relays IPv4 there and IPv6 on ::1 (TurnServerAddresses).
         relay = try RelayProcess(ports: PortBlock(count: 100), [
             "--relay-address", "127.0.0.1", "--turn-realm", Self.realm, "--turn-user", "\(Self.user):\(Self.password)",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128",
@@ -76,9 +76,19 @@ final class TurnServerFixture {
             builder.append(.channelNumber, [UInt8(Allocation.channel >> 8), UInt8(Allocation.channel & 0xFF), 0, 0])
             builder.append(.xorPeerAddress, address: channelPeerAddress)
         }, "ChannelBind to \(channelPeerAddress)")
-        return Allocation(client: client, server: turn.server, relayed: relayed, channelPeer: channelPeer,
-                          channelPeerAddress: channelPeerAddress, indicationPeer: indicationPeer,
-                          indicationPeerAddress: indicationPeerAddress)
+        let allocation = Allocation(client: client, server: turn.server, relayed: relayed, channelPeer: channelPeer,
+                                    channelPeerAddress: channelPeerAddress, indicationPeer: indicationPeer,
+                                    indicationPeerAddress: indicationPeerAddress)
+        allocation.turn = turn
+        return allocation
+    }
+
+    /// Deletes `allocation` (a Refresh with LIFETIME 0) and checks that the relay agreed.
+    func delete(_ allocation: Allocation) throws {
+        let turn = try XCTUnwrap(allocation.turn)
+        _ = try Self.success(TurnTransactions(answers: .sockets, interruptible: false).run([turn], .refresh) { _, builder in
+            builder.append(.lifetime, [0, 0, 0, 0])
+        }, "Refresh with LIFETIME 0")
     }
 
     private static func success(_ answers: [StunMessage?], _ what: String) throws -> StunMessage {
@@ -124,6 +134,8 @@ final class TurnServerFixture {
         let channelPeerAddress: SocketAddress
         let indicationPeer: IndependentPeer
         let indicationPeerAddress: SocketAddress
+        /// The client's TURN session (realm, nonce), for requests after the set-up.
+        var turn: TurnAllocationClient?
 
         init(client: IndependentPeer, server: SocketAddress, relayed: SocketAddress, channelPeer: IndependentPeer,
              channelPeerAddress: SocketAddress, indicationPeer: IndependentPeer, indicationPeerAddress: SocketAddress) {

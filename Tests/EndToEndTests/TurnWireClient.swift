@@ -12,7 +12,8 @@ import STUN
 /// (the requests themselves: TurnWireClient+Requests.swift).
 final class TurnWireClient {
     let socket: TrafficSocket
-    let server: SocketAddress
+    /// Where requests go: the TURN listener it was given, or an alternate a test moved it to.
+    var server: SocketAddress
     let username: String
     let password: String
     var realm = ""

@@ -35,5 +35,7 @@ final class ProcessCPUTests: XCTestCase {
         XCTAssertEqual(ServerProcess.listeningAddress(in: "mediarelay[info] http listening on 127.0.0.1:41235"), "127.0.0.1:41235")
         XCTAssertEqual(ServerProcess.listeningAddress(in: "mediarelay[warning] http listening on [::1]:9 (extra)"), "[::1]:9")
         XCTAssertNil(ServerProcess.listeningAddress(in: "mediarelay[info] starting"))
+        XCTAssertEqual(ServerProcess.listeningAddress(in: #"{"time":"2026-11-28T06:34:30.123Z","level":"info","msg":"http listening on [::1]:9"}"#),
+                       "[::1]:9")
     }
 }

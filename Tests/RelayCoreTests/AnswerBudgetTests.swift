@@ -3,6 +3,7 @@ import MallocCounter
 @testable import RelayCore
 import NetAddress
 import STUN
+import TestPorts
 import XCTest
 
 /// The per-source budget of answers to requests that did not authenticate: a burst then the
@@ -87,25 +88,30 @@ final class AnswerBudgetTests: XCTestCase {
     func testPastTheBudgetUnsignedRequestsAreDroppedButBindingAndSignedOnesAreAnswered() throws {
         let harness = try TurnHarness { $0.limits.unauthenticatedRate = 5 }
         // Alice learns her nonce first: this 438 is her address's first answer of ten (the
-        // signed Refresh that follows is authenticated, and answered 437 outside the budget).
+        // signed Refresh that follows is authenticated, and answered 437 outside the budget;
+        // having authenticated, it earns the address two answers).
         var alice = try TurnTestClient(harness)
         XCTAssertEqual(alice.ask(.refresh)?.errorCode, 437)
         let (flooder, _) = try harness.socket()
         for _ in 0..<30 { harness.send(bareAllocate(), from: flooder, to: harness.listener) }
         _ = harness.settle(on: flooder)
-        XCTAssertEqual(harness.inbox[flooder]?.count, 9, "the burst of 10, less alice's 438")
-        XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], 21)
+        XCTAssertEqual(harness.inbox[flooder]?.count, 11, "the burst of 10, less alice's 438, plus the two she earned")
+        XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], 19)
         harness.inbox[flooder] = []
 
         // The address is out of answers; a Binding and alice's signed Allocate are answered.
         let binding = MessageBuilder(MessageType(.binding, .request), transactionID: .random()).bytes
         XCTAssertEqual(harness.ask(binding, from: flooder)?.messageClass, .successResponse)
         XCTAssertTrue(try XCTUnwrap(alice.allocate()).isSuccess)
+        // Her Allocate earned two more, which the flooder spends.
+        for _ in 0..<3 { harness.send(bareAllocate(), from: flooder, to: harness.listener) }
+        XCTAssertEqual(harness.settle(on: flooder), 2)
+        XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], 20)
         // A signed request that fails (a wrong password) is refused within the budget: dropped.
         alice.password = "wrong"
         harness.send(alice.signed(.refresh), from: alice.socket, to: harness.listener)
         XCTAssertEqual(harness.settle(on: alice.socket), 0)
-        XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], 22)
+        XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], 21)
         // A second later the bucket has refilled.
         harness.advance(seconds: 1)
         XCTAssertEqual(harness.ask(bareAllocate(), from: flooder)?.errorCode, 401)
@@ -131,5 +137,93 @@ final class AnswerBudgetTests: XCTestCase {
         XCTAssertEqual(handled, 32)
         XCTAssertEqual(harness.table.counters[drop: .unauthenticatedRate], dropped + 32)
         XCTAssertEqual(allocations, 0)
+    }
+}
+
+/// What a source earns by authenticating: credit above the burst, kept rather than refilled,
+/// capped, for its own address alone; and in the TURN table, a crowd behind one address that
+/// the plain budget would starve all gets its 401s within a few rounds of retransmissions.
+final class AnswerCreditTests: XCTestCase {
+    let second: UInt64 = 1_000_000_000
+    let start: UInt64 = 1_000 * 1_000_000_000
+    let nat = Endpoint(host: "203.0.113.9", port: 1)!
+
+    private func takes(_ budget: inout AnswerBudget, _ source: Endpoint, at now: UInt64, rate: Int = 10) -> Int {
+        (0..<5000).filter { _ in budget.take(source, now: now, rate: rate) }.count
+    }
+
+    func testAuthenticationsEarnAnswersAboveTheBurstForTheirAddressOnly() {
+        var budget = AnswerBudget()
+        XCTAssertEqual(takes(&budget, nat, at: start), 20)
+        for _ in 0..<5 { budget.earn(Endpoint(host: "203.0.113.9", port: 2)!, now: start, rate: 10) }
+        XCTAssertEqual(takes(&budget, nat, at: start), 10, "two answers per authentication, any port of the address")
+        XCTAssertEqual(takes(&budget, Endpoint(host: "203.0.113.10", port: 1)!, at: start), 20, "a neighbour earns nothing")
+
+        // Credit is kept, not topped up by the refill, and spent before the burst.
+        for _ in 0..<3 { budget.earn(nat, now: start + 10 * second, rate: 10) }
+        XCTAssertEqual(takes(&budget, nat, at: start + 70 * second), 26, "a refilled burst and the credit")
+
+        // At most creditSeconds of the rate above the burst.
+        for _ in 0..<10_000 { budget.earn(nat, now: start + 100 * second, rate: 10) }
+        XCTAssertEqual(takes(&budget, nat, at: start + 100 * second), 20 + 10 * TurnLimits.creditSeconds)
+        budget.earn(nat, now: start, rate: 0)
+        XCTAssertEqual(takes(&budget, nat, at: start + 100 * second, rate: 0), 5000, "rate 0: no limit, nothing earned")
+    }
+
+    func testACreditedSlotIsNotForgottenBeforeAFullOne() {
+        var budget = AnswerBudget(sets: 1)
+        budget.earn(nat, now: start, rate: 10)
+        let others = (1...3).map { Endpoint(host: "192.0.2.\($0)", port: 1)! }
+        for other in others { XCTAssertTrue(budget.take(other, now: start + second, rate: 10)) }
+        // Much later every other slot has refilled to its burst: a newcomer takes one of those.
+        XCTAssertTrue(budget.take(Endpoint(host: "192.0.2.99", port: 1)!, now: start + 10 * second, rate: 10))
+        XCTAssertEqual(takes(&budget, nat, at: start + 10 * second), 22, "the credit survived")
+    }
+
+    func testEarningAllocatesNothing() {
+        var budget = AnswerBudget()
+        let sources = (0..<64).map { Endpoint(ipv4: 0xC000_0200 + UInt32($0), port: 9) }
+        var index = 0
+        malloc_counter_start()
+        while index < 6400 {
+            budget.earn(sources[index & 63], now: start + UInt64(index), rate: 10)
+            index += 1
+        }
+        XCTAssertEqual(malloc_counter_stop(), 0)
+    }
+
+    /// 60 clients on one address start at once against a burst of 10 (rate 5, the clock
+    /// standing still, so nothing refills): each round, the ones still waiting send their bare
+    /// Allocate together, and whoever gets a 401 signs in.
+    func testACrowdBehindOneAddressGetsInWithinAFewRounds() throws {
+        let harness = try TurnHarness(ports: PortBlock(count: 160)) { $0.limits.unauthenticatedRate = 5 }
+        var waiting = try (0..<60).map { _ in try TurnTestClient(harness) }
+        var rounds = 0
+        while !waiting.isEmpty && rounds < 6 {
+            rounds += 1
+            for client in waiting {
+                var bare = MessageBuilder(MessageType(.allocate, .request), transactionID: .random())
+                bare.append(.requestedTransport, [17, 0, 0, 0])
+                harness.send(bare.bytes, from: client.socket, to: harness.listener)
+            }
+            _ = harness.settle(on: waiting[0].socket)
+            var next: [TurnTestClient] = []
+            for var client in waiting {
+                let answers = harness.inbox[client.socket, default: []]
+                harness.inbox[client.socket] = []
+                guard let first = answers.first, let challenge = try? StunMessage(bytes: first.bytes),
+                      challenge.errorCode == 401, let nonce = try? challenge.text(.nonce) else {
+                    next.append(client)
+                    continue
+                }
+                client.nonce = nonce
+                let allocated = try XCTUnwrap(client.allocate())
+                XCTAssertTrue(allocated.isSuccess, "round \(rounds): \(allocated.errorCode ?? 0) \(allocated.errorReason ?? "")")
+            }
+            waiting = next
+        }
+        XCTAssertEqual(waiting.count, 0, "still without a 401 after \(rounds) rounds")
+        XCTAssertEqual(rounds, 3, "10, then 20, then the last 30: each client that gets in pays for two more")
+        XCTAssertEqual(harness.table.counters.allocationsCreated, 60)
     }
 }

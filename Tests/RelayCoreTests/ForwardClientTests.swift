@@ -63,7 +63,7 @@ final class ForwardClientTests: XCTestCase {
         // b sent last; removing it (as expiry does) frees its index while it is the one
         // remembered. Its next datagrams make a new client, and a keeps its own.
         let bIndex = try XCTUnwrap(worker.forwardRules.clientsByRule[0][b.localEndpoint])
-        worker.forwardRules.removeClient(bIndex)
+        worker.forwardRules.removeClient(bIndex, .idle)
         let returned = run(from: bID, named: UInt8(ascii: "b"), count: 8)
         XCTAssertEqual(returned.count, 1)
         XCTAssertNotEqual(returned, first, "the returning client left through another client's socket")

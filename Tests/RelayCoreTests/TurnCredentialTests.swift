@@ -55,7 +55,9 @@ final class TurnCredentialTests: XCTestCase {
         XCTAssertEqual(nonces.check(nonce, for: client, at: 1000), .valid)
         XCTAssertEqual(nonces.check(nonce, for: client, at: 1599), .valid)
         XCTAssertEqual(nonces.check(nonce, for: client, at: 1600), .stale)
-        XCTAssertEqual(nonces.check(nonce, for: Endpoint(host: "192.0.2.10", port: 5001)!, at: 1000), .invalid)
+        XCTAssertEqual(nonces.check(nonce, for: Endpoint(host: "192.0.2.11", port: 5000)!, at: 1000), .invalid, "another address")
+        XCTAssertEqual(nonces.check(nonce, for: Endpoint(host: "192.0.2.10", port: 5001)!, at: 1000), .valid,
+                       "the same address on another port (a new connection, a NAT's mapping towards a sibling)")
         XCTAssertEqual(NonceIssuer().check(nonce, for: client, at: 1000), .invalid, "another process's key")
         var tampered = Array(nonce.utf8)
         tampered[tampered.count - 1] ^= 1

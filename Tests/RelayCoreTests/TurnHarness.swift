@@ -105,9 +105,11 @@ final class TurnHarness {
         }
     }
 
+    /// Moves both clocks on: the table's monotonic one and the wall clock nonces go by.
     func advance(seconds: UInt64) {
         now += seconds * 1_000_000_000
         table?.now = now
+        wall.seconds.withLock { $0 += seconds }
     }
 
     func send(_ bytes: [UInt8], from socket: SocketID, to destination: Endpoint, trafficClass: TrafficClass = TrafficClass(rawValue: 0)) {

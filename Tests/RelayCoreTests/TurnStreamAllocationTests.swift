@@ -74,8 +74,7 @@ final class WorkerOnTCP {
         tcp = try TurnStreamRelay.freeTCPPort()
         var settings = RelaySettings(ports: ports.range, relayAddress: Endpoint(host: "127.0.0.1", port: 0)!)
         settings.engine = EngineConfiguration(backend: backend)
-        settings.engine.streamLimit = 16
-        settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+        TurnStreamLimits.configure(&settings.engine, maxConnections: 16)
         settings.turn = TurnSettings(
             authenticator: TurnAuthenticator(credentials: TurnCredentials(realm: TurnStreamRelay.realm, users: [("alice", "secret")])),
             peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!]),

@@ -31,8 +31,7 @@ final class TurnStreamCoturnClientTests: XCTestCase {
                                                                           secrets: ["logen"])),
             peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!]),
             relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!)
-        settings.engine.streamLimit = 1000
-        settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+        TurnStreamLimits.configure(&settings.engine, maxConnections: 1000)
         settings.turnTCPListeners = [tcp]
         settings.turnTLSListeners = [tls]
         let relay = Relay(settings: settings)

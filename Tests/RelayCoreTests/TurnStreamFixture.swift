@@ -33,8 +33,7 @@ final class TurnStreamRelay {
             peerPolicy: PeerPolicy(allowed: [AddressRange(parsing: "127.0.0.0/8")!]),
             relayIPv4: Endpoint(host: "127.0.0.1", port: 0)!)
         configure(&turn)
-        settings.engine.streamLimit = turn.streamLimits.maxConnections
-        settings.engine.streamInputBytes = TurnStreamLimits.inputBytes
+        TurnStreamLimits.configure(&settings.engine, maxConnections: turn.streamLimits.maxConnections)
         settings.turn = turn
         settings.turnListeners = [udp]
         settings.turnTCPListeners = [tcp]

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import NetAddress
@@ -153,6 +154,56 @@ public final class StreamTurnClient {
             }
             if segments == .bytewise { usleep(200) }
         }
+    }
+
+    /// Sends `bytes` with one send call: over TLS, as full records (16 KiB of plaintext each)
+    /// sealed first, their ciphertext together.
+    public func writeAtOnce(_ bytes: [UInt8]) throws {
+        sendAll(try sealed(bytes))
+    }
+
+    /// Sends `bytes` (over TLS, sealed now) from a thread of their own, since the write blocks
+    /// while the relay does not read: the semaphore is signalled once all of them are sent
+    /// (never, when the connection fails first). The caller reads meanwhile, or stops the
+    /// thread by shutting the connection down.
+    public func writeInBackground(_ bytes: [UInt8]) throws -> DispatchSemaphore {
+        let wire = try sealed(bytes)
+        let descriptor = descriptor
+        let written = DispatchSemaphore(value: 0)
+        Thread {
+            wire.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let sent = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    guard sent > 0 else { return }
+                    offset += sent
+                }
+                written.signal()
+            }
+        }.start()
+        return written
+    }
+
+    /// What goes on the wire for `bytes`: over TLS their records (16 KiB of plaintext each),
+    /// which leave the session now and must be sent in this order before anything else.
+    private func sealed(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let tls else { return bytes }
+        var ciphertext: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 32 << 10)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + (16 << 10))
+            guard bytes[offset..<end].withUnsafeBytes({ tls.writePlaintext($0) }) else {
+                throw StreamClientError("the TLS session refused \(end - offset) bytes")
+            }
+            while tls.pendingCiphertext > 0 {
+                let count = buffer.withUnsafeMutableBytes { tls.takeCiphertext(into: $0) }
+                guard count > 0 else { break }
+                ciphertext += buffer[0..<count]
+            }
+            offset = end
+        }
+        return ciphertext
     }
 
     /// The next STUN message or ChannelData from the relay (ChannelData without its padding),

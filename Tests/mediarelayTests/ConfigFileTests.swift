@@ -18,11 +18,12 @@ final class ConfigFileTests: XCTestCase {
           "http": "0.0.0.0:9480", "control_token": "file-token", "dscp": "zero",
           "service_class": "signaling", "ecn": "clear", "ecn_marking": "off", "ecn_l4s_threshold": 10,
           "ecn_classic_threshold": 90, "ecn_backlog": "off", "ecn_backlog_l4s_threshold": 2000,
-          "ecn_backlog_classic_threshold": 15000, "egress_rate": 1250000, "log_level": "warning",
+          "ecn_backlog_classic_threshold": 15000, "egress_rate": 1250000, "log_level": "warning", "log_format": "json",
           "drain_seconds": 30, "ready_threshold": 0.8, "idle_timeout_seconds": 120, "max_clients": 50,
           "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
           "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
+          "turn_nonce_secret": ["fleet-nonce"],
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
           "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
           "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0,
@@ -61,6 +62,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.serviceClass, .signaling)
         XCTAssertEqual(options.ecn, .clear)
         XCTAssertEqual(options.logLevel, .warning)
+        XCTAssertEqual(options.logFormat, .json)
         XCTAssertEqual(options.drainSeconds, 30)
         XCTAssertEqual(options.readyThreshold, 0.8)
         XCTAssertEqual(options.idleTimeoutSeconds, 120)
@@ -73,6 +75,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.turnUsers, [TURNUser(name: "alice", password: "pw1"), TURNUser(name: "bob", password: "pw:2")])
         XCTAssertEqual(options.turnUsersFile, "users.txt")
         XCTAssertEqual(options.turnSecrets, ["old", "new"])
+        XCTAssertEqual(options.turnNonceSecrets, ["fleet-nonce"])
         XCTAssertEqual(options.turnAllowedPeers.map(\.text), ["127.0.0.0/8"])
         XCTAssertEqual(options.turnDeniedPeers.map(\.text), ["127.0.0.9/32", "::1"])
         XCTAssertEqual(options.turnMaxAllocations, 70)
@@ -96,9 +99,9 @@ final class ConfigFileTests: XCTestCase {
             "engine", "gso", "gro", "workers", "forward", "ports", "relay_address", "advertise_address", "http",
             "control_token", "dscp", "service_class", "ecn", "ecn_marking", "ecn_l4s_threshold", "ecn_classic_threshold",
             "ecn_backlog", "ecn_backlog_l4s_threshold", "ecn_backlog_classic_threshold",
-            "log_level", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
+            "log_level", "log_format", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
             "max_datagram_size", "egress_rate", "turn", "turn_realm",
-            "turn_user", "turn_users_file", "turn_secret", "turn_allowed_peer", "turn_denied_peer",
+            "turn_user", "turn_users_file", "turn_secret", "turn_nonce_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
             "turn_max_channels", "turn_unauthenticated_rate", "turn_alternates", "turn_alternate_domain",
             "turn_tcp", "turn_tls", "tls_cert", "tls_key", "turn_max_connections", "turn_max_connections_per_source",

@@ -11,6 +11,15 @@ import XCTest
 final class FleetOptionsTests: XCTestCase {
     let base = ["--turn", "127.0.0.1:3478", "--turn-secret", "s"]
 
+    func testTheNonceKeyComesFromTheNonceSecretElseTheRESTSecrets() {
+        XCTAssertEqual(runOptions(base)?.turnNonceKeySecrets, [Array("s".utf8)], "the REST secret, which the fleet shares")
+        XCTAssertEqual(runOptions(base + ["--turn-nonce-secret", "n1", "--turn-nonce-secret", "n2"])?.turnNonceKeySecrets,
+                       [Array("n1".utf8), Array("n2".utf8)], "the nonce secrets win, in order")
+        XCTAssertEqual(runOptions(["--turn", "127.0.0.1:3478", "--turn-user", "a:b"])?.turnNonceKeySecrets, [],
+                       "static users alone: a key of this process")
+        refusal(["--turn-nonce-secret", "n"], mentions: ["--turn-nonce-secret:", "without a TURN listener"])
+    }
+
     func testAlternatesSplitByTransportInOrder() {
         let options = runOptions(base + ["--turn-alternate", "127.0.0.2:3478", "--turn-alternate=tls:127.0.0.2:5349",
                                          "--turn-alternate", "[::1]:3478", "--turn-alternate-domain", "turn.example.org."])
@@ -19,13 +28,12 @@ final class FleetOptionsTests: XCTestCase {
             tls: [Endpoint(host: "127.0.0.2", port: 5349)!], domain: "turn.example.org"))
     }
 
-    /// The entries of `arguments`' alternates that are this relay itself, with `own` as its
-    /// addresses beside the options' relay and advertised ones.
+    /// The entries of `arguments`' alternates that are this relay itself, with `own` as the
+    /// host's interface addresses.
     private func ours(_ arguments: [String], own: [String] = []) -> [String] {
         guard let options = runOptions(arguments) else { return ["(refused)"] }
-        let addresses = [options.relayAddress, options.advertiseAddress].compactMap { Endpoint(host: $0, port: 0) }
-            + own.compactMap { Endpoint(host: $0, port: 0) }
-        return options.alternatesThatAreThisRelay(ownAddresses: addresses).map(\.description)
+        let addresses = options.turnAddresses(hostAddresses: own.compactMap { Endpoint(host: $0, port: 0) })
+        return options.alternatesThatAreThisRelay(addresses).map(\.description)
     }
 
     func testAnAlternateThatIsThisRelayIsLeftOutNotRefused() throws {
@@ -41,8 +49,8 @@ final class FleetOptionsTests: XCTestCase {
                       "--turn-alternate", "203.0.113.10:3478", "--turn-alternate", "203.0.113.11:3478"]
         XCTAssertEqual(ours(natted), ["203.0.113.10:3478"])
         let options = try XCTUnwrap(runOptions(natted))
-        let own = [Endpoint(host: "10.0.0.5", port: 0)!, Endpoint(host: "203.0.113.10", port: 0)!]
-        XCTAssertEqual(options.turnAlternatesInForce(ownAddresses: own).plain, [Endpoint(host: "203.0.113.11", port: 3478)!])
+        let own = options.turnAddresses(hostAddresses: [Endpoint(host: "10.0.0.5", port: 0)!])
+        XCTAssertEqual(options.turnAlternatesInForce(leavingOut: own).plain, [Endpoint(host: "203.0.113.11", port: 3478)!])
         // Another port, another host, or an IPv6 address an IPv4 wildcard does not take: a sibling.
         XCTAssertEqual(ours(wildcard + ["--turn-alternate", "127.0.0.5:3479", "--turn-alternate", "198.51.100.5:3478",
                                         "--turn-alternate", "[::1]:3478"]), [])

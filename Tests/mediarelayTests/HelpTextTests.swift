@@ -10,8 +10,9 @@ final class HelpTextTests: XCTestCase {
         "--advertise-address", "--http", "--control-token", "--dscp", "--service-class", "--ecn",
         "--ecn-marking", "--ecn-l4s-threshold", "--ecn-classic-threshold", "--ecn-backlog", "--ecn-backlog-l4s-threshold",
         "--ecn-backlog-classic-threshold",
-        "--log-level", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
+        "--log-level", "--log-format", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
         "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
+        "--turn-nonce-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
         "--turn-alternate-domain", "--turn-tcp", "--turn-tls", "--tls-cert", "--tls-key", "--turn-max-connections",
@@ -36,6 +37,31 @@ final class HelpTextTests: XCTestCase {
                          "512...65507", "Receive buffers per worker", "--batch-size x --max-datagram-size",
                          "load the TLS", "certificate and key again", "within 10 s", "after 60 s", "answered 442"] {
             XCTAssertTrue(help.contains(expected), "help does not mention \(expected)")
+        }
+    }
+
+    /// Options whose help default is a description, not a value to give back: lists and
+    /// values that are unset by default.
+    let describedDefaults: Set<OptionKey> = [
+        .forward, .controlToken, .turn, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer,
+        .turnDeniedPeer, .turnAlternate, .turnAlternateDomain, .turnTCP, .turnTLS, .tlsCert, .tlsKey,
+    ]
+
+    func testTheHelpDefaultsAreTheParsedDefaults() throws {
+        // Each default the help gives, passed back as the option's value, changes nothing.
+        let turn = ["--turn", "127.0.0.1:3478", "--turn-secret", "s"]
+        for key in OptionKey.allCases where !describedDefaults.contains(key) {
+            let base = key.flag.hasPrefix("--turn") ? turn : []
+            var value = key.defaultText
+            if key == .workers {
+                value = try XCTUnwrap(value.firstMatch(of: /\((\d+) here\)/)).output.1.description
+            } else if key == .advertiseAddress {
+                value = try XCTUnwrap(value.split(separator: " ").first).description
+            } else if let note = value.range(of: " (") {
+                value = String(value[..<note.lowerBound])
+            }
+            XCTAssertEqual(runOptions(base + [key.flag, value]), runOptions(base),
+                           "\(key.flag): the help's default \(value) is not the default")
         }
     }
 

@@ -22,7 +22,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertTrue(options.ecnMarking)
         XCTAssertEqual(options.ecnL4SThreshold, 25)
         XCTAssertEqual(options.ecnClassicThreshold, 50)
-        XCTAssertEqual(options.ecnBacklog, ServerOptions.defaultECNBacklog)
+        XCTAssertFalse(options.ecnBacklog)
         XCTAssertEqual(options.ecnBacklogL4SThreshold, 1000)
         XCTAssertEqual(options.ecnBacklogClassicThreshold, 5000)
         XCTAssertEqual(options.egressRate, 0)
@@ -65,6 +65,8 @@ final class OptionsTests: XCTestCase {
             ("--egress-rate", "12500000000", { $0.egressRate == 12_500_000_000 }),
             ("--egress-rate", "0", { $0.egressRate == 0 }),
             ("--log-level", "debug", { $0.logLevel == .debug }),
+            ("--log-format", "json", { $0.logFormat == .json }),
+            ("--log-format", "text", { $0.logFormat == .text }),
             ("--drain-seconds", "3600", { $0.drainSeconds == 3600 }),
             ("--ready-threshold", "0.75", { $0.readyThreshold == 0.75 }),
             ("--ready-threshold", "1", { $0.readyThreshold == 1 }),
@@ -140,6 +142,7 @@ final class OptionsTests: XCTestCase {
             ("--egress-rate", "124999", "125000...12500000000"),
             ("--egress-rate", "12500000001", "125000...12500000000"),
             ("--log-level", "trace", "debug, info, warning, error"),
+            ("--log-format", "xml", "text, json"),
             ("--drain-seconds", "3601", "0...3600"),
             ("--drain-seconds", "-1", "0...3600"),
             ("--ready-threshold", "0", "above 0 and at most 1"),

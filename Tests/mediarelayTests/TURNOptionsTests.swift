@@ -50,6 +50,7 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-alternate", "127.0.0.2:3478", { $0.turnAlternatesInForce == TurnAlternates(plain: [Endpoint(host: "127.0.0.2", port: 3478)!]) }),
             ("--turn-alternate", "tls:[2001:db8::2]:5349", { $0.turnAlternatesInForce.tls == [Endpoint(host: "2001:db8::2", port: 5349)!] }),
             ("--turn-alternate-domain", "turn.example.org", { $0.turnAlternateDomain == "turn.example.org" }),
+            ("--turn-nonce-secret", "fleet-nonce", { $0.turnNonceSecrets == ["fleet-nonce"] }),
         ]
         for (flag, value, check) in good {
             for arguments in [base + [flag, value], base + ["\(flag)=\(value)"]] {
@@ -105,12 +106,13 @@ final class TURNOptionsTests: XCTestCase {
                               ("--turn-user", "na\u{7}me:pw"), ("--turn-user", "n:\u{1b}[2Jpw"),
                               ("--turn-user", String(repeating: "n", count: 509) + ":pw"),
                               ("--turn-secret", "two words"), ("--turn-secret", "tab\tsecret"),
-                              ("--turn-secret", String(repeating: "s", count: 1025))] {
+                              ("--turn-secret", String(repeating: "s", count: 1025)),
+                              ("--turn-nonce-secret", "two words"), ("--turn-nonce-secret", "")] {
             let error = refusal(base + [flag, value], mentions: ["\(flag) (value hidden):", "expected"])
             XCTAssertFalse(error?.description.contains(value) ?? true, value)
         }
         refusal(base + ["--turn-users-file", ""], mentions: ["--turn-users-file :", "a readable text file"])
-        let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-users-file"])
+        let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-nonce-secret", "--turn-users-file"])
         XCTAssertEqual(checked, Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") && !streamTURNFlags.contains($0) }),
                        "a TURN flag has no bad-value case (TURN over TCP and TLS: TURNStreamOptionsTests)")
     }

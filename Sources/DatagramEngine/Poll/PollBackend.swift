@@ -15,7 +15,7 @@ final class PollBackend {
     /// Listeners and streams; nil when the configuration keeps streams off.
     private let streams: PollStreams?
     /// Receive slots the last turn used: only those need `prepare` again.
-    @exclusivity(unchecked) private var slotsUsed = 0  // per turn, this thread only (see EngineState)
+    @exclusivity(unchecked) private var slotsUsed = 0
 
     /// `batched`: recvmmsg / sendmmsg (mmsg) rather than one call per datagram (perPacket).
     init(state: EngineState, batched: Bool, waker: EngineWaker) throws(SystemCallError) {
@@ -90,7 +90,6 @@ final class PollBackend {
     /// Sends the streams' new output (the datagrams are `send`'s).
     func flushStreams() { streams?.flush() }
 
-    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     /// The socket a receive reads, as its datagrams are recorded.
     private struct Source {
         var id: SocketID
@@ -98,6 +97,7 @@ final class PollBackend {
         var owner: OwnerTag
     }
 
+    /// One recvmmsg: whatever is queued, up to the free slots, without waiting for more.
     private func receiveMany(_ descriptor: Int32, _ from: Source, used: Int) -> Int {
         let room = vectors.capacity - used
         // MSG_TRUNC: a datagram longer than its buffer reports its real length.

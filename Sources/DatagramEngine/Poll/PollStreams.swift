@@ -9,23 +9,41 @@ import SystemSupport
 /// output is pending, so an idle connection costs no wake-ups. A partial send leaves the rest
 /// in the ring, in order, for the next EPOLLOUT.
 final class PollStreams {
+    /// What epoll watches for one stream: this backend's own part of a stream's state.
+    struct Interest {
+        /// Registered with epoll.
+        var polled = false
+        var events: UInt32 = 0
+    }
+
     private let state: EngineState
     private let streams: StreamTable
     private let poller: EventPoller
     private let readBudget: Int
+    /// By stream index; back to `Interest()` when the stream closes.
+    private let interests: UnsafeMutablePointer<Interest>
 
     init(state: EngineState, streams: StreamTable, poller: EventPoller) {
         self.state = state
         self.streams = streams
         self.poller = poller
         readBudget = state.configuration.streamReadBudget
+        interests = .allocate(capacity: max(streams.limit, 1))
+        interests.initialize(repeating: Interest(), count: max(streams.limit, 1))
     }
 
+    deinit { interests.deallocate() }
+
     /// Accepts up to `acceptsPerTurn` connections from a ready listener; the rest stay in the
-    /// kernel's backlog, and the listener, level-triggered, is ready again next turn.
+    /// kernel's backlog, and the listener, level-triggered, is ready again next turn. With every
+    /// stream index taken it accepts none and stops watching the listener until one is free.
     func accept(on listener: SocketID, descriptor: Int32) {
         let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         for _ in 0..<state.configuration.acceptsPerTurn {
+            guard streams.hasFreeIndex else {
+                if poller.modify(descriptor, tag: EventPoller.tag(listener), events: 0) { streams.pausedListeners.waitForIndex(listener) }
+                return
+            }
             let outcome = SystemCall.ownOutcome("accept4") { Int(mr_accept4(descriptor, flags)) }
             state.counters.syscalls &+= 1
             switch outcome {
@@ -88,7 +106,7 @@ final class PollStreams {
     /// Sends pending output until it is gone or the socket's buffer is full.
     private func send(_ index: Int) {
         let descriptor = streams[index].descriptor
-        while streams[index].phase == .open || streams[index].phase == .draining {
+        while streams[index].phase.isLive {
             let chunk = streams.pendingChunk(index)
             guard chunk.count > 0 else { break }
             let outcome = SystemCall.ownOutcome("send") {
@@ -105,7 +123,7 @@ final class PollStreams {
         }
         // Watch for output exactly while some is pending.
         let pending = streams[index].cursors.outputCount > 0
-        if pending != (streams[index].interest & EventPoller.output != 0) { streams.service(index) }
+        if pending != (interests[index].events & EventPoller.output != 0) { streams.service(index) }
     }
 
     /// The flush: sends what the owners wrote since the last one.
@@ -134,24 +152,23 @@ final class PollStreams {
                 wanted |= EventPoller.input | EventPoller.peerHangUp
             }
             if stream.cursors.outputCount > 0 { wanted |= EventPoller.output }
-            if !stream.polled {
+            if !interests[index].polled {
                 do throws(SystemCallError) {
                     try poller.add(stream.descriptor, tag: tag, events: wanted)
-                    streams[index].polled = true
-                    streams[index].interest = wanted
+                    interests[index] = Interest(polled: true, events: wanted)
                 } catch {
                     streams.beginClosing(index, .limit)
                 }
-            } else if wanted != stream.interest {
+            } else if wanted != interests[index].events {
                 if poller.modify(stream.descriptor, tag: tag, events: wanted) {
-                    streams[index].interest = wanted
+                    interests[index].events = wanted
                 } else {
                     streams.beginClosing(index, .limit)
                 }
             }
         case .closing:
-            if stream.polled { poller.remove(stream.descriptor) }
-            streams[index].polled = false
+            if interests[index].polled { poller.remove(stream.descriptor) }
+            interests[index] = Interest()
             streams.finish(index)
         case .free, .closed:
             break

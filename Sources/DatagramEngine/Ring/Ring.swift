@@ -25,9 +25,6 @@ final class Ring {
     private let buffers: UnsafeMutableRawPointer
     private let template: UnsafeMutablePointer<msghdr>
     private let held: UnsafeMutablePointer<UInt16>
-    // The ring's bookkeeping below is touched per completion and per submission by the engine's
-    // thread only, never while another access to it is open: no dynamic exclusivity checks
-    // (swift_beginAccess, about 80 instructions a time), as in EngineState.
     @exclusivity(unchecked) private var heldCount = 0
     @exclusivity(unchecked) private var recycledSinceAdvance: Int32 = 0
     private let wakeDescriptor: Int32
@@ -290,6 +287,9 @@ final class Ring {
 
     // MARK: completions
 
+    /// Whether completions wait in the completion queue, unreaped.
+    var hasReadyCompletions: Bool { io_uring_cq_ready(ring) > 0 }
+
     /// The one reap loop: hands the completions ready now, oldest first, to `body` until it
     /// returns false (that completion is consumed too), and releases their queue entries.
     /// Returns how many it handed over; 0 when none was ready.
@@ -300,9 +300,6 @@ final class Ring {
     /// an overflowed completion queue when it finds nothing; every caller here enters with
     /// GETEVENTS when this returns 0, which flushes it just the same.)
     @inline(__always)
-    /// Whether completions wait in the completion queue, unreaped.
-    var hasReadyCompletions: Bool { io_uring_cq_ready(ring) > 0 }
-
     func reap(_ body: (RingCompletion) -> Bool) -> Int {
         let ready = io_uring_cq_ready(ring)
         guard ready > 0 else { return 0 }

@@ -11,8 +11,6 @@ final class RingBackend {
     let state: EngineState
     let ring: Ring
     /// Sockets whose receive must be (re-)armed before the turn waits.
-    /// (Per turn and per send, on the engine's thread only: no dynamic exclusivity checks, as
-    /// in EngineState.)
     @exclusivity(unchecked) var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
     /// Sockets whose multishot receive ended for want of a provided buffer (ENOBUFS), with
     /// their datagrams still queued in the kernel: armed again a few at a time as buffers come
@@ -71,7 +69,11 @@ final class RingBackend {
         // Receives that ended in this turn are armed now, and re-arms and the wake-up read reach
         // the kernel even in turns that found completions waiting and so did not enter it.
         armPending()
-        if ring.pendingSubmissions > 0 { ring.submit() }
+        if (streams?.awaitingCancellations ?? 0) > 0 {
+            ring.submitAndGetEvents()
+        } else if ring.pendingSubmissions > 0 {
+            ring.submit()
+        }
         ring.commitRecycled()
         state.counters.noteBatch(state.receivedCount)
         state.counters.syscalls &+= ring.takeSyscalls()

@@ -12,6 +12,21 @@ import SystemSupport
 /// when the last of them has completed, so its buffers and descriptor are never released under
 /// the kernel's feet.
 final class RingStreams {
+    /// A stream's operations in the ring: this backend's own part of a stream's state. The
+    /// kernel holds a buffer of the stream while its receive or send is in flight, so the
+    /// stream is finished (and later released) only when neither is.
+    struct Flight {
+        var receiveInFlight = false
+        var sendInFlight = false
+        /// Its cancellation was asked for (the receive's when draining, both when closing).
+        var receiveCancelled = false
+        var sendCancelled = false
+        /// Closing, with cancellations asked for and not all completed (`awaitingCancellations`).
+        var closingInFlight = false
+
+        var isEmpty: Bool { !receiveInFlight && !sendInFlight }
+    }
+
     private let state: EngineState
     private let streams: StreamTable
     private let ring: Ring
@@ -19,14 +34,31 @@ final class RingStreams {
     /// Listeners whose multishot accept must be armed (new, or ended), by the next arming pass.
     /// (Internal for closing: a listener still waiting here has nothing in flight to cancel.)
     var toArm: [(slot: Int, generation: UInt32, descriptor: Int32)] = []
+    /// Listeners with a multishot accept in flight, and those of them whose cancellation was
+    /// asked for (every stream index taken), by slot and generation: a listener is armed again
+    /// only once its last accept has completed, so it never has two.
+    private var armed = Set<RingTag>()
+    private var stopping = Set<RingTag>()
+    /// By stream index; back to `Flight()` when the stream is finished.
+    private let flights: UnsafeMutablePointer<Flight>
+    /// Closing streams still waiting for their operations' last completions. While there are
+    /// any, each turn ends with an io_uring_enter that runs the kernel's deferred work
+    /// (DEFER_TASKRUN), where their cancellations complete: a busy turn (completions waiting,
+    /// so it does not wait) would otherwise only submit, and a closing stream would keep its
+    /// index for several turns more.
+    private(set) var awaitingCancellations = 0
 
     init(state: EngineState, streams: StreamTable, ring: Ring) {
         self.state = state
         self.streams = streams
         self.ring = ring
         readBudget = state.configuration.streamReadBudget
+        flights = .allocate(capacity: max(streams.limit, 1))
+        flights.initialize(repeating: Flight(), count: max(streams.limit, 1))
         ring.lend(streams.buffers)
     }
+
+    deinit { flights.deallocate() }
 
     /// Handles a completion of a listener's or a stream's operation; false for any other kind.
     func handle(_ completion: RingCompletion) -> Bool {
@@ -51,7 +83,10 @@ final class RingStreams {
             toArm.append((Int(listener.slot), listener.generation, entry.descriptor))
         }
         for (slot, generation, descriptor) in toArm {
-            ring.prepareAccept(descriptor: descriptor, tag: RingTag(.accept, generation: generation, slot: slot))
+            let tag = RingTag(.accept, generation: generation, slot: slot)
+            // Still armed: its last completion (of the cancellation) arms it again.
+            guard armed.insert(tag).inserted else { continue }
+            ring.prepareAccept(descriptor: descriptor, tag: tag)
         }
         toArm.removeAll(keepingCapacity: true)
         service()
@@ -69,10 +104,12 @@ final class RingStreams {
         let generation = completion.tag.generation
         let current = state.table.holds(slot: slot, generation: generation)
         let active = current && state.table[slot].active
+        let listener = SocketID(slot: Int32(slot), generation: generation)
         if completion.result >= 0 {
             let descriptor = Descriptor(taking: completion.result)
             if active {
-                streams.adopt(descriptor, listener: SocketID(slot: Int32(slot), generation: generation))
+                streams.adopt(descriptor, listener: listener)
+                if !streams.hasFreeIndex { stopAccepting(completion.tag, listener) }
             }
             // Otherwise the listener is closing: `descriptor` ends here and closes.
         } else if completion.result == -EBADF || completion.result == -EFAULT {
@@ -85,7 +122,9 @@ final class RingStreams {
             }
         }
         if completion.flags & UInt32(IORING_CQE_F_MORE) == 0 {
-            if active && streams.pausedListeners.contains(SocketID(slot: Int32(slot), generation: generation)) {
+            armed.remove(completion.tag)
+            stopping.remove(completion.tag)
+            if active && streams.pausedListeners.contains(listener) {
                 // Out of descriptors or memory: armed again when the pause ends (`arm`).
             } else if active {
                 // The multishot accept ended (the kernel chose to, or a passing error): arm it
@@ -97,9 +136,18 @@ final class RingStreams {
         }
     }
 
+    /// Every stream index is taken: the listener's multishot accept is cancelled, so further
+    /// connections wait in the kernel's backlog (those accepted before the kernel sees the
+    /// cancellation are held by the stream table), and it is armed again once an index is free.
+    private func stopAccepting(_ accept: RingTag, _ listener: SocketID) {
+        streams.pausedListeners.waitForIndex(listener)
+        guard armed.contains(accept), stopping.insert(accept).inserted else { return }
+        ring.prepareCancel(of: accept, tag: RingTag(.streamCancel, generation: accept.generation, slot: accept.slot))
+    }
+
     private func received(_ completion: RingCompletion) {
         guard let index = stream(completion.tag) else { return }
-        streams[index].receiveInFlight = false
+        flights[index].receiveInFlight = false
         let result = completion.result
         if result > 0 {
             if streams[index].phase == .open {
@@ -107,7 +155,8 @@ final class RingStreams {
                 streams.service(index)  // the next receive, armed with the turn's others
             }
         } else if result == 0 {
-            streams.beginClosing(index, .peerClosed)
+            // An end that raced the stream's close is already being handled.
+            if streams[index].phase.isLive { streams.beginClosing(index, .peerClosed) }
         } else {
             failed(index, -result, "io_uring recv")
         }
@@ -116,7 +165,7 @@ final class RingStreams {
 
     private func sent(_ completion: RingCompletion) {
         guard let index = stream(completion.tag) else { return }
-        streams[index].sendInFlight = false
+        flights[index].sendInFlight = false
         let result = completion.result
         if result >= 0 {
             streams.sent(index, Int(result))
@@ -138,25 +187,30 @@ final class RingStreams {
         case EBADF, EFAULT:
             SystemCall.bug(operation, errno: code)
         default:
-            streams.beginClosing(index, StreamTable.reason(code))
+            if streams[index].phase.isLive { streams.beginClosing(index, StreamTable.reason(code)) }
         }
     }
 
     /// Sends the oldest output when no send is in flight.
     private func startSend(_ index: Int) {
         let stream = streams[index]
-        guard !stream.sendInFlight, stream.phase == .open || stream.phase == .draining else { return }
+        guard !flights[index].sendInFlight, stream.phase.isLive else { return }
         let chunk = streams.pendingChunk(index)
         guard chunk.count > 0 else { return }
         ring.prepareStreamSend(descriptor: stream.descriptor, bytes: chunk,
                                tag: RingTag(.streamSend, generation: stream.socket.generation, slot: Int(stream.socket.slot)))
-        streams[index].sendInFlight = true
+        flights[index].sendInFlight = true
     }
 
     /// A closing stream with nothing in flight any more is reported closed.
     private func settle(_ index: Int) {
-        let stream = streams[index]
-        if stream.phase == .closing && !stream.receiveInFlight && !stream.sendInFlight { streams.finish(index) }
+        if streams[index].phase == .closing && flights[index].isEmpty { finish(index) }
+    }
+
+    private func finish(_ index: Int) {
+        if flights[index].closingInFlight { awaitingCancellations -= 1 }
+        flights[index] = Flight()
+        streams.finish(index)
     }
 
     /// The flush: starts a send for every stream with new output and none in flight. The
@@ -170,36 +224,41 @@ final class RingStreams {
     private func service() {
         streams.takeService { index in
             let stream = streams[index]
+            let flight = flights[index]
             let (generation, slot) = (stream.socket.generation, Int(stream.socket.slot))
             let tag = RingTag(.streamReceive, generation: generation, slot: slot)
             let cancel = RingTag(.streamCancel, generation: generation, slot: slot)
             switch stream.phase {
             case .open:
-                guard !stream.receiveInFlight else { return }
+                guard !flight.receiveInFlight else { return }
                 let space = streams.receiveSpace(index)
                 // No room: the owner has not consumed; `consume` brings the stream back here.
                 guard space.count > 0 else { return }
                 let length = min(space.count, readBudget)
                 ring.prepareStreamReceive(descriptor: stream.descriptor, into: UnsafeMutableRawBufferPointer(rebasing: space[0..<length]), tag: tag)
-                streams[index].receiveInFlight = true
+                flights[index].receiveInFlight = true
             case .draining:
                 // The owner closed it: no more input wanted, only the output sent.
-                if stream.receiveInFlight && !stream.receiveCancelled {
+                if flight.receiveInFlight && !flight.receiveCancelled {
                     ring.prepareCancel(of: tag, tag: cancel)
-                    streams[index].receiveCancelled = true
+                    flights[index].receiveCancelled = true
                 }
             case .closing:
-                guard stream.receiveInFlight || stream.sendInFlight else { return streams.finish(index) }
+                guard !flight.isEmpty else { return finish(index) }
+                if !flight.closingInFlight {
+                    flights[index].closingInFlight = true
+                    awaitingCancellations += 1
+                }
                 // Each operation cancelled by its own tag: the kernel finds a tag by hashing,
                 // where a cancel by descriptor walks every armed request of the ring (thousands
                 // with thousands of connections; 3% of a worker's CPU at 2,000 TLS clients).
-                if stream.receiveInFlight && !stream.receiveCancelled {
+                if flight.receiveInFlight && !flight.receiveCancelled {
                     ring.prepareCancel(of: tag, tag: cancel)
-                    streams[index].receiveCancelled = true
+                    flights[index].receiveCancelled = true
                 }
-                if stream.sendInFlight && !stream.sendCancelled {
+                if flight.sendInFlight && !flight.sendCancelled {
                     ring.prepareCancel(of: RingTag(.streamSend, generation: generation, slot: slot), tag: cancel)
-                    streams[index].sendCancelled = true
+                    flights[index].sendCancelled = true
                 }
             case .free, .closed:
                 break

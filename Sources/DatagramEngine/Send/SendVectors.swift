@@ -43,7 +43,6 @@ final class SendVectors {
     private let addresses: UnsafeMutablePointer<sockaddr_storage>
     private let control: UnsafeMutableRawPointer
     private let messages: UnsafeMutablePointer<Message>
-    /// Per message, on the engine's thread only: no dynamic exclusivity check (see EngineState).
     @exclusivity(unchecked) private(set) var count = 0
 
     init(capacity: Int) {

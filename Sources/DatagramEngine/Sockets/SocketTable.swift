@@ -11,14 +11,14 @@ final class SocketTable {
 
     /// What keeps a slot's descriptor open: the one object that owns it, by kind. Dropping it
     /// (`release`) closes the descriptor.
-    enum Owner {
+    enum DescriptorOwner {
         case datagram(UDPSocket)
         case listener(TCPListener)
         case stream(TCPConnection)
     }
 
     /// Plain values only, so that reading an entry on the packet path costs no reference
-    /// counting; the objects that own the descriptors live in `owners`.
+    /// counting; the objects that own the descriptors live in `descriptorOwners`.
     struct Entry {
         var generation: UInt32 = 0
         /// Registered and receiving; false while an io_uring receive is being cancelled.
@@ -35,10 +35,8 @@ final class SocketTable {
         var owner = OwnerTag.unowned
     }
 
-    // Touched per datagram by this engine's thread only, never while another access to it is
-    // open: the dynamic exclusivity check (swift_beginAccess, about 80 instructions) buys nothing.
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
-    private var owners: [Owner?] = []
+    private var descriptorOwners: [DescriptorOwner?] = []
     private var free: [Int32] = []
     private(set) var activeCount = 0
 
@@ -66,16 +64,16 @@ final class SocketTable {
         return SocketID(slot: Int32(slot), generation: entries[slot].generation)
     }
 
-    private func take(_ socket: Owner, descriptor: Int32, owner: OwnerTag) -> Int {
+    private func take(_ socket: DescriptorOwner, descriptor: Int32, owner: OwnerTag) -> Int {
         let slot: Int
         if let reused = free.popLast() {
             slot = Int(reused)
         } else {
             slot = entries.count
             entries.append(Entry())
-            owners.append(nil)
+            descriptorOwners.append(nil)
         }
-        owners[slot] = socket
+        descriptorOwners[slot] = socket
         var entry = Entry()
         entry.generation = entries[slot].generation &+ 1
         entry.active = true
@@ -107,7 +105,7 @@ final class SocketTable {
 
     /// The connection of stream slot `slot`, for its addresses and a reset on close.
     func connection(_ slot: Int) -> TCPConnection? {
-        if case .stream(let connection)? = owners[slot] { return connection }
+        if case .stream(let connection)? = descriptorOwners[slot] { return connection }
         return nil
     }
 
@@ -118,13 +116,13 @@ final class SocketTable {
         entries[slot].owner = .unowned
     }
 
-    func isReleased(_ slot: Int) -> Bool { owners[slot] == nil }
+    func isReleased(_ slot: Int) -> Bool { descriptorOwners[slot] == nil }
 
-    /// Closes the socket (by dropping its owner object) and frees the slot for reuse.
+    /// Closes the socket (by dropping its descriptor owner) and frees the slot for reuse.
     func release(_ slot: Int) {
         deactivate(slot)
-        guard owners[slot] != nil else { return }
-        owners[slot] = nil
+        guard descriptorOwners[slot] != nil else { return }
+        descriptorOwners[slot] = nil
         entries[slot].descriptor = -1
         entries[slot].stream = -1
         free.append(Int32(slot))

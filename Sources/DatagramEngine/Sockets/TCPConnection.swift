@@ -16,6 +16,23 @@ final class TCPConnection {
         self.local = local
     }
 
+    /// Options of a connection just accepted. No Nagle delay: relayed media and STUN
+    /// transactions are small, latency-bound writes. Kernel buffers of a fixed size where asked
+    /// for (0 leaves the kernel's autotuning), so that a peer costs what the owner promises.
+    static func setUp(_ descriptor: Int32, sendBufferBytes: Int, receiveBufferBytes: Int) {
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        var one: Int32 = 1
+        SystemCall.ignoringFailure { Int(setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, size)) }
+        if sendBufferBytes > 0 {
+            var value = Int32(clamping: sendBufferBytes)
+            SystemCall.ignoringFailure { Int(setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &value, size)) }
+        }
+        if receiveBufferBytes > 0 {
+            var value = Int32(clamping: receiveBufferBytes)
+            SystemCall.ignoringFailure { Int(setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &value, size)) }
+        }
+    }
+
     /// Closes `descriptor` with a reset rather than a FIN (SO_LINGER 0): for a connection
     /// refused at accept, which the peer should learn of at once and which should not sit in
     /// TIME_WAIT here.

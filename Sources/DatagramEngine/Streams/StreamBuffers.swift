@@ -11,7 +11,10 @@ import SystemSupport
 /// into the connection's free space (one receive in flight per stream), a full input buffer
 /// simply means no receive is armed (backpressure), and no connection can take another's
 /// memory. The region is reserved with MAP_NORESERVE, so pages cost memory only once a
-/// connection has used them, and never more than `streamLimit` connections' worth.
+/// connection has used them, and never more than `streamLimit` connections' worth; each
+/// stream's part starts on a page of its own, and its pages go back to the kernel when the
+/// stream is released (`release`), so memory follows the connections open now, not the most
+/// a flood ever reached on whichever indices it landed.
 ///
 /// Lifetimes: the region lives as long as this object; whoever hands its pointers to the
 /// kernel (the io_uring backend) keeps this object alive until the ring is gone. A stream's
@@ -28,7 +31,8 @@ final class StreamBuffers {
         precondition(streams > 0 && inputCapacity > 0 && outputCapacity > 0)
         self.inputCapacity = inputCapacity
         self.outputCapacity = outputCapacity
-        stride = (inputCapacity + outputCapacity + 63) & ~63
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        stride = (inputCapacity + outputCapacity + page - 1) / page * page
         regionBytes = streams * stride
         let mapped = mmap(nil, regionBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         guard let mapped, mapped != MAP_FAILED else {
@@ -39,6 +43,13 @@ final class StreamBuffers {
     }
 
     deinit { munmap(region, regionBytes) }
+
+    /// Gives the pages of `stream`'s buffers back to the kernel (MADV_DONTNEED: the next use
+    /// finds zeroed pages, so nothing of the old connection stays either). Only for a stream
+    /// released, when no system call or io_uring operation can still touch its buffers.
+    func release(_ stream: Int) {
+        SystemCall.ignoringFailure { Int(madvise(region + stream * stride, stride, MADV_DONTNEED)) }
+    }
 
     private func input(_ stream: Int) -> UnsafeMutableRawPointer { region + stream * stride }
     private func output(_ stream: Int) -> UnsafeMutableRawPointer { region + stream * stride + inputCapacity }

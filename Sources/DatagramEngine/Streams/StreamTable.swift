@@ -3,21 +3,16 @@ import CURing
 import SystemSupport
 
 /// The engine's streams (accepted TCP connections), by index `0 ..< streamLimit`, and what
-/// both backends share about them: their buffers' cursors, their phase, what they still have
-/// to report, and the work lists the backend drains each turn. Everything is sized once, when
-/// the engine starts: lists hold each index at most once (a flag per list), so they never grow.
+/// both backends share about them: their buffers' cursors, their phase (`StreamPhase`, changed
+/// only by `move`), their deadlines, what they still have to report, and the work lists the
+/// backend drains each turn. What a backend alone needs per stream (epoll's interest, io_uring's
+/// operations in flight) it keeps itself. Everything is sized once, when the engine starts:
+/// lists hold each index at most once (a flag per list), so they never grow.
 ///
-/// A stream's life: `open` (on accept) → `draining` (the owner closed it keeping its output:
-/// no more reading, sending until the output is gone) → `closing` (no more I/O; the backend
-/// stops what is in flight) → `closed` (`finish`: nothing in flight; its `closed` event is
-/// reported) → free again at the start of the turn after that event (`beginTurn` releases
-/// the descriptor and the slot). Its socket table entry stays active until then, so the owner's
-/// identifier keeps working (writes are refused) until the owner has seen `closed`.
+/// A stream's socket table entry stays active until its release, the turn after its `closed`
+/// event, so the owner's identifier keeps working (writes are refused) until the owner has seen
+/// `closed`.
 final class StreamTable {
-    enum Phase: UInt8 {
-        case free, open, draining, closing, closed
-    }
-
     /// What a stream has to report, as bits of `State.reports`, in the order they are said.
     enum Report {
         static let accepted: UInt8 = 1
@@ -30,32 +25,23 @@ final class StreamTable {
         var socket = SocketID(slot: -1, generation: 0)
         var descriptor: Int32 = -1
         var listener = SocketID(slot: -1, generation: 0)
-        var phase = Phase.free
+        var phase = StreamPhase.free
         var cursors = StreamCursors()
         var reason = StreamCloseReason.byOwner
         var reports: UInt8 = 0
-        /// Past the high water mark since the last `writable`.
-        var writeRefused = false
+        /// A `writable` is due once the pending output is at most this many bytes (after a
+        /// refused write, or as the owner asked); -1 for none.
+        var writableAtMost: Int32 = -1
         /// In the ready, service and send lists.
         var inReadyList = false
         var inServiceList = false
         var inSendList = false
-        /// io_uring: a receive or a send is in flight (the kernel holds its buffer), and
-        /// whether its cancellation was asked for (the receive's when draining, both when closing).
-        var receiveInFlight = false
-        var sendInFlight = false
-        var receiveCancelled = false
-        var sendCancelled = false
-        /// epoll: registered, and with which events.
-        var polled = false
-        var interest: UInt32 = 0
-        /// Absolute, on MonotonicClock; `.max` for none.
-        var deadline = UInt64.max
     }
 
     unowned(unsafe) let state: EngineState  // its owner, which outlives it
     let buffers: StreamBuffers
-    private let limit: Int
+    /// How many streams there can be: the indices are `0 ..< limit`.
+    let limit: Int
     private let states: UnsafeMutablePointer<State>
     private var freeIndices: [Int32]
     /// Streams with something to report, oldest first.
@@ -67,9 +53,15 @@ final class StreamTable {
     private(set) var sendList: [Int32] = []
     /// Streams whose `closed` was reported this turn, released when the next begins.
     private var releaseList: [Int32] = []
-    private var nearestDeadline = UInt64.max
-    /// Listeners out of descriptors or memory, resumed by the backend when their pause ends.
+    private let deadlines: StreamDeadlines
+    /// Called after every phase change with the stream, the phase it left and the event; nil
+    /// in production. For tests that follow streams through their phases on a real backend.
+    var transitionObserver: ((Int, StreamPhase, StreamPhase.Event) -> Void)?
+    /// Listeners out of descriptors or memory, or waiting for a free index, resumed by the
+    /// backend when their pause ends.
     let pausedListeners = PausedListeners()
+    /// Connections accepted while no index was free, adopted first as indices come back.
+    private let held = HeldConnections()
     private(set) var count = 0
 
     init(state: EngineState, buffers: StreamBuffers) {
@@ -81,6 +73,7 @@ final class StreamTable {
         states = .allocate(capacity: limit)
         states.initialize(repeating: State(), count: limit)
         freeIndices = (0..<Int32(limit)).reversed()
+        deadlines = StreamDeadlines(limit: limit)
         // Each list holds an index at most once: with room for all, appending never allocates.
         readyList.reserveCapacity(limit)
         serviceList.reserveCapacity(limit)
@@ -90,9 +83,19 @@ final class StreamTable {
 
     deinit { states.deallocate() }
 
-    subscript(index: Int) -> State {
-        get { states[index] }
-        set { states[index] = newValue }
+    /// A stream's state, read only: its phase changes by `move`, the rest by the calls below.
+    subscript(index: Int) -> State { states[index] }
+
+    /// The one way a stream's phase changes. An event its phase does not allow is a bug in the
+    /// engine: a precondition failure in debug builds, ignored (the phase kept) in release.
+    func move(_ index: Int, _ event: StreamPhase.Event) {
+        let from = states[index].phase
+        guard let next = from.after(event) else {
+            assertionFailure("stream \(index): \(event) is not allowed while \(from)")
+            return
+        }
+        states[index].phase = next
+        transitionObserver?(index, from, event)
     }
 
     /// The stream `id` names, while its socket table entry is active.
@@ -103,13 +106,23 @@ final class StreamTable {
 
     // MARK: accept
 
+    /// Whether a connection accepted now would get a stream. A backend stops accepting while
+    /// none is free (`PausedListeners.waitForIndex`), so connections wait in the backlog.
+    var hasFreeIndex: Bool { !freeIndices.isEmpty }
+
     /// Takes a connection the kernel accepted on `listener`. Returns its stream index, or nil
-    /// when it was refused: no free stream (it is reset at once, so the client learns it now),
-    /// or already gone. The backend starts watching it in its service pass.
+    /// when it waits for one (io_uring's accepts completed before the backend stopped them
+    /// are held, and adopted as indices come back) or was refused: too many held already (it
+    /// is reset at once, so the client learns it now), or already gone. The backend starts
+    /// watching it in its service pass.
     @discardableResult
     func adopt(_ descriptor: consuming Descriptor, listener: SocketID) -> Int? {
         let fd = descriptor.rawValue
         guard let free = freeIndices.popLast() else {
+            if !held.isFull {
+                held.keep(descriptor, listener: listener)
+                return nil
+            }
             state.counters.streamsRefused &+= 1
             TCPConnection.reset(descriptor)
             return nil
@@ -119,12 +132,12 @@ final class StreamTable {
             state.counters.streamsRefused &+= 1
             return nil
         }
-        // Relayed media and STUN transactions are small, latency-bound writes: no Nagle delay.
-        var one: Int32 = 1
-        SystemCall.ignoringFailure { Int(setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))) }
+        TCPConnection.setUp(fd, sendBufferBytes: state.configuration.streamSendBufferBytes,
+                            receiveBufferBytes: state.configuration.streamReceiveBufferBytes)
         let index = Int(free)
         let id = state.table.add(TCPConnection(descriptor, peer: peer, local: local), stream: free)
-        states[index] = State(socket: id, descriptor: fd, listener: listener, phase: .open)
+        states[index] = State(socket: id, descriptor: fd, listener: listener)
+        move(index, .accept)
         count += 1
         state.counters.streamsAccepted &+= 1
         report(index, Report.accepted)
@@ -146,11 +159,11 @@ final class StreamTable {
     }
 
     /// Copies `bytes` into the output ring, whole or not at all: false (counted) when they
-    /// would leave more than the high water mark pending, or when the stream is closing.
-    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard states[index].phase == .open,
-              Int(states[index].cursors.outputCount) + bytes.count <= state.configuration.streamHighWater else {
-            states[index].writeRefused = true
+    /// would leave more than `limit` (at most the high water mark) pending, or when the stream
+    /// is closing.
+    func write(_ index: Int, _ bytes: UnsafeRawBufferPointer, limit: Int) -> Bool {
+        guard states[index].phase == .open, Int(states[index].cursors.outputCount) + bytes.count <= limit else {
+            states[index].writableAtMost = max(states[index].writableAtMost, Int32(state.configuration.streamLowWater - 1))
             state.counters.streamWritesRefused &+= 1
             return false
         }
@@ -159,24 +172,34 @@ final class StreamTable {
         return true
     }
 
+    /// The owner wants a `writable` event once at most `bytes` are pending (at the next
+    /// report when that is so already).
+    func notifyWritable(_ index: Int, pendingAtMost bytes: Int) {
+        guard states[index].phase == .open else { return }
+        states[index].writableAtMost = max(states[index].writableAtMost, Int32(clamping: bytes))
+        writableIfDue(index)
+    }
+
     /// The owner closes the stream. Keeping the output, the stream drains first (no more
     /// reading; bounded by its deadline, or the linger time when it has none); discarding it,
-    /// the stream closes at once. Either way its `closed` event comes in a later turn.
+    /// the stream closes at once. Either way its `closed` event comes in a later turn. Only an
+    /// open stream may be closed (the engine's API ignores an owner's second close).
     func close(_ index: Int, keepingOutput: Bool) {
-        guard states[index].phase == .open else { return }
         if keepingOutput && states[index].cursors.outputCount > 0 {
-            states[index].phase = .draining
+            move(index, .drain)
             let linger = MonotonicClock.now() &+ UInt64(state.configuration.closeLingerMilliseconds) &* 1_000_000
-            setDeadline(index, min(states[index].deadline, linger))
+            deadlines.set(index, min(deadlines.deadline(of: index), linger))
             service(index)
         } else {
             beginClosing(index, .byOwner)
         }
     }
 
+    /// Sets the stream's deadline (`.max` for none). Only a live stream has one: a closing
+    /// stream's deadline would close it twice, so the owner's is ignored there.
     func setDeadline(_ index: Int, _ deadline: UInt64) {
-        states[index].deadline = deadline
-        nearestDeadline = min(nearestDeadline, deadline)
+        guard states[index].phase.isLive else { return }
+        deadlines.set(index, deadline)
     }
 
     // MARK: what the backends do and report
@@ -205,34 +228,42 @@ final class StreamTable {
     }
 
     /// The kernel took `bytes` from the front of the output. A stream below the low water mark
-    /// after a refusal is reported writable; a draining one that is empty now closes.
+    /// after a refusal (or at what its owner asked for) is reported writable; a draining one
+    /// that is empty now closes.
     func sent(_ index: Int, _ bytes: Int) {
-        states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
         state.counters.streamBytesOut &+= UInt64(bytes)
-        let pending = Int(states[index].cursors.outputCount)
-        if states[index].writeRefused && pending < state.configuration.streamLowWater && states[index].phase == .open {
-            states[index].writeRefused = false
+        // A send (io_uring's) that completed after the stream began closing: its output is
+        // dropped already, and the cursors must not go below empty.
+        guard states[index].phase.isLive else { return }
+        states[index].cursors.sent(bytes, capacity: buffers.outputCapacity)
+        writableIfDue(index)
+        if states[index].cursors.outputCount == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
+    }
+
+    private func writableIfDue(_ index: Int) {
+        let due = states[index].writableAtMost
+        if due >= 0 && states[index].cursors.outputCount <= due && states[index].phase == .open {
+            states[index].writableAtMost = -1
             report(index, Report.writable)
         }
-        if pending == 0 && states[index].phase == .draining { beginClosing(index, .byOwner) }
     }
 
     /// The connection ended or must end: no more reading or sending. Pending output is dropped
     /// (an owner who wanted it sent closed with `keepingOutput`, and it is sent by now or its
-    /// deadline passed). The backend stops what is in flight and then calls `finish`.
+    /// deadline passed). The backend stops what is in flight and then calls `finish`. Only a
+    /// live stream (`StreamPhase.isLive`) may begin closing: a backend that learns of an end
+    /// while the stream is closing already (a completion racing its cancellation) checks first.
     func beginClosing(_ index: Int, _ reason: StreamCloseReason) {
-        guard states[index].phase == .open || states[index].phase == .draining else { return }
-        states[index].phase = .closing
+        move(index, .close)
         states[index].reason = reason
         states[index].cursors.outputCount = 0
-        states[index].deadline = .max
+        deadlines.set(index, .max)
         service(index)
     }
 
     /// Nothing is in flight for a closing stream any more: report it closed.
     func finish(_ index: Int) {
-        guard states[index].phase == .closing else { return }
-        states[index].phase = .closed
+        move(index, .finish)
         state.counters.streamsClosed &+= 1
         report(index, Report.closed)
     }
@@ -245,34 +276,34 @@ final class StreamTable {
     // MARK: the turn
 
     /// Releases the streams whose `closed` was reported last turn (their descriptors close
-    /// now), and closes those whose deadline has passed.
+    /// now, their buffers' pages go back to the kernel), gives the indices to held connections
+    /// first and then to the listeners waiting for one, and closes the streams whose deadline
+    /// has passed.
     func beginTurn() {
         for index in releaseList {
             let slot = Int(states[Int(index)].socket.slot)
             state.table.release(slot)
+            buffers.release(Int(index))
+            state.counters.syscalls &+= 1
+            move(Int(index), .release)
             states[Int(index)] = State()
             freeIndices.append(index)
             count -= 1
         }
         releaseList.removeAll(keepingCapacity: true)
-        guard nearestDeadline != .max else { return }
+        held.handOver(while: { hasFreeIndex }, to: { adopt($0, listener: $1) })
+        if held.isEmpty && hasFreeIndex { pausedListeners.indexFreed() }
+        guard deadlines.count > 0 else { return }
         let now = MonotonicClock.now()
-        guard now >= nearestDeadline else { return }
-        nearestDeadline = .max
-        for index in 0..<limit where states[index].deadline != .max {
-            if states[index].deadline <= now {
-                beginClosing(index, .timeout)
-            } else {
-                nearestDeadline = min(nearestDeadline, states[index].deadline)
-            }
-        }
+        // Only live streams have deadlines (closing takes a stream's away).
+        while let index = deadlines.popDue(now: now) { beginClosing(index, .timeout) }
     }
 
     /// How long the turn may wait: not at all when events are left to say, and not past the
     /// nearest deadline or the end of a listener's pause.
     func waitLimit(_ milliseconds: Int32) -> Int32 {
         if !readyList.isEmpty { return 0 }
-        let nearest = min(nearestDeadline, pausedListeners.earliest)
+        let nearest = min(deadlines.earliest, pausedListeners.earliest)
         guard nearest != .max else { return milliseconds }
         let now = MonotonicClock.now()
         guard nearest > now else { return 0 }
@@ -346,8 +377,11 @@ final class StreamTable {
                 // Its listener was closed or disowned before this was said: nobody will take
                 // the connection, so it goes now rather than wait for its peer (unreported).
                 states[index].reports = stream.reports
-                beginClosing(index, .byOwner)
-                stream = states[index]
+                // It may have ended meanwhile (its peer gone), and closes by itself then.
+                if stream.phase.isLive {
+                    beginClosing(index, .byOwner)
+                    stream = states[index]
+                }
                 return
             }
             events.append(StreamEvent(owner: listenerOwner, stream: stream.socket,

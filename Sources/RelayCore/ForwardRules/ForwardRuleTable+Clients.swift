@@ -19,8 +19,9 @@ extension ForwardRuleTable {
             return nil
         }
         let index = freeClients.popLast().map(Int.init) ?? clients.count
-        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now)
+        let state = ClientState(rule: Int32(rule), source: source, upstreamSocket: socket, port: port, lastHeard: now, created: now)
         if index < clients.count { clients[index] = state } else { clients.append(state) }
+        if index < clientCounters.count { clientCounters[index] = ForwardClientCounters() } else { clientCounters.append(ForwardClientCounters()) }
         clientsByRule[rule][source] = Int32(index)
         engine.setOwner(socket, OwnerTag(.upstream, Int32(index)))
         clientCount += 1
@@ -28,8 +29,9 @@ extension ForwardRuleTable {
         return index
     }
 
-    func removeClient(_ index: Int32) {
+    func removeClient(_ index: Int32, _ reason: EndReason) {
         guard let state = clients[Int(index)] else { return }
+        account(Int(index), state, reason)
         engine.unregister(state.upstreamSocket)
         settings.ports.release(state.port, from: .client)
         clientsByRule[Int(state.rule)][state.source] = nil
@@ -45,7 +47,7 @@ extension ForwardRuleTable {
             guard let state = clients[index] else { continue }
             let timeout = UInt64(rules[Int(state.rule)].shared.idleTimeoutSeconds.load(ordering: .relaxed)) * 1_000_000_000
             if now &- state.lastHeard > timeout {
-                removeClient(Int32(index))
+                removeClient(Int32(index), .idle)
                 clientsExpired &+= 1
             }
         }
@@ -53,6 +55,6 @@ extension ForwardRuleTable {
 
     /// Closes every client's upstream socket (the worker is stopping).
     func shutDown() {
-        for index in clients.indices where clients[index] != nil { removeClient(Int32(index)) }
+        for index in clients.indices where clients[index] != nil { removeClient(Int32(index), .shutdown) }
     }
 }

@@ -36,6 +36,7 @@ final class ForwardRuleTable {
         var upstreamSocket: SocketID
         var port: UInt16
         var lastHeard: UInt64
+        var created: UInt64
     }
 
     let engine: DatagramEngine
@@ -43,9 +44,6 @@ final class ForwardRuleTable {
     let opener: PortOpener
     /// This worker's share of the egress cap (shared with its other tables).
     let egress: EgressShare
-    // The tables below are read and written per datagram by this worker's thread only, and no
-    // access to one overlaps another: the dynamic exclusivity checks (swift_beginAccess, about
-    // 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
     @exclusivity(unchecked) var rules: [RuleState] = []
@@ -63,8 +61,10 @@ final class ForwardRuleTable {
     @exclusivity(unchecked) var random = MarkingRandom()
     var clientsCreated: UInt64 = 0
     var clientsExpired: UInt64 = 0
-    /// Tells the owner where a socket's datagrams go from now on (a listener, an upstream
-    /// socket, or nowhere).
+    /// Each client's counters, by client index (written per datagram, read when it ends).
+    let clientCounters = EntryStore<ForwardClientCounters>()
+    /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {
@@ -110,9 +110,10 @@ final class ForwardRuleTable {
         route.pointee.lastSource = datagram.source
         route.pointee.lastClient = Int32(client)
         noteHeard(client)
-        guard let marking = outgoing(datagram, route.pointee.policy) else { return }
+        guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: clients[client]!.upstreamSocket, to: route.pointee.upstream,
                        trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].up.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     @inline(__always)
@@ -122,10 +123,14 @@ final class ForwardRuleTable {
         // Only the rule's upstream may answer through this socket: anything else would make
         // the relay a reflector towards its clients.
         let route = routes + rule
-        guard datagram.source == route.pointee.upstream else { return drops.add(.unknownSource) }
+        guard datagram.source == route.pointee.upstream else {
+            clientCounters[client].drops.add(.unknownSource)
+            return drops.add(.unknownSource)
+        }
         noteHeard(client)
-        guard let marking = outgoing(datagram, route.pointee.policy) else { return }
+        guard let marking = outgoing(datagram, route.pointee.policy) else { return clientCounters[client].drops.add(.egress) }
         engine.enqueue(socket: route.pointee.listener, to: state.source, trafficClass: marking, bytes: datagram.bytes)
+        clientCounters[client].down.count(datagram.bytes.count, received: datagram.trafficClass.ecn, sent: marking.ecn)
     }
 
     /// Notes that `client` was heard in this turn. `now` moves once a turn, so the array is

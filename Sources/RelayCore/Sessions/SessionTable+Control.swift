@@ -52,7 +52,7 @@ extension SessionTable {
     /// Deletes the session `id`; false when there is none.
     func delete(_ id: String) -> Bool {
         guard let index = sessionsByID[id], let session = sessions[Int(index)] else { return false }
-        remove(index, session)
+        remove(index, session, .deleted)
         sessionsDeleted &+= 1
         return true
     }
@@ -83,9 +83,9 @@ extension SessionTable {
                            idleSeconds: Double(now &- max(lastHeard, session.created)) / 1e9)
     }
 
-    func remove(_ index: Int32, _ session: SessionState) {
+    func remove(_ index: Int32, _ session: SessionState, _ reason: EndReason) {
         var closing: [SocketID] = []
-        forget(index, session, closing: &closing)
+        forget(index, session, reason, closing: &closing)
         engine.unregister(closing)
         releasePorts(of: session)
     }
@@ -93,7 +93,8 @@ extension SessionTable {
     /// Takes a session out of the tables and adds its sockets to `closing`; the caller closes
     /// them (all at once) and then calls `releasePorts`, so no port is handed out while its
     /// socket is still open.
-    func forget(_ index: Int32, _ session: SessionState, closing: inout [SocketID]) {
+    func forget(_ index: Int32, _ session: SessionState, _ reason: EndReason, closing: inout [SocketID]) {
+        account(session, reason)
         let first = Int(session.firstLeg)
         for leg in first..<(first + session.slotCount) {
             engine.disown(legs[leg].socket)
@@ -121,7 +122,7 @@ extension SessionTable {
             var last = session.created
             for leg in first..<(first + session.slotCount) { last = max(last, legs[leg].lastHeard) }
             if now &- last > session.idleTimeout {
-                forget(Int32(index), session, closing: &closing)
+                forget(Int32(index), session, .idle, closing: &closing)
                 expired.append(session)
                 sessionsExpired &+= 1
             }
@@ -133,6 +134,6 @@ extension SessionTable {
 
     /// Closes every session (the worker is stopping).
     func shutDown() {
-        for index in sessions.indices { if let session = sessions[index] { remove(Int32(index), session) } }
+        for index in sessions.indices { if let session = sessions[index] { remove(Int32(index), session, .shutdown) } }
     }
 }

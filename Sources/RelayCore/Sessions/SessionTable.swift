@@ -50,12 +50,9 @@ final class SessionTable {
     let ownAddresses: OwnAddresses
     /// The worker's index, for session descriptions.
     let worker: Int
-    // `now`, `drops`, `marks` and `random` are read and written per datagram by this
-    // worker's thread only, and no access to one overlaps another: the dynamic exclusivity
-    // checks (swift_beginAccess, about 80 instructions each) buy nothing on them.
     /// Monotonic nanoseconds, set by the owner before each batch.
     @exclusivity(unchecked) var now: UInt64
-    let legs = LegStore()
+    let legs = EntryStore<LegState>()
     /// Free blocks of legs by size, so a session's legs (and RTCP companions) stay contiguous.
     var freeLegBlocks: [[Int32]] = Array(repeating: [], count: SessionRequest.legRange.upperBound * 2 + 1)
     var sessions: [SessionState?] = []
@@ -68,7 +65,8 @@ final class SessionTable {
     var sessionsCreated: UInt64 = 0
     var sessionsDeleted: UInt64 = 0
     var sessionsExpired: UInt64 = 0
-    /// Tells the owner where a socket's datagrams go from now on (a leg, or nowhere).
+    /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
 
     init(engine: DatagramEngine, settings: RelaySettings, opener: PortOpener, worker: Int, now: UInt64,
          egress: EgressShare = EgressShare(nil)) {

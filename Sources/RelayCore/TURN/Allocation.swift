@@ -49,12 +49,22 @@ public struct AllocationCounters: Sendable {
     /// ECN codepoints received from the client and from peers, by codepoint value.
     public var ecnFromClient = InlineArray<4, UInt64>(repeating: 0)
     public var ecnFromPeers = InlineArray<4, UInt64>(repeating: 0)
-    public var dropped: UInt64 = 0
+    /// ECN codepoints the relay sent to the client and to peers (after its marking).
+    public var ecnToClient = InlineArray<4, UInt64>(repeating: 0)
+    public var ecnToPeers = InlineArray<4, UInt64>(repeating: 0)
+    /// Datagrams of this allocation not relayed, by `TurnDropReason`.
+    public var drops = InlineArray<12, UInt64>(repeating: 0)
     /// Datagrams of either direction that the relay marked CE, by cause (CE that arrived is in
     /// the two counts above).
     public var ceMarked = CEMarkCounts()
 
     public init() {}
+
+    public var dropped: UInt64 {
+        var total: UInt64 = 0
+        for index in drops.indices { total &+= drops[index] }
+        return total
+    }
 }
 
 /// One allocation (RFC 8656 section 2.2): its relayed sockets, permissions by peer address,

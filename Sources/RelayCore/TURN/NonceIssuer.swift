@@ -2,39 +2,73 @@ import DatagramEngine
 import NetAddress
 import STUN
 
-/// Stateless nonces that expire: the nonce carries the second it was issued (8 hex digits of a
-/// monotonic clock's seconds) and a 64-bit MAC (16 hex digits), under a
-/// key made fresh for this process, over that second and the client's address. Nothing is
-/// stored per client, so nonces cannot be used to exhaust the relay's memory, and a nonce
-/// from one client address is refused from another.
+/// Stateless nonces that expire: the nonce carries the Unix second it was issued (8 hex
+/// digits) and a 64-bit MAC (16 hex digits) over that second and the client's IP address.
+/// Nothing is stored per client, so nonces cannot be used to exhaust the relay's memory, and a
+/// nonce from one client address is refused from another.
+///
+/// The key is made fresh for this process, or shared by a fleet (`fleet(secrets:)`): then a
+/// nonce one relay issued is valid on its siblings, so a client sent on by 300 Try Alternate
+/// signs its Allocate there with the realm and nonce it holds, which is all libwebrtc does
+/// (it never retries an Allocate after a 438, nor after a second 401). For that the clock is
+/// the wall clock, which sibling hosts share within `skew`, and the MAC leaves out the port:
+/// a TCP or TLS client reaches the sibling on a new connection, and a NAT whose mapping depends
+/// on the destination gives the client another port towards it.
+///
+/// Several keys may verify while the first issues, so a fleet can rotate its secret relay by
+/// relay (the new one added second everywhere, then put first, then the old one removed).
 ///
 /// The nonce begins with RFC 8489's cookie "obMatJos2" and the security feature set with the
 /// password-algorithms bit, since the server offers PASSWORD-ALGORITHMS. 37 bytes in all: a
 /// 401 must stay small, because it answers requests from anyone (no amplification).
 public struct NonceIssuer: Sendable {
     static let prefix = "obMatJos2gAAA"
-    private let key: [UInt8]
+    /// What a fleet key is derived from a shared secret with, so the key is never the secret
+    /// itself (which also signs REST credentials).
+    static let fleetLabel = Array("mediarelay TURN nonce key v1".utf8)
+    private let keys: [[UInt8]]
     /// How long a nonce is accepted, in seconds (coturn's default stale-nonce is 600).
     public let lifetime: UInt64
+    /// How far, in seconds, a nonce's issue time may lie ahead of this host's clock: a
+    /// sibling's clock may run a little ahead of ours, and ours may be stepped back.
+    public let skew: UInt64
+    /// Whether the key is shared by a fleet (from a secret), not made for this process.
+    public let isShared: Bool
 
-    public init(lifetime: UInt64 = 600, key: [UInt8] = Digest.random(count: 32)) {
+    public init(lifetime: UInt64 = 600, key: [UInt8] = Digest.random(count: 32), skew: UInt64 = 30) {
+        self.init(lifetime: lifetime, keys: [key], skew: skew, isShared: false)
+    }
+
+    private init(lifetime: UInt64, keys: [[UInt8]], skew: UInt64, isShared: Bool) {
+        precondition(!keys.isEmpty, "a nonce issuer needs a key")
         self.lifetime = lifetime
-        self.key = key
+        self.keys = keys
+        self.skew = skew
+        self.isShared = isShared
+    }
+
+    /// Nonces every relay holding one of `secrets` can verify: keys derived from each secret
+    /// (HMAC-SHA256 over a fixed label), the first one issuing. A process key without secrets.
+    public static func fleet(secrets: [[UInt8]], lifetime: UInt64 = 600, skew: UInt64 = 30) -> NonceIssuer {
+        guard !secrets.isEmpty else { return NonceIssuer(lifetime: lifetime, skew: skew) }
+        let keys = secrets.map { Digest.hmacSHA256(key: $0, fleetLabel) }
+        return NonceIssuer(lifetime: lifetime, keys: keys, skew: skew, isShared: true)
     }
 
     public enum Verdict: Equatable, Sendable { case valid, stale, invalid }
 
-    /// A nonce for `client` issued at `second` (of any clock that only moves forward).
+    /// A nonce for `client` issued at `second` (Unix seconds).
     public func issue(for client: Endpoint, at second: UInt64) -> String {
         var text = Array(NonceIssuer.prefix.utf8)
         text.reserveCapacity(text.count + 24)
         let issued = UInt32(truncatingIfNeeded: second)
         NonceIssuer.appendHex(of: withUnsafeBytes(of: issued.bigEndian) { Array($0) }, to: &text)
-        NonceIssuer.appendHex(of: mac(issued, client), to: &text)
+        NonceIssuer.appendHex(of: mac(issued, client, key: keys[0]), to: &text)
         return String(decoding: text, as: UTF8.self)
     }
 
-    /// Whether `nonce` is one of ours for `client`, and still fresh at `second`.
+    /// Whether `nonce` was issued under one of the keys for `client`'s address, and is still
+    /// fresh at `second`.
     public func check(_ nonce: String, for client: Endpoint, at second: UInt64) -> Verdict {
         let bytes = Array(nonce.utf8)
         let prefixLength = NonceIssuer.prefix.utf8.count
@@ -44,23 +78,25 @@ public struct NonceIssuer: Sendable {
             guard let digit = NonceIssuer.hexValue(byte) else { return .invalid }
             issued = issued << 4 | UInt32(digit)
         }
-        var expected: [UInt8] = []
-        expected.reserveCapacity(16)
-        NonceIssuer.appendHex(of: mac(issued, client), to: &expected)
-        let valid = bytes[(prefixLength + 8)...].withUnsafeBytes { Digest.constantTimeEqual(expected, $0) }
+        let valid = keys.contains { key in
+            var expected: [UInt8] = []
+            expected.reserveCapacity(16)
+            NonceIssuer.appendHex(of: mac(issued, client, key: key), to: &expected)
+            return bytes[(prefixLength + 8)...].withUnsafeBytes { Digest.constantTimeEqual(expected, $0) }
+        }
         guard valid else { return .invalid }
-        let now = UInt64(UInt32(truncatingIfNeeded: second))
-        return UInt64(issued) <= now && now - UInt64(issued) < lifetime ? .valid : .stale
+        // The age in 32-bit arithmetic, so the truncated seconds compare across a wrap.
+        let age = Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: second) &- issued))
+        return age >= -Int64(skew) && age < Int64(lifetime) ? .valid : .stale
     }
 
-    /// The first 64 bits of HMAC-SHA256 over the second and the client's address and port, as
-    /// bytes (not text: formatting an address per nonce cost more than the MAC).
-    private func mac(_ second: UInt32, _ client: Endpoint) -> [UInt8] {
-        var input = [UInt8](repeating: 0, count: 4 + 16 + 2)
+    /// The first 64 bits of HMAC-SHA256 over the second and the client's IP address, as bytes
+    /// (not text: formatting an address per nonce cost more than the MAC).
+    private func mac(_ second: UInt32, _ client: Endpoint, key: [UInt8]) -> [UInt8] {
+        var input = [UInt8](repeating: 0, count: 4 + 16)
         withUnsafeBytes(of: second.bigEndian) { input.replaceSubrange(0..<4, with: $0) }
         withUnsafeBytes(of: client.high.bigEndian) { input.replaceSubrange(4..<12, with: $0) }
         withUnsafeBytes(of: client.low.bigEndian) { input.replaceSubrange(12..<20, with: $0) }
-        withUnsafeBytes(of: client.port.bigEndian) { input.replaceSubrange(20..<22, with: $0) }
         return Array(Digest.hmacSHA256(key: key, input)[0..<8])
     }
 

@@ -8,7 +8,8 @@ public enum AuthFailure: Int, Error, Sendable, CaseIterable {
     case challenged
     /// MESSAGE-INTEGRITY without USERNAME, REALM or NONCE (400).
     case missingAttributes
-    /// A nonce that is not ours, is for another client address, or has expired (438).
+    /// A nonce that no key of ours (or the fleet's) issued, is for another client address, or
+    /// has expired (438).
     case staleNonce
     case unknownUser
     /// A REST username past its expiry (401).
@@ -59,8 +60,8 @@ public struct TurnAuthenticator: Sendable {
         self.nonces = nonces
     }
 
-    /// Checks `message` from `client`; `second` is the nonce clock, `unixTime` the wall clock
-    /// REST usernames expire by.
+    /// Checks `message` from `client`; `second` is the Unix second nonces are judged at,
+    /// `unixTime` the one REST usernames expire by (the same clock, kept apart for tests).
     public func check(_ message: StunMessage, from client: Endpoint, second: UInt64,
                       unixTime: UInt64) -> Result<TurnIdentity, AuthFailure> {
         guard let integrity = message.integrityType else { return .failure(.challenged) }
@@ -90,8 +91,14 @@ public struct TurnAuthenticator: Sendable {
     /// Adds what a 401 or 438 carries so the client can retry: REALM, a fresh NONCE and the
     /// PASSWORD-ALGORITHMS offered.
     public func appendChallenge(to builder: inout MessageBuilder, for client: Endpoint, second: UInt64) {
+        appendRealmAndNonce(to: &builder, for: client, second: second)
+        builder.append(.passwordAlgorithms, TurnAuthenticator.offered)
+    }
+
+    /// REALM and a fresh NONCE: what a 300 Try Alternate carries for the client to sign its
+    /// Allocate to the alternate with (valid there when the fleet shares the nonce key).
+    public func appendRealmAndNonce(to builder: inout MessageBuilder, for client: Endpoint, second: UInt64) {
         builder.append(.realm, text: credentials.realm)
         builder.append(.nonce, text: nonces.issue(for: client, at: second))
-        builder.append(.passwordAlgorithms, TurnAuthenticator.offered)
     }
 }

@@ -21,6 +21,9 @@ struct TurnConnection {
     var closing = false
     /// Its handshake waits in `TurnTable.deferredHandshakes` for the next turn's budget.
     var deferred = false
+    /// A request waits at the front of its input until the output has room for the answer;
+    /// the engine's `writable` event resumes it.
+    var waitingForRoom = false
     /// False for `vacant`, the filler of an index whose connection is gone.
     var live = true
 

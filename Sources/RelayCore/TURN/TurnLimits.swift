@@ -10,13 +10,15 @@ public struct TurnLimits: Sendable, Equatable {
     /// Answers per second to requests that did not authenticate, per source address and
     /// worker (`AnswerBudget`), with a burst of `burstSeconds` times as many; 0: no limit.
     /// A real client needs one such answer per allocation (its 401) and one per nonce lifetime
-    /// (a 438 every 10 minutes): 10 a second with a burst of 20 lets a NAT full of clients
-    /// start their calls, and reflects at most ~1.2 KB/s per worker at a forged address (a
-    /// 401 is about 116 bytes).
+    /// (a 438 every 10 minutes). 10 a second with a burst of 20 reflects at most ~1.2 KB/s per
+    /// worker at a forged address (a 401 is about 116 bytes); clients behind one NAT address
+    /// get more as they authenticate (credit, up to `creditSeconds` of this rate).
     public var unauthenticatedRate = 10
     /// The burst is this many seconds of the rate: room for a client's retransmissions and a
     /// few clients behind one NAT starting at once.
     public static let burstSeconds = 2
+    /// The most credit a source address earns by authenticating, in seconds of the rate.
+    public static let creditSeconds = 100
 
     public init(maxChannels: Int = 256, unauthenticatedRate: Int = 10) {
         self.maxChannels = maxChannels

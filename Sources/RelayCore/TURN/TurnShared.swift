@@ -25,7 +25,7 @@ public final class TurnShared: Sendable {
     /// one rotation for the whole relay, so the workers together spread clients evenly.
     private let alternates: Mutex<(list: TurnAlternates, next: [Int])>
     private let drainingNow = Atomic<Bool>(false)
-    /// TCP and TLS connections open, in total and per source address (port 0): counted on
+    /// TCP and TLS connections open, in total and per source (`sourceKey`): counted on
     /// accept and close, never per message.
     private let connectionCounts = Mutex((total: 0, bySource: [Endpoint: Int]()))
     /// The certificate and key new TLS connections get; replaced whole by a reload (SIGHUP),
@@ -100,7 +100,7 @@ public final class TurnShared: Sendable {
 
     /// Counts a new connection from `source` unless a limit says no.
     func admitConnection(from source: Endpoint, limits: TurnStreamLimits) -> ConnectionCloseReason? {
-        let key = Endpoint(high: source.high, low: source.low, port: 0, scope: source.scope)
+        let key = Self.sourceKey(source)
         return connectionCounts.withLock { counts in
             if counts.total >= limits.maxConnections { return .overCapacity }
             if counts.bySource[key, default: 0] >= limits.maxPerSource { return .perSourceLimit }
@@ -111,12 +111,19 @@ public final class TurnShared: Sendable {
     }
 
     func releaseConnection(from source: Endpoint) {
-        let key = Endpoint(high: source.high, low: source.low, port: 0, scope: source.scope)
+        let key = Self.sourceKey(source)
         connectionCounts.withLock { counts in
             counts.total -= 1
             let left = counts.bySource[key, default: 1] - 1
             counts.bySource[key] = left > 0 ? left : nil
         }
+    }
+
+    /// What connections from `source` count under for `maxPerSource`: an IPv4 address, or an
+    /// IPv6 address's /64, since one site holds a whole /64 and could otherwise open each
+    /// connection from a fresh address (the answer budget groups sources the same way).
+    static func sourceKey(_ source: Endpoint) -> Endpoint {
+        Endpoint(high: source.high, low: source.isIPv4 ? source.low : 0, port: 0, scope: source.scope)
     }
 
     /// TCP and TLS connections open now, on every worker.

@@ -224,8 +224,9 @@ extension TurnTable {
     /// Forgets an allocation at once (its sockets route nowhere from now on) and queues its
     /// sockets for closing: a Refresh that deletes arrives in the middle of a batch whose
     /// datagrams may still be queued on them, so they close after the flush (`closePending`).
-    func removeAllocation(_ a: Int) {
+    func removeAllocation(_ a: Int, _ reason: EndReason) {
         guard allocations[a].live else { return }
+        account(a, reason)
         let allocation = allocations[a]
         permissionCount -= allocation.permissions.count
         channelCount -= allocation.channels.count

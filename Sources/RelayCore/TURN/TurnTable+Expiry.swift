@@ -13,7 +13,7 @@ extension TurnTable {
             guard allocations[a].live, allocations[a].scheduled == due.deadline else { continue }
             allocations[a].scheduled = 0
             if allocations[a].expires <= now {
-                removeAllocation(a)
+                removeAllocation(a, .expired)
                 counters.allocationsExpired &+= 1
                 continue
             }
@@ -50,7 +50,7 @@ extension TurnTable {
         // Connections first: their entries gone, removing their allocations queues no close.
         closeAllConnections()
         connectionsToClose.removeAll()
-        for a in allocations.indices where allocations[a].live { removeAllocation(a) }
+        for a in allocations.indices where allocations[a].live { removeAllocation(a, .shutdown) }
         closePending()
     }
 

@@ -17,11 +17,12 @@ struct TurnRefusal: Error {
 
 /// Requests: the control path. Each is authenticated (Binding excepted), answered once, and
 /// the answer kept for retransmissions. Refusals sent without authentication are bounded per
-/// source address (`AnswerBudget`), Binding answers are not: Binding is the one request a
-/// client makes without credentials by design (server-reflexive candidates, NAT keepalives),
-/// and its success adds only XOR-MAPPED-ADDRESS (12 or 24 bytes) to the request, at most 1.4x
-/// on the wire. Budgeting it would let whoever forges an address starve the real clients
-/// behind it of their candidates, to take away a reflection that gains an attacker little.
+/// source address (`AnswerBudget`, which requests that authenticate add to), Binding answers
+/// are not: Binding is the one request a client makes without credentials by design
+/// (server-reflexive candidates, NAT keepalives), and its success adds only XOR-MAPPED-ADDRESS
+/// (12 or 24 bytes) to the request, at most 1.4x on the wire. Budgeting it would let whoever
+/// forges an address starve the real clients behind it of their candidates, to take away a
+/// reflection that gains an attacker little.
 extension TurnTable {
     /// A response to an unauthenticated request may exceed the request by this many bytes at
     /// most: a 401 carries REALM, NONCE and PASSWORD-ALGORITHMS, but nobody may use the relay
@@ -55,9 +56,11 @@ extension TurnTable {
             if fingerprint { answer.appendFingerprint() }
             return sendRefusal(answer.bytes, to: client, requestSize: bytes.count, prepaid: prepaid)
         }
-        let second = now / 1_000_000_000
+        // Nonces and REST usernames both go by the wall clock: a fleet's hosts share it, so a
+        // sibling can judge a nonce this relay issued.
+        let second = settings.wallClock()
         let identity: TurnIdentity
-        switch settings.authenticator.check(message, from: client.address, second: second, unixTime: settings.wallClock()) {
+        switch settings.authenticator.check(message, from: client.address, second: second, unixTime: second) {
         case .failure(let failure):
             counters.add(failure)
             if message.method == .allocate && failure != .challenged { counters.refuse(failure.code) }
@@ -69,6 +72,9 @@ extension TurnTable {
             return sendRefusal(answer.bytes, to: client, requestSize: bytes.count, prepaid: prepaid)
         case .success(let authenticated):
             identity = authenticated
+            // The source received its nonce: it is no forged address, and its neighbours
+            // behind the same NAT may have their 401s.
+            if !client.isStream { answerBudget.earn(client.address, now: now, rate: shared.unauthenticatedRate) }
         }
 
         var answer = MessageBuilder(MessageType(message.method, .successResponse), transactionID: message.transactionID)
@@ -84,6 +90,9 @@ extension TurnTable {
         } catch {
             if message.method == .allocate { counters.refuse(error.code) }
             answer = errorAnswer(message, error)
+            // libwebrtc takes REALM and NONCE from a 300 and signs its Allocate to the alternate
+            // with them, never retrying after a 438 there: a nonce the fleet shares lets it in.
+            if error.redirect != nil { settings.authenticator.appendRealmAndNonce(to: &answer, for: client.address, second: second) }
         }
         answer.appendIntegrity(identity.integrity, key: identity.key)
         if fingerprint { answer.appendFingerprint() }
@@ -185,7 +194,7 @@ extension TurnTable {
             guard has else { throw TurnRefusal(code: .peerAddressFamilyMismatch) }
         }
         if requested == 0 {
-            removeAllocation(a)
+            removeAllocation(a, .deleted)
             counters.allocationsDeleted &+= 1
             answer.append(.lifetime, uint32: 0)
             return

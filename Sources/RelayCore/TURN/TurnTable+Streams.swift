@@ -47,6 +47,10 @@ extension TurnTable {
             if connections[c].transport == .tls { tlsData(c) } else { tcpData(c) }
         case .writable:
             if connections[c].transport == .tls { sendCiphertext(c) }
+            if connections[c].waitingForRoom {
+                connections[c].waitingForRoom = false
+                if connections[c].transport == .tls { tlsData(c) } else { tcpData(c) }
+            }
         case .closed(let reason):
             connectionClosed(c, reason)
         case .accepted:
@@ -69,19 +73,25 @@ extension TurnTable {
     /// returns the bytes used, and the framing error that stopped it, if any. The engine sends
     /// a relayed payload from where it lies, at the flush: `bytes` that are written over before
     /// then (a TLS connection's plaintext, reused for its next record) are `reusedBeforeFlush`,
-    /// and each message is copied into the arena first.
+    /// and each message is copied into the arena first. A request whose answer the output has
+    /// no room for stops it (`waitingForRoom`): the request and what follows stay unused.
     func messages(_ c: Int, _ bytes: UnsafeRawBufferPointer, reusedBeforeFlush: Bool = false) -> (used: Int, failure: StreamFrameError?) {
         let client = connections[c].client(c)
         var offset = 0
         var handled = 0
         var failure: StreamFrameError?
-        while offset < bytes.count {
+        connections[c].waitingForRoom = false
+        frames: while offset < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             // Until a client has spoken STUN it has no channel: ChannelData first is not TURN
             // (an HTTP "GET" would pass for channel 0x4745 and wait for 21,536 bytes).
             let stunOnly = !connections[c].spoke && handled == 0
             switch StreamFrame.front(of: rest, maximum: TurnStreamLimits.maxMessage, stunOnly: stunOnly) {
             case .message(let length, let consumed):
+                if Self.streamClass(rest) == .request, let room = roomWanted(c, requestBytes: length) {
+                    waitForRoom(c, pendingAtMost: room)
+                    break frames
+                }
                 var message = UnsafeRawBufferPointer(rebasing: rest[0..<length])
                 if reusedBeforeFlush, let copy = room(length) {
                     copy.copyMemory(from: message)
@@ -90,13 +100,12 @@ extension TurnTable {
                 fromClient(client, message, TrafficClass(rawValue: 0), receivedAt: 0)
                 offset += consumed
                 handled += 1
-                continue
             case .incomplete:
-                break
+                break frames
             case .invalid(let error):
                 failure = error
+                break frames
             }
-            break
         }
         if handled > 0 { spoke(c) }
         return (offset, failure)
@@ -111,13 +120,46 @@ extension TurnTable {
     }
 
     /// Writes `bytes` (one whole message) to a stream client; false, writing nothing, when its
-    /// pending output is at its bound (a client that does not read) or it is closing.
+    /// output is at its bound (a client that does not read) or it is closing. Relayed
+    /// datagrams stop at `relayedOutputBytes`; answers (STUN responses) may use the room kept
+    /// behind it, which a request checked for before it was handled (`roomWanted`).
     func toStream(_ client: TurnClient, _ bytes: UnsafeRawBufferPointer) -> Bool {
         let c = Int(client.connection)
         // A connection closing after this turn still takes its last answers (a Refresh of 0).
         guard connections[c].live else { return false }
-        if connections[c].transport == .tls { return toTLS(c, bytes) }
-        return engine.write(client.listener, bytes)
+        let bound: Int
+        switch Self.streamClass(bytes) {
+        case .successResponse?, .errorResponse?: bound = engine.configuration.streamHighWater
+        default: bound = TurnStreamLimits.relayedOutputBytes
+        }
+        if connections[c].transport == .tls { return toTLS(c, bytes, bound: bound) }
+        return engine.write(client.listener, bytes, pendingAtMost: bound)
+    }
+
+    /// The STUN class of the message at the front of `bytes`; nil for ChannelData.
+    static func streamClass(_ bytes: UnsafeRawBufferPointer) -> MessageClass? {
+        guard bytes.count >= 2, bytes[0] & 0xC0 == 0 else { return nil }
+        return MessageType(wire: UInt16(bytes[0]) << 8 | UInt16(bytes[1])).messageClass
+    }
+
+    /// nil when connection `c`'s output has room for the answer to a request of
+    /// `requestBytes`, else the pending output at which it will: what is pending (in the engine
+    /// and, over TLS, in the session) and the longest answer such a request can have, as a
+    /// record over TLS, must fit within the whole output once the client has an allocation,
+    /// and within `outputBeforeAllocation` until then. An empty output takes any answer.
+    func roomWanted(_ c: Int, requestBytes: Int) -> Int? {
+        let pending = engine.outputPending(connections[c].stream) + (connections[c].tls?.pendingCiphertext ?? 0)
+        let answer = TLSRecord.ciphertextBound(plaintextBytes: requestBytes + TurnStreamLimits.answerAllowance)
+        let bound = connections[c].allocated ? engine.configuration.streamHighWater : TurnStreamLimits.outputBeforeAllocation
+        return pending == 0 || pending + answer <= bound ? nil : max(0, bound - answer)
+    }
+
+    /// Connection `c` reads no further until its output is down to `pendingAtMost`: its input
+    /// stays where it is (and, once full, the engine stops reading the socket), and the
+    /// engine's `writable` event resumes it.
+    func waitForRoom(_ c: Int, pendingAtMost: Int) {
+        connections[c].waitingForRoom = true
+        engine.notifyWritable(connections[c].stream, pendingAtMost: pendingAtMost)
     }
 
     func allocationMade(on c: Int) {
@@ -140,7 +182,7 @@ extension TurnTable {
         connections[c].closing = true
         transportCounters.close(connections[c].transport, reason)
         if let a = byClient[connections[c].client(c)] {
-            removeAllocation(Int(a))
+            removeAllocation(Int(a), .connectionClosed)
             counters.allocationsDeleted &+= 1
         }
         finishClose(c)
@@ -193,7 +235,7 @@ extension TurnTable {
         // Closing already, so removing the allocation queues no second close for this index.
         connections[c].closing = true
         if let a = byClient[connection.client(c)] {
-            removeAllocation(Int(a))
+            removeAllocation(Int(a), .connectionClosed)
             counters.allocationsDeleted &+= 1
         }
         shared.releaseConnection(from: connection.peer)

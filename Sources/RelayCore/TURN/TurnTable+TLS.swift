@@ -14,7 +14,10 @@ extension TurnTable {
     }
 
     /// New ciphertext on connection `c`: into the session, through the handshake, and out as
-    /// plaintext messages, for as long as the session takes more of the stream's input.
+    /// plaintext messages, for as long as the stream's input holds more and the session takes
+    /// it. The session's buffer may be full on entry (the connection waited for room for an
+    /// answer): its records are read first, and then it takes the rest, since an input the
+    /// engine stopped reading brings no further event.
     func tlsData(_ c: Int) {
         guard let tls = connections[c].tls, let plaintext = connections[c].plaintext else { return }
         let stream = connections[c].stream
@@ -31,6 +34,7 @@ extension TurnTable {
             }
             handshakeBudget -= 1
         }
+        var tookBefore = true
         while connections[c].live && !connections[c].closing {
             let input = engine.input(stream)
             let taken = input.count > 0 ? tls.receiveCiphertext(input) : 0
@@ -52,13 +56,18 @@ extension TurnTable {
                 }
             }
             guard readPlaintext(c, tls, plaintext) else { return }
-            if taken == 0 { return }
+            // Read out now, the session has room: stop only when the input is used up, or
+            // when even so it took nothing twice running.
+            if engine.input(stream).count == 0 || (taken == 0 && !tookBefore) { return }
+            tookBefore = taken > 0
         }
     }
 
     /// Decrypts what the session holds into the connection's buffer and handles the whole
-    /// messages there; false when the connection closed.
+    /// messages there; false when the connection closed or waits for room for an answer.
     func readPlaintext(_ c: Int, _ tls: TLSSession, _ plaintext: PlaintextBuffer) -> Bool {
+        // Messages left whole in the buffer while the output had no room for their answers.
+        guard handleHeld(c, plaintext) else { return false }
         while true {
             if plaintext.space.count == 0 {
                 // Full with part of one message: room for the whole of it, if it may be that long.
@@ -71,13 +80,7 @@ extension TurnTable {
             switch tls.readPlaintext(into: plaintext.space) {
             case .bytes(let count):
                 plaintext.count += count
-                let (used, failure) = messages(c, plaintext.held, reusedBeforeFlush: true)
-                guard connections[c].live && !connections[c].closing else { return false }
-                plaintext.consume(used)
-                if failure != nil {
-                    close(c, .framing)
-                    return false
-                }
+                guard handleHeld(c, plaintext) else { return false }
             case .wantMore:
                 sendCiphertext(c)
                 return true
@@ -91,14 +94,28 @@ extension TurnTable {
         }
     }
 
-    /// Encrypts one whole message for connection `c` if its output has room for the record:
-    /// a client that does not read loses datagrams, and the session is never left with a
-    /// record the stream could not take.
-    func toTLS(_ c: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Handles the whole messages in connection `c`'s plaintext and drops them from it; false
+    /// when the connection closed or waits for room for an answer.
+    func handleHeld(_ c: Int, _ plaintext: PlaintextBuffer) -> Bool {
+        guard plaintext.count > 0 else { return true }
+        let (used, failure) = messages(c, plaintext.held, reusedBeforeFlush: true)
+        guard connections[c].live && !connections[c].closing else { return false }
+        plaintext.consume(used)
+        if failure != nil {
+            close(c, .framing)
+            return false
+        }
+        return !connections[c].waitingForRoom
+    }
+
+    /// Encrypts one whole message for connection `c` if its output has room for the record
+    /// within `bound`: a client that does not read loses datagrams, and the session is never
+    /// left with a record the stream could not take.
+    func toTLS(_ c: Int, _ bytes: UnsafeRawBufferPointer, bound: Int) -> Bool {
         guard let tls = connections[c].tls, tls.isEstablished else { return false }
         let stream = connections[c].stream
         let pending = engine.outputPending(stream) + tls.pendingCiphertext
-        guard pending + TLSRecord.ciphertextBound(plaintextBytes: bytes.count) <= engine.configuration.streamHighWater,
+        guard pending + TLSRecord.ciphertextBound(plaintextBytes: bytes.count) <= bound,
               tls.writePlaintext(bytes) else { return false }
         sendCiphertext(c)
         return true

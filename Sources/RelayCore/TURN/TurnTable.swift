@@ -21,9 +21,6 @@ final class TurnTable {
     let egress: EgressShare
     /// Monotonic nanoseconds, set by the owner before each batch.
     var now: UInt64
-    // The state below is read and written per datagram by the worker's thread only, and no
-    // access to one of them overlaps another to the same: the dynamic exclusivity checks
-    // (swift_beginAccess, several per datagram) buy nothing here.
     // Not optionals: reaching into an optional element copied the whole allocation (its
     // dictionaries retained and released) per datagram. A free index holds `.vacant`.
     @exclusivity(unchecked) var allocations: [Allocation] = []
@@ -65,6 +62,8 @@ final class TurnTable {
     let cipherScratch = ScratchBytes(capacity: 32 << 10)
     @exclusivity(unchecked) var random = MarkingRandom()
     let arena: OutgoingArena
+    /// Where the record of each allocation that ends goes (`TurnTable+Accounting`); nil: none.
+    var accounting: AccountingSink?
     /// Data indications need a transaction id; a counter from a random start is unique enough.
     @exclusivity(unchecked) var indicationID = TransactionID.random()
 
@@ -205,6 +204,7 @@ final class TurnTable {
         guard egressAdmits(a, payload.count, &marking) else { return false }
         engine.enqueue(socket: relay.socket, to: peer, trafficClass: marking, bytes: payload)
         allocations[a].counters.ecnFromClient[Int(received.ecn.rawValue)] &+= 1
+        allocations[a].counters.ecnToPeers[Int(marking.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToPeers &+= UInt64(payload.count)
         counters.bytesToPeers &+= UInt64(payload.count)
         let transport = allocations[a].transport.rawValue
@@ -259,6 +259,7 @@ final class TurnTable {
             engine.enqueue(socket: client.listener, to: client.address, trafficClass: marking, bytes: UnsafeRawBufferPointer(framed))
         }
         allocations[a].counters.ecnFromPeers[Int(datagram.trafficClass.ecn.rawValue)] &+= 1
+        allocations[a].counters.ecnToClient[Int(marking.ecn.rawValue)] &+= 1
         allocations[a].counters.bytesToClient &+= UInt64(payload.count)
         counters.bytesToClients &+= UInt64(payload.count)
         let transport = allocations[a].transport.rawValue
@@ -332,7 +333,7 @@ final class TurnTable {
     /// A datagram of allocation `a` not relayed, counted for the allocation and by reason.
     @inline(__always)
     func refused(_ a: Int, _ reason: TurnDropReason) {
-        allocations[a].counters.dropped &+= 1
+        allocations[a].counters.drops[reason.rawValue] &+= 1
         counters.add(reason)
     }
 

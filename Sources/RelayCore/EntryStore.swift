@@ -1,18 +1,19 @@
-/// The legs of one worker's sessions (`SessionTable.LegState`), in memory this store owns.
+/// Entries a worker's table writes per datagram (session legs, forward-rule clients'
+/// counters), in memory this store owns.
 ///
 /// Why not an array: a datagram writes its leg's counters and last-heard time and each other
 /// leg's counters, four to eight writes, and a write into an array's element first checks that
 /// the array's buffer is not shared (swift_isUniquelyReferenced, a runtime call the optimizer
-/// cannot drop across the engine call between the writes). Here a leg is read and written in
-/// place. Growing moves the legs to a larger block; it happens when a session is created, on
+/// cannot drop across the engine call between the writes). Here an entry is read and written in
+/// place. Growing moves the entries to a larger block; it happens when an entry is added, on
 /// the control path, never per datagram.
 ///
 /// Contract: only the owning worker's thread touches it; an index must be below `count`
 /// (checked: an index comes from an owner tag, and a wrong one is a bug).
-final class LegStore {
+final class EntryStore<Element> {
     private(set) var count = 0
     private var capacity: Int
-    private var base: UnsafeMutablePointer<SessionTable.LegState>
+    private var base: UnsafeMutablePointer<Element>
 
     init(capacity: Int = 64) {
         self.capacity = capacity
@@ -24,26 +25,26 @@ final class LegStore {
         base.deallocate()
     }
 
-    subscript(index: Int) -> SessionTable.LegState {
+    subscript(index: Int) -> Element {
         unsafeAddress {
-            precondition(index >= 0 && index < count, "leg index out of range")
+            precondition(index >= 0 && index < count, "entry index out of range")
             return UnsafePointer(base + index)
         }
         unsafeMutableAddress {
-            precondition(index >= 0 && index < count, "leg index out of range")
+            precondition(index >= 0 && index < count, "entry index out of range")
             return base + index
         }
     }
 
-    func append(_ leg: SessionTable.LegState) {
+    func append(_ entry: Element) {
         if count == capacity {
-            let grown = UnsafeMutablePointer<SessionTable.LegState>.allocate(capacity: capacity * 2)
+            let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
             grown.moveInitialize(from: base, count: count)
             base.deallocate()
             base = grown
             capacity *= 2
         }
-        (base + count).initialize(to: leg)
+        (base + count).initialize(to: entry)
         count += 1
     }
 }

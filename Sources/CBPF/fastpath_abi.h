@@ -1,0 +1,95 @@
+// The layout shared by the BPF program (Sources/FastPath/bpf/relay.bpf.c) and the FastPath
+// module: the flow map's key and value and the per-CPU counters. One definition, read by both
+// compilers, so the two sides cannot disagree about an offset. Addresses and ports are in
+// network byte order, as they stand in the packet; an IPv4 address fills the first 4 bytes of
+// its 16 and the rest are zero.
+#ifndef MEDIARELAY_FASTPATH_ABI_H
+#define MEDIARELAY_FASTPATH_ABI_H
+
+#include <linux/types.h>
+
+/// What the program does to a matching datagram besides the address rewrite.
+enum mr_fp_kind {
+    /// Addresses and ports rewritten, payload untouched: session legs, forward-rule clients.
+    MR_FP_KIND_PLAIN = 0,
+    /// TURN client to peer: the 4-byte ChannelData header removed, the payload cut to the
+    /// length it names (padding dropped). Only the entry's channel number matches.
+    MR_FP_KIND_CHANNEL_STRIP = 1,
+    /// TURN peer to client: a ChannelData header with the entry's channel and the payload's
+    /// length put in front of the payload.
+    MR_FP_KIND_CHANNEL_ADD = 2,
+};
+
+/// The DSCP sent on: the one that arrived, the entry's class value, or 0.
+enum mr_fp_dscp {
+    MR_FP_DSCP_MIRROR = 0,
+    MR_FP_DSCP_CLASS = 1,
+    MR_FP_DSCP_ZERO = 2,
+};
+
+/// The ECN codepoint sent on: the one that arrived (ECT(0), ECT(1), CE kept apart), or Not-ECT.
+enum mr_fp_ecn {
+    MR_FP_ECN_COPY = 0,
+    MR_FP_ECN_CLEAR = 1,
+};
+
+/// Why a datagram that matched an entry was handed to user space unmodified.
+enum mr_fp_handback {
+    /// The entry's expiry has passed: user space decides (refresh or remove).
+    MR_FP_BACK_EXPIRED = 0,
+    /// A STUN message (magic cookie): requests and indications are user space's.
+    MR_FP_BACK_STUN = 1,
+    /// A length, channel number or header that does not add up.
+    MR_FP_BACK_MALFORMED = 2,
+    /// The datagram would change length while the kernel holds checksum state for it: the
+    /// sender left the UDP checksum to the kernel (CHECKSUM_PARTIAL: it would be finished at
+    /// the old header position) or the NIC summed the frame (CHECKSUM_COMPLETE).
+    MR_FP_BACK_CHECKSUM_STATE = 3,
+    /// The ChannelData header would take the datagram past the interface's MTU.
+    MR_FP_BACK_TOO_LARGE = 4,
+    /// The first fragment of a fragmented datagram.
+    MR_FP_BACK_FRAGMENT = 5,
+    /// A GSO or GRO packet (several datagrams in one buffer).
+    MR_FP_BACK_GSO = 6,
+    MR_FP_BACK_COUNT = 7,
+};
+
+/// The exact 5-tuple of an arriving datagram (protocol UDP implied).
+struct mr_fp_key {
+    __u8 family;            // 4 or 6
+    __u8 reserved[3];
+    __be16 source_port;
+    __be16 destination_port;
+    __u8 source[16];
+    __u8 destination[16];
+};
+
+/// What to do with a datagram whose 5-tuple matches.
+struct mr_fp_entry {
+    __u8 source[16];        // new source address (same family as the key)
+    __u8 destination[16];   // new destination address
+    __be16 source_port;
+    __be16 destination_port;
+    __u8 kind;              // enum mr_fp_kind
+    __u8 dscp_mode;         // enum mr_fp_dscp
+    __u8 dscp_value;        // DSCP for MR_FP_DSCP_CLASS (0-63)
+    __u8 ecn_mode;          // enum mr_fp_ecn
+    __u16 channel;          // ChannelData channel number (host order), for the channel kinds
+    __u16 reserved;
+    __u32 egress_ifindex;   // interface to send on; 0: deliver in this host (TC_ACT_OK)
+    __u32 counter_slot;     // index into the counters map
+    __u32 reserved2;
+    __u64 expires_ns;       // CLOCK_MONOTONIC; 0: no expiry
+};
+
+/// One entry's counters on one CPU. `bytes` counts UDP payload bytes sent on.
+struct mr_fp_counters {
+    __u64 packets;
+    __u64 bytes;
+    __u64 ecn_in[4];        // by codepoint: Not-ECT, ECT(1), ECT(0), CE
+    __u64 ecn_out[4];
+    __u64 handed_back[MR_FP_BACK_COUNT];
+    __u64 failed;           // dropped: a helper failed after the datagram was changed
+};
+
+#endif

@@ -1,0 +1,98 @@
+import CBPF
+import NetAddress
+
+/// What the kernel does with a datagram whose 5-tuple matches a FlowKey: send it on from
+/// `source` to `destination` (the same family as the key), with the ChannelData header removed
+/// or added as `kind` says, the traffic class byte by `dscp` and `ecn`, out of
+/// `egressInterface` (an interface index; 0 delivers it in this host). Past `expiresAt`
+/// (nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns) the kernel
+/// hands the flow's datagrams to user space unmodified instead.
+public struct FlowEntry: Equatable, Sendable {
+    /// What happens to the payload.
+    public enum Kind: Equatable, Sendable {
+        /// Untouched: session legs and forward-rule clients.
+        case plain
+        /// TURN client to peer: the ChannelData header of `channel` removed, the payload cut to
+        /// the length it names. Datagrams with another channel number go to user space.
+        case stripChannel(UInt16)
+        /// TURN peer to client: a ChannelData header for `channel` put in front.
+        case addChannel(UInt16)
+    }
+
+    /// The DSCP sent on: the one that arrived, a class's value (0-63), or 0.
+    public enum DSCP: Equatable, Sendable {
+        case mirror
+        case value(UInt8)
+        case zero
+    }
+
+    /// The ECN codepoint sent on: the one that arrived, or Not-ECT.
+    public enum ECN: Equatable, Sendable {
+        case copy
+        case clear
+    }
+
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var kind: Kind
+    public var dscp: DSCP
+    public var ecn: ECN
+    public var egressInterface: UInt32
+    public var expiresAt: UInt64?
+
+    public init(source: Endpoint, destination: Endpoint, kind: Kind = .plain, dscp: DSCP = .mirror,
+                ecn: ECN = .copy, egressInterface: UInt32, expiresAt: UInt64? = nil) {
+        self.source = source
+        self.destination = destination
+        self.kind = kind
+        self.dscp = dscp
+        self.ecn = ecn
+        self.egressInterface = egressInterface
+        self.expiresAt = expiresAt
+    }
+
+    /// Why this entry cannot go into the kernel for `key`, or nil when it can.
+    func refusal(for key: FlowKey) -> String? {
+        guard key.isSameFamily else { return "\(key): source and destination differ in family" }
+        guard source.isIPv4 == key.source.isIPv4, destination.isIPv4 == source.isIPv4 else {
+            return "\(key): the rewrite to \(source) -> \(destination) changes family"
+        }
+        switch kind {
+        case .plain: break
+        case .stripChannel(let channel), .addChannel(let channel):
+            guard (0x4000...0x7FFF).contains(channel) else { return "\(key): channel \(channel) is outside 0x4000-0x7FFF" }
+        }
+        if case .value(let value) = dscp, value > 63 { return "\(key): DSCP \(value) is above 63" }
+        return nil
+    }
+
+    func kernelEntry(slot: UInt32) -> mr_fp_entry {
+        var entry = mr_fp_entry()
+        withUnsafeMutableBytes(of: &entry.source) { FlowKey.write(source, into: $0) }
+        withUnsafeMutableBytes(of: &entry.destination) { FlowKey.write(destination, into: $0) }
+        entry.source_port = source.port.bigEndian
+        entry.destination_port = destination.port.bigEndian
+        switch kind {
+        case .plain:
+            entry.kind = UInt8(MR_FP_KIND_PLAIN.rawValue)
+        case .stripChannel(let channel):
+            entry.kind = UInt8(MR_FP_KIND_CHANNEL_STRIP.rawValue)
+            entry.channel = channel
+        case .addChannel(let channel):
+            entry.kind = UInt8(MR_FP_KIND_CHANNEL_ADD.rawValue)
+            entry.channel = channel
+        }
+        switch dscp {
+        case .mirror: entry.dscp_mode = UInt8(MR_FP_DSCP_MIRROR.rawValue)
+        case .value(let value):
+            entry.dscp_mode = UInt8(MR_FP_DSCP_CLASS.rawValue)
+            entry.dscp_value = value
+        case .zero: entry.dscp_mode = UInt8(MR_FP_DSCP_ZERO.rawValue)
+        }
+        entry.ecn_mode = UInt8(ecn == .copy ? MR_FP_ECN_COPY.rawValue : MR_FP_ECN_CLEAR.rawValue)
+        entry.egress_ifindex = egressInterface
+        entry.counter_slot = slot
+        entry.expires_ns = expiresAt.map { max($0, 1) } ?? 0
+        return entry
+    }
+}

@@ -1,0 +1,42 @@
+import CBPF
+import NetAddress
+
+/// The exact 5-tuple of an arriving UDP datagram: who sent it (`source`) to which of the
+/// relay's addresses (`destination`). Both of one family: an IPv4 address is kept in
+/// IPv4-mapped form by Endpoint and goes to the kernel as IPv4.
+public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
+    public let source: Endpoint
+    public let destination: Endpoint
+
+    public init(source: Endpoint, destination: Endpoint) {
+        self.source = source
+        self.destination = destination
+    }
+
+    public var description: String { "\(source) -> \(destination)" }
+
+    var isSameFamily: Bool { source.isIPv4 == destination.isIPv4 }
+
+    /// The map's key: family, ports and addresses in network order.
+    var kernelKey: mr_fp_key {
+        var key = mr_fp_key()
+        key.family = source.isIPv4 ? 4 : 6
+        key.source_port = source.port.bigEndian
+        key.destination_port = destination.port.bigEndian
+        withUnsafeMutableBytes(of: &key.source) { FlowKey.write(source, into: $0) }
+        withUnsafeMutableBytes(of: &key.destination) { FlowKey.write(destination, into: $0) }
+        return key
+    }
+
+    /// An address as the packet carries it: 4 bytes for IPv4 (the rest zero), else 16.
+    static func write(_ endpoint: Endpoint, into bytes: UnsafeMutableRawBufferPointer) {
+        var address = endpoint.in6
+        withUnsafeBytes(of: &address) { raw in
+            if endpoint.isIPv4 {
+                bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[12..<16]))
+            } else {
+                bytes.copyMemory(from: raw)
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import FastPath
+import NetAddress
+import XCTest
+
+/// TURN channels in the kernel: client to peer the ChannelData header is removed and the
+/// payload cut to the length it names (padding dropped); peer to client a header with the
+/// channel and the payload's length is put in front. With the senders' checksum offload on,
+/// the kernel holds a half-done checksum (CHECKSUM_PARTIAL) that a change of length would
+/// spoil, so those datagrams go to user space instead, counted.
+final class ChannelDataTests: XCTestCase {
+    private let channel: UInt16 = 0x4001
+
+    func testIPv4StripAndAdd() throws { try checkStripAndAdd(ipv6: false) }
+
+    func testIPv6StripAndAdd() throws { try checkStripAndAdd(ipv6: true) }
+
+    func testIPv4HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: false) }
+
+    func testIPv6HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: true) }
+
+    /// A payload that fills the link's MTU leaves no room for the header: handed back, counted;
+    /// four bytes less fits exactly and is forwarded.
+    func testPayloadThatWouldPassTheMTUIsHandedBack() throws {
+        for ipv6 in [false, true] {
+            let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
+            defer { harness.remove() }
+            let largest = 1500 - (ipv6 ? 40 : 20) - 8
+            let full = [UInt8](repeating: 0x77, count: largest)
+            try harness.peer.send(full, to: harness.relayPeerSide.local)
+            XCTAssertEqual(harness.relayPeerSide.receive()?.payload.count, largest, "IPv6 \(ipv6)")
+            let fits = [UInt8](repeating: 0x78, count: largest - 4)
+            try harness.peer.send(fits, to: harness.relayPeerSide.local)
+            XCTAssertEqual(harness.client.receive()?.payload == channelData(fits), true, "IPv6 \(ipv6)")
+            XCTAssertNil(harness.client.receive(timeout: 0.05))
+            XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.tooLarge: 1], "IPv6 \(ipv6)")
+            XCTAssertEqual(fastPath.counters(harness.toClient)?.packets, 1, "IPv6 \(ipv6)")
+        }
+    }
+
+    private func checkStripAndAdd(ipv6: Bool) throws {
+        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
+        defer { harness.remove() }
+
+        // Lengths 0 to 9, each with the padding to 4 that a sender may add, and ECT(1) on EF.
+        var sentToPeer = 0
+        for length in 0..<10 {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: 0xa0 + $0) }
+            let padding = [UInt8](repeating: 0xee, count: (4 - length % 4) % 4)
+            try harness.client.send(channelData(payload) + padding, to: harness.relayClientSide.local, trafficClass: 0xb9)
+            let atPeer = try XCTUnwrap(harness.peer.receive(), "length \(length): nothing reached the peer; \(String(describing: fastPath.counters(harness.toPeer)))")
+            XCTAssertEqual(atPeer, .init(source: harness.relayPeerSide.local, trafficClass: 0xb9, payload: payload), "length \(length)")
+            sentToPeer += length
+        }
+
+        var sentToClient = 0
+        for length in [0, 1, 7, 200, 1400] {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: 0x30 + $0) }
+            try harness.peer.send(payload, to: harness.relayPeerSide.local, trafficClass: 0x8a)
+            let atClient = try XCTUnwrap(harness.client.receive(), "length \(length): nothing reached the client; \(String(describing: fastPath.counters(harness.toClient)))")
+            XCTAssertEqual(atClient, .init(source: harness.relayClientSide.local, trafficClass: 0x8a, payload: channelData(payload)), "length \(length)")
+            sentToClient += length
+        }
+
+        // Another channel number, and a length longer than what came: user space's to judge.
+        try harness.client.send(channelData([1, 2, 3], channel: channel + 1), to: harness.relayClientSide.local)
+        try harness.client.send([0x40, 0x01, 0x00, 0x09, 1, 2, 3], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.relayClientSide.receive()?.payload, channelData([1, 2, 3], channel: channel + 1))
+        XCTAssertEqual(harness.relayClientSide.receive()?.payload, [0x40, 0x01, 0x00, 0x09, 1, 2, 3])
+        XCTAssertNil(harness.peer.receive(timeout: 0.05))
+
+        let toPeer = try XCTUnwrap(fastPath.counters(harness.toPeer))
+        XCTAssertEqual(toPeer.packets, 10)
+        XCTAssertEqual(toPeer.bytes, UInt64(sentToPeer))
+        XCTAssertEqual(toPeer.ecnIn, [0, 10, 0, 0])
+        XCTAssertEqual(toPeer.handedBack, [.malformed: 2])
+        let toClient = try XCTUnwrap(fastPath.counters(harness.toClient))
+        XCTAssertEqual(toClient.packets, 5)
+        XCTAssertEqual(toClient.bytes, UInt64(sentToClient))
+        XCTAssertEqual(toClient.ecnOut, [0, 0, 5, 0])
+        XCTAssertEqual(toClient.handedBack, [:])
+    }
+
+    private func checkHandedBackWithOffload(ipv6: Bool) throws {
+        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: true)
+        defer { harness.remove() }
+
+        try harness.client.send(channelData([5, 6, 7, 8]), to: harness.relayClientSide.local, trafficClass: 0x02)
+        XCTAssertEqual(harness.relayClientSide.receive(), .init(source: harness.client.local, trafficClass: 0x02, payload: channelData([5, 6, 7, 8])))
+        try harness.peer.send([9, 10], to: harness.relayPeerSide.local, trafficClass: 0x01)
+        XCTAssertEqual(harness.relayPeerSide.receive(), .init(source: harness.peer.local, trafficClass: 0x01, payload: [9, 10]))
+        XCTAssertNil(harness.peer.receive(timeout: 0.05))
+        XCTAssertNil(harness.client.receive(timeout: 0.05))
+        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.checksumState: 1])
+        XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.checksumState: 1])
+        XCTAssertEqual(fastPath.counters(harness.toPeer)?.packets, 0)
+    }
+
+    /// A harness whose client and peer share channel `channel` in the kernel, both ways.
+    private func boundChannel(ipv6: Bool, checksumOffload: Bool) throws -> (FastPathHarness, KernelFastPath) {
+        let harness = try FastPathHarness(ipv6: ipv6)
+        do {
+            let fastPath = try XCTUnwrap(harness.fastPath)
+            try harness.triangle.setChecksumOffload(checksumOffload)
+            try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
+            try fastPath.install(harness.toClient, harness.entryToClient(.addChannel(channel)))
+            return (harness, fastPath)
+        } catch {
+            harness.remove()
+            throw error
+        }
+    }
+
+    private func channelData(_ payload: [UInt8], channel: UInt16? = nil) -> [UInt8] {
+        let number = channel ?? self.channel
+        return [UInt8(number >> 8), UInt8(number & 0xff), UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] + payload
+    }
+}

@@ -1,0 +1,87 @@
+import FastPath
+import Glibc
+import NetAddress
+import TestSupport
+
+/// A relay in the middle of a NamespaceTriangle, for one address family: the fast path loaded
+/// and attached to the relay's two devices (unless `attach` is false), and a plain UDP socket
+/// at each of the four places a datagram can arrive: the client, the peer, and the relay's
+/// user-space sockets on the client side and on the peer side (where whatever the kernel hands
+/// back lands). `toPeer` and `toClient` are the two keys of a relayed flow.
+final class FastPathHarness {
+    let triangle: NamespaceTriangle
+    let fastPath: KernelFastPath?
+    let clientSide: UInt32
+    let peerSide: UInt32
+    let client: ProbeSocket
+    let peer: ProbeSocket
+    let relayClientSide: ProbeSocket
+    let relayPeerSide: ProbeSocket
+
+    init(ipv6: Bool, attach: Bool = true) throws {
+        triangle = try NamespaceTriangle()
+        do {
+            // Host `host` on link `link` of the triangle.
+            func endpoint(link: Int, host: Int, port: UInt16) -> Endpoint {
+                Endpoint(host: ipv6 ? "fd71:\(link)::\(host)" : "10.71.\(link).\(host)", port: port)!
+            }
+            client = try triangle.inside(.client) { try ProbeSocket(endpoint(link: 1, host: 2, port: 40000)) }
+            relayClientSide = try triangle.inside(.relay) { try ProbeSocket(endpoint(link: 1, host: 1, port: 3478)) }
+            relayPeerSide = try triangle.inside(.relay) { try ProbeSocket(endpoint(link: 2, host: 1, port: 50000)) }
+            peer = try triangle.inside(.peer) { try ProbeSocket(endpoint(link: 2, host: 2, port: 60000)) }
+            try Self.exchange(client, relayClientSide)
+            try Self.exchange(peer, relayPeerSide)
+            guard attach else {
+                (fastPath, clientSide, peerSide) = (nil, 0, 0)
+                return
+            }
+            let loaded: (KernelFastPath, UInt32, UInt32) = try triangle.inside(.relay) {
+                do {
+                    let fastPath = try KernelFastPath(capacity: 64)
+                    return (fastPath, try fastPath.attach(interface: "rc"), try fastPath.attach(interface: "rp"))
+                } catch {
+                    try HostRequirement.require(false, "\(error)")
+                    throw error
+                }
+            }
+            (fastPath, clientSide, peerSide) = loaded
+        } catch {
+            triangle.remove()
+            throw error
+        }
+    }
+
+    func remove() { triangle.remove() }
+
+    /// One datagram each way between `a` and `b` through user space, before any entry exists:
+    /// new links need a moment (IPv6 neighbour discovery on a link just up drops the first
+    /// datagram), and the kernel's neighbour entries are then in place for bpf_redirect_neigh.
+    private static func exchange(_ a: ProbeSocket, _ b: ProbeSocket) throws {
+        for _ in 0..<20 {
+            try a.send([1], to: b.local)
+            if b.receive(timeout: 0.25) != nil { break }
+        }
+        try b.send([2], to: a.local)
+        guard a.receive(timeout: 2) != nil else {
+            throw NamespaceTriangle.StepFailure(description: "no datagram from \(b.local) to \(a.local) through user space")
+        }
+        while b.receive(timeout: 0) != nil {}
+    }
+
+    var toPeer: FlowKey { FlowKey(source: client.local, destination: relayClientSide.local) }
+    var toClient: FlowKey { FlowKey(source: peer.local, destination: relayPeerSide.local) }
+
+    /// Client to peer, sent on from the relay's peer-side address.
+    func entryToPeer(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
+                     expiresAt: UInt64? = nil) -> FlowEntry {
+        FlowEntry(source: relayPeerSide.local, destination: peer.local, kind: kind, dscp: dscp, ecn: ecn,
+                  egressInterface: peerSide, expiresAt: expiresAt)
+    }
+
+    /// Peer to client, sent on from the relay's client-side address.
+    func entryToClient(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
+                       expiresAt: UInt64? = nil) -> FlowEntry {
+        FlowEntry(source: relayClientSide.local, destination: client.local, kind: kind, dscp: dscp, ecn: ecn,
+                  egressInterface: clientSide, expiresAt: expiresAt)
+    }
+}
