@@ -195,7 +195,8 @@ public final class ServerProcess: Sendable {
     /// The same as `pid`, named as Foundation's Process names it.
     public var processIdentifier: pid_t { pid }
 
-    /// The `HOST:PORT` after `http listening on ` (or another marker), if the line has it.
+    /// The `HOST:PORT` after `http listening on ` (or another marker), if the line has it; in
+    /// a JSON line (`--log-format json`) it ends at the message's closing quote.
     public static func listeningAddress(in line: String, marker: String = "http listening on ") -> String? {
         guard let range = line.range(of: marker) else { return nil }
         let rest = line[range.upperBound...].prefix { !$0.isWhitespace && $0 != "\"" }

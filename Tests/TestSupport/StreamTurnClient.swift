@@ -10,7 +10,8 @@ import XCTest
 /// client session: ciphertext moved between it and the socket here), blocking with deadlines,
 /// for RelayCore's worker tests and the end-to-end tests alike. It cuts the relay's answers out
 /// of the stream with `StreamMessageCut` (STUN's `StreamFrame`). How its bytes are cut into segments is the
-/// caller's choice: `write(_:segments:)`.
+/// caller's choice: `write(_:segments:)`; `writeAtOnce` and `writeInBackground` send much at
+/// once (over TLS as full records), the latter from a thread while the relay does not read.
 public final class StreamTurnClient {
     public let descriptor: Int32
     public let local: Endpoint
