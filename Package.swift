@@ -34,50 +34,86 @@ let package = Package(
         // The leaf every module shares: Endpoint, the traffic class byte, the HOST:PORT parser,
         // bind-error advice. Values only, no I/O; it depends on nothing but Glibc.
         .target(name: "NetAddress"),
+        // The keys of GET /v1/stats, one definition for the relay that writes them and every
+        // reader (load generator, engine-bench, tests): a renamed key breaks the build. A leaf,
+        // so a reader takes the names without the relay's modules.
+        .target(name: "StatsKeys"),
+        // The one way both executables cut their command line into options (`--flag value`,
+        // `--flag=value`, switches); what each flag means is the executable's own table. A leaf.
+        .target(name: "OptionTokens"),
+        // JSON's syntax written once: how a string and a number are written, for the relay's API
+        // (RelayHTTP) and the load generator's results (LoadGen), and the duplicate-key check
+        // the API's bodies and the config file both pass. A leaf, no Foundation.
+        .target(name: "JSONSyntax"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
-        .target(name: "RelayHTTP", dependencies: ["NetAddress", "SystemSupport"]),
+        .target(name: "RelayHTTP", dependencies: ["JSONSyntax", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
         // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
         // has its own TLS client, an outside check).
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
-        // the relay, so it stays an outside check of the marks. It speaks TURN through the STUN
-        // codec; addresses come from NetAddress, never from the relay's I/O module. Its TURN over
-        // TLS clients use libssl directly (CSSL), not the relay's TLS code.
+        // the relay, so it stays an outside check of the marks.
         .target(name: "CLoadGen"),
-        .target(name: "LoadGen", dependencies: ["CLoadGen", "CSSL", "NetAddress", "SystemSupport", "STUN"]),
+        // The outside observer's packet code: its addresses, its UDP socket that reports each
+        // datagram's TOS byte, batched receive and send (CLoadGen's cmsg walk), a non-blocking
+        // TCP connect, the generated datagram's header. Never the engine's: it is the independent
+        // check that marks cross the relay intact.
+        .target(name: "ClientSockets", dependencies: ["CLoadGen", "NetAddress", "SystemSupport"]),
+        // A TURN client library over UDP, TCP and TLS (allocate, permissions, channels, refresh,
+        // a 300 followed, the stream framed with STUN's StreamFrame): what the load generator's
+        // clients and the tests speak TURN with. libssl directly (CSSL), never the relay's TLS code.
+        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "CSSL", "NetAddress", "STUN", "SystemSupport"]),
+        // Watching a relay from outside: the one launcher of the relay executable (and of the C
+        // reference forwarder), the one HTTP client, the control API, /v1/stats read with StatsKeys.
+        .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
+        // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
+        // the generator's options.
+        .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONSyntax", "NetAddress", "OptionTokens", "RelayObservation",
+                                                "StatsKeys", "STUN", "SystemSupport", "TurnClientKit"]),
+        // The benchmark side. BenchSupport: CPU placement and the machine a figure was taken on,
+        // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
+        // compare`, engines against each other at several loads, with its CSV, table and charts.
+        .target(name: "BenchSupport", dependencies: ["ClientSockets", "SystemSupport"], path: "bench/support"),
+        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "LoadGen", "RelayObservation"],
+                path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "NetAddress", "RelayCore", "RelayHTTP", "STUN", "SystemSupport", "TLS"]
+            dependencies: ["DatagramEngine", "JSONSyntax", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",
-            dependencies: ["LoadGen"]
+            dependencies: ["LoadComparison", "LoadGen"]
         ),
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
-        // LoadGen for its HTTP client alone: the relay executable's /v1/stats (RelayProcess).
-        .executableTarget(name: "engine-bench", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "CURing", "LoadGen"], path: "bench/engine-bench"),
+        // The relay executable is started and read through RelayObservation (its launcher, HTTP
+        // client and stats keys); none of the load generator's traffic code.
+        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "NetAddress", "RelayObservation",
+                                                               "StatsKeys", "SystemSupport"], path: "bench/engine-bench"),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
         .target(name: "TestPorts", path: "Tests/TestPorts"),
         // Test-only: what tests need from the host (tools, ::1: a skip, or a failure under make
         // test) and the one verdict on coturn's uclient. Never linked into a product.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["NetAddress", "STUN", "TestPorts", "TLS"], path: "Tests/TestSupport"),
         .testTarget(name: "DatagramEngineTests", dependencies: ["DatagramEngine", "NetAddress", "SystemSupport", "MallocCounter", "TestSupport"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
+        .testTarget(name: "OptionTokensTests", dependencies: ["OptionTokens"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
-        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "TestSupport"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "SystemSupport", "STUN", "NetAddress", "MallocCounter", "TestSupport"]),
+        .testTarget(name: "RelayHTTPTests", dependencies: ["JSONSyntax", "RelayHTTP", "TestSupport"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
+                                                     "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
-        // LoadGen too: its own socket code is the independent observer of the marks on the wire,
-        // and its TURN client (with the STUN codec) speaks to the TURN listener.
-        .testTarget(name: "EndToEndTests", dependencies: ["DatagramEngine", "NetAddress", "LoadGen", "STUN", "TLS", "TestPorts", "TestSupport"]),
+        // The load generator's modules too: ClientSockets is the independent observer of the marks
+        // on the wire, TurnClientKit the TURN client library the tests speak TURN with, and
+        // RelayObservation starts the relay (ServerProcess) and speaks HTTP to it.
+        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
+                                                     "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
-        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         // Sessions pumped against each other in memory, and against openssl s_client and
         // s_server over loopback TCP; MallocCounter holds the data path to no allocation.

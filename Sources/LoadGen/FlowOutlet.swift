@@ -1,4 +1,6 @@
+import ClientSockets
 import SystemSupport
+import TurnClientKit
 
 /// Where a sending loop's datagrams leave, flow by flow: datagram flows gather into sendmmsg
 /// batches, one socket at a time (flows that share a socket are next to each other, so a batch
@@ -12,12 +14,12 @@ final class FlowOutlet {
     /// The UDP socket's descriptor of each flow, -1 for a flow on a connection.
     private let fds: [Int32]
     private let destinations: [SocketAddress]
-    private let connections: [TurnConnection?]
+    private let connections: [TurnStreamConnection?]
     private let framings: [TurnFraming]
 
     /// `maxSize`: the largest datagram; `segments`: datagrams per GSO send (1: no GSO).
     init(flows: [Flow], maxSize: Int, segments: Int = 1) {
-        var fds: [Int32] = [], destinations: [SocketAddress] = [], connections: [TurnConnection?] = []
+        var fds: [Int32] = [], destinations: [SocketAddress] = [], connections: [TurnStreamConnection?] = []
         for flow in flows {
             switch flow.route {
             case .datagram(let socket, let destination):

@@ -1,3 +1,4 @@
+import ClientSockets
 import NetAddress
 /// `mediarelay-load --help`. Profile numbers come from `TrafficProfile`, so the text cannot
 /// drift from the code.

@@ -1,4 +1,7 @@
+import BenchSupport
 import Foundation
+import STUN
+import TurnClientKit
 /// The settings of one load run (`mediarelay-load --relay ...`, `--target ...` or `--turn ...`).
 public struct LoadOptions: Sendable, Equatable {
     /// Control API, `http://HOST:PORT`; required unless `target` is given (then optional, for stats).
@@ -77,47 +80,4 @@ public struct LoadOptions: Sendable, Equatable {
     public var shape: TrafficShape {
         TrafficShape(profile: profile, streams: streams, rate: rate, size: size, bitrate: bitrate, tos: tos)
     }
-}
-
-/// The settings of `mediarelay-load compare`.
-public struct CompareOptions: Sendable, Equatable {
-    public var server = ""
-    public var out = "bench/results/latest"
-    public var repeats = 3
-    /// 1.5 s: short enough for `make demo`'s 111 runs (7 loads, 4 engines and the C forwarder,
-    /// and the GRO pair at video, 3 repeats) to take about 5 minutes on 2 cores (measured: about 0.7 s per run besides
-    /// the load, 2 s more for 2,000 sessions).
-    public var seconds = 1.5
-    public var quick = false
-    /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
-    public var check = false
-    /// The C reference forwarder; when given, it runs beside the relay's engines as `c-perpacket`,
-    /// or as the counterpart of each relay engine (`references`).
-    public var reference: String?
-    public var references = ReferenceSet.perpacket
-    /// Loads and engines by name (nil: all), and the relay's worker counts to run each engine with.
-    public var loads: [String]?
-    public var engines: [String]?
-    public var workers = [1]
-    /// The address the relay (or the C forwarder) binds and answers on, 127.0.0.1 by default;
-    /// another one with `serverPrefix` puts it behind a veth pair in its own network namespace.
-    public var relayHost = "127.0.0.1"
-    /// A command the servers are started under, e.g. `ip netns exec NAME`.
-    public var serverPrefix: [String] = []
-    /// Where the relay (or C forwarder) and the generator's threads run (`--pin`).
-    public var pin = Pinning.off
-    public init() {}
-}
-
-/// `compare --pin`: placement left to the scheduler, or `CPUPlacement.split()`.
-public enum Pinning: String, CaseIterable, Sendable {
-    case off
-    case split
-}
-
-/// What the command line asks for.
-public enum LoadCommand: Sendable, Equatable {
-    case help
-    case run(LoadOptions)
-    case compare(CompareOptions)
 }

@@ -1,3 +1,6 @@
+import RelayObservation
+import STUN
+import TurnClientKit
 /// The outcome of one load run: what the generator saw, and what the relay said it spent.
 public struct LoadResult: Sendable {
     public var profile = TrafficProfile.constant
@@ -132,7 +135,7 @@ public struct LoadResult: Sendable {
             ("turn_failed_refreshes", .integer(Int64(turnFailedRefreshes))),
             ("turn_redirected", .integer(Int64(turnRedirected))),
             ("relay_cpu_ns_per_packet", n(relay?.cpuNsPerPacket)),
-            ("turn_transport", turnServer == nil ? .null : .string(turnTransport.rawValue)),
+            ("turn_transport", turnServer == nil ? .null : .string(turnTransport.name)),
             ("turn_peer", turnEchoPeer.map { .string($0) } ?? .null),
             ("turn_peers", turnServer == nil ? .null : .string(turnPeers.rawValue)),
             ("turn_send_indications", .bool(turnSendIndications)),

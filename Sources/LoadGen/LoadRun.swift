@@ -1,8 +1,12 @@
+import BenchSupport
+import ClientSockets
+import RelayObservation
 import SystemSupport
 import Foundation
 import NetAddress
 import Glibc
 import Synchronization
+import TurnClientKit
 
 /// One load run from start to finish: set up (sessions or forward-rule clients), latch the
 /// legs, read the relay's stats, run the sending and receiving threads, read the stats again,

@@ -1,79 +1,19 @@
+import ClientSockets
 import Foundation
+import RelayObservation
+import STUN
+import TurnClientKit
 
-/// Parses mediarelay-load's command line. Every error is one line naming the option and the
-/// accepted values, in the same form as the relay's own: `--OPTION VALUE: what is accepted`.
-public enum OptionParser {
-    public static func parse(_ arguments: [String]) throws(LoadError) -> LoadCommand {
-        if arguments.first == "compare" {
-            let rest = Array(arguments.dropFirst())
-            if rest.contains("--help") || rest.contains("-h") { return .help }
-            return .compare(try parseCompare(rest))
-        }
+/// Parses the options of one load run (mediarelay-load without `compare`) with its table
+/// (`RunOptionParser.table`), then checks the rules across options; nil for `--help`.
+/// Every error is one line naming the option and the accepted values, in the same form as the
+/// relay's own: `--OPTION VALUE: what is accepted`. The helpers below read a value for
+/// `compare`'s table too.
+public enum RunOptionParser {
+    public static func parse(_ arguments: [String]) throws(LoadError) -> LoadOptions? {
         var o = LoadOptions()
-        var rateGiven = false, sizeGiven = false
-        var cursor = ArgumentCursor(arguments)
-        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
-        while let name = cursor.next() {
-            switch name {
-            case "--help", "-h": return .help
-            case "--relay": o.relay = try value(name)
-            case "--token":
-                let t = try value(name)
-                guard !t.isEmpty else { throw LoadError("--token: must not be empty") }
-                o.token = t
-            case "--streams": o.streams = try integer(name, try value(name), 1...10000)
-            case "--rate": o.rate = try number(name, try value(name), 1...10_000_000); rateGiven = true
-            case "--size": o.size = try integer(name, try value(name), PayloadHeader.size...9000); sizeGiven = true
-            case "--seconds": o.seconds = try number(name, try value(name), 0.1...3600)
-            case "--profile": o.profile = try choice(name, try value(name))
-            case "--tos": o.tos = UInt8(try integer(name, try value(name), 0...255))
-            case "--bitrate": o.bitrate = try integer(name, try value(name), 8000...1_000_000_000)
-            case "--bidirectional": o.bidirectional = true
-            case "--sender-gso": o.senderGSO = true
-            case "--json": o.json = true
-            case "--target": o.target = try address(name, try value(name))
-            case "--upstream-listen": o.upstreamListen = try address(name, try value(name))
-            case "--legs":
-                o.legs = try value(name)
-                guard o.legs?.isEmpty == false else { throw LoadError("--legs: must not be empty") }
-            case "--forwarder-stats":
-                o.forwarderStats = try value(name)
-                guard o.forwarderStats?.isEmpty == false else { throw LoadError("--forwarder-stats: must not be empty") }
-            case "--warmup": o.warmup = try number(name, try value(name), 0...60)
-            case "--relay-pid": o.relayPID = Int32(try integer(name, try value(name), 1...Int(Int32.max)))
-            case "--no-progress": o.progress = false
-            case "--congestion-control": o.congestionControl = try choice(name, try value(name))
-            case "--session":
-                let v = try value(name)
-                guard let object = (try? JSONSerialization.jsonObject(with: Data(v.utf8))) as? [String: Any] else {
-                    throw LoadError("--session \(v): expected a JSON object of session fields, e.g. {\"max_packets_per_second\": 2000}")
-                }
-                guard object["legs"] == nil else { throw LoadError("--session: \"legs\" is the generator's (2 per session)") }
-                o.sessionFields = v
-            case "--turn": o.turn = try address(name, try value(name))
-            case "--turn-lifetime": o.turnLifetime = UInt32(try integer(name, try value(name), 1...3600))
-            case "--turn-refresh": o.turnRefresh = try number(name, try value(name), 0.5...3000)
-            case "--turn-transport": o.turnTransport = try choice(name, try value(name))
-            case "--tls-ca":
-                o.tlsCA = try value(name)
-                guard o.tlsCA?.isEmpty == false else { throw LoadError("--tls-ca: must not be empty") }
-            case "--turn-peer": o.turnPeer = try address(name, try value(name))
-            case "--turn-peers": o.turnPeers = try choice(name, try value(name))
-            case "--turn-send-indications": o.turnSendIndications = true
-            case "--drain": o.drain = try number(name, try value(name), 0...60)
-            case "--turn-user":
-                let v = try value(name)
-                guard o.turnCredential == nil else { throw LoadError("--turn-user: give one credential, --turn-user or --turn-secret") }
-                guard let credential = TurnCredential(userPassword: v) else { throw LoadError("--turn-user \(v): accepted: NAME:PASSWORD") }
-                o.turnCredential = credential
-            case "--turn-secret":
-                let v = try value(name)
-                guard o.turnCredential == nil else { throw LoadError("--turn-secret: give one credential, --turn-user or --turn-secret") }
-                guard !v.isEmpty else { throw LoadError("--turn-secret: must not be empty") }
-                o.turnCredential = .secret(v)
-            default: throw LoadError("\(name): unknown option (see --help)")
-            }
-        }
+        guard let given = try table.parse(arguments, into: &o) else { return nil }
+        let rateGiven = given.contains("--rate"), sizeGiven = given.contains("--size")
         if let relay = o.relay {
             do { _ = try HTTPClient(url: relay) } catch {
                 throw LoadError("--relay \(relay): \(error.message.hasPrefix(relay) ? "expected http://HOST:PORT" : error.message)")
@@ -127,74 +67,17 @@ public enum OptionParser {
             if sizeGiven { throw LoadError("--size: only with --profile constant (\(o.profile.rawValue) fixes its own sizes)") }
         }
         guard o.warmup < o.seconds else { throw LoadError("--warmup \(o.warmup): must be shorter than --seconds \(o.seconds)") }
-        return .run(o)
-    }
-
-    static func parseCompare(_ arguments: [String]) throws(LoadError) -> CompareOptions {
-        var o = CompareOptions()
-        var serverGiven = false, repeatsGiven = false, secondsGiven = false, referencesGiven = false
-        var cursor = ArgumentCursor(arguments)
-        func value(_ name: String) throws(LoadError) -> String { try cursor.value(for: name) }
-        while let name = cursor.next() {
-            switch name {
-            case "--server": o.server = try value(name); serverGiven = true
-            case "--out":
-                o.out = try value(name)
-                guard !o.out.isEmpty else { throw LoadError("--out: must not be empty") }
-            case "--repeats": o.repeats = try integer(name, try value(name), 1...20); repeatsGiven = true
-            case "--seconds": o.seconds = try number(name, try value(name), 0.5...60); secondsGiven = true
-            case "--quick": o.quick = true
-            case "--check": o.check = true
-            case "--reference": o.reference = try value(name)
-            case "--references": o.references = try choice("compare \(name)", try value(name)); referencesGiven = true
-            case "--loads":
-                let labels = try list(name, try value(name))
-                for label in labels where LoadPoint.named(label) == nil {
-                    throw LoadError("compare --loads \(label): accepted: \(LoadPoint.standard.map(\.label).joined(separator: ", ")), "
-                                    + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
-                }
-                o.loads = labels
-            case "--engines":
-                let names = try list(name, try value(name))
-                let known = (EngineSetting.all + EngineSetting.videoGRO + EngineSetting.references).map(\.name)
-                for engine in names where !known.contains(engine) {
-                    throw LoadError("compare --engines \(engine): accepted: \(known.joined(separator: ", "))")
-                }
-                o.engines = names
-            case "--workers": o.workers = try list(name, try value(name)).map { text throws(LoadError) in try integer(name, text, 1...64) }
-            case "--relay-host":
-                o.relayHost = try value(name)
-                _ = try address(name, "\(o.relayHost):0")
-            case "--server-prefix": o.serverPrefix = try value(name).split(separator: " ").map(String.init)
-            case "--pin": o.pin = try choice("compare \(name)", try value(name))
-            default: throw LoadError("compare \(name): unknown option (see --help)")
-            }
-        }
-        guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
-        if o.pin == .split && o.workers != [1] {
-            throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
-        }
-        if o.reference == nil {
-            if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
-            if let c = o.engines?.first(where: { name in EngineSetting.references.contains { $0.name == name } }) {
-                throw LoadError("compare --engines \(c): needs --reference PATH (the C forwarder, built by make reference)")
-            }
-        }
-        if o.quick {
-            if !repeatsGiven { o.repeats = 1 }
-            if !secondsGiven { o.seconds = 1 }
-        }
         return o
     }
 
-    static func list(_ name: String, _ text: String) throws(LoadError) -> [String] {
+    package static func list(_ name: String, _ text: String) throws(LoadError) -> [String] {
         let items = text.split(separator: ",").map(String.init)
         guard !items.isEmpty else { throw LoadError("\(name): expected a comma-separated list") }
         return items
     }
 
     /// One of an option's named values, or an error listing them all.
-    static func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ text: String) throws(LoadError) -> Choice
+    package static func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ text: String) throws(LoadError) -> Choice
     where Choice.RawValue == String {
         guard let value = Choice(rawValue: text) else {
             throw LoadError("\(name) \(text): accepted: \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -202,21 +85,21 @@ public enum OptionParser {
         return value
     }
 
-    static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {
+    package static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(LoadError) -> Int {
         guard let v = Int(text), range.contains(v) else {
             throw LoadError("\(name) \(text): accepted: an integer \(range.lowerBound)...\(range.upperBound)")
         }
         return v
     }
 
-    static func number(_ name: String, _ text: String, _ range: ClosedRange<Double>) throws(LoadError) -> Double {
+    package static func number(_ name: String, _ text: String, _ range: ClosedRange<Double>) throws(LoadError) -> Double {
         guard let v = Double(text), v.isFinite, range.contains(v) else {
             throw LoadError("\(name) \(text): accepted: a number \(format(range.lowerBound))...\(format(range.upperBound))")
         }
         return v
     }
 
-    static func address(_ name: String, _ text: String) throws(LoadError) -> String {
+    package static func address(_ name: String, _ text: String) throws(LoadError) -> String {
         do { _ = try SocketAddress(hostPort: text) } catch {
             throw LoadError("\(name) \(text): accepted: HOST:PORT or [IPv6]:PORT")
         }
@@ -225,26 +108,5 @@ public enum OptionParser {
 
     private static func format(_ v: Double) -> String {
         v == v.rounded() ? String(Int(v)) : String(v)
-    }
-}
-
-/// Walks a command line: each option, and the value that follows it when it takes one.
-struct ArgumentCursor {
-    private let arguments: [String]
-    private var index = -1
-
-    init(_ arguments: [String]) { self.arguments = arguments }
-
-    /// The next option, or nil at the end.
-    mutating func next() -> String? {
-        index += 1
-        return index < arguments.count ? arguments[index] : nil
-    }
-
-    /// The value after the current option.
-    mutating func value(for name: String) throws(LoadError) -> String {
-        guard index + 1 < arguments.count else { throw LoadError("\(name): needs a value") }
-        index += 1
-        return arguments[index]
     }
 }

@@ -1,3 +1,4 @@
+import ClientSockets
 import SystemSupport
 
 /// The paced sending loop under `--congestion-control classic|scalable`, run on its own thread:

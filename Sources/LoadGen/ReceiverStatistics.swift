@@ -1,3 +1,4 @@
+import ClientSockets
 /// Everything the receiving side learns from arriving datagrams, for a fixed set of streams.
 ///
 /// Arrays are sized once in `init`; `record` does arithmetic only, so the receive loop stays

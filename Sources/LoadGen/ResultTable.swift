@@ -21,7 +21,7 @@ public enum ResultTable {
             let redirected = r.turnRedirected > 0 ? " (\(r.turnRedirected) redirected to an alternate by 300)" : ""
             let data = r.turnSendIndications ? "Send indications" : "ChannelData on channel 0x4000"
             let peer = r.turnEchoPeer.map { r.turnPeers == .each ? " to an echo peer each, counted up from \($0)" : " to echo peer \($0)" } ?? ""
-            rows.append(("TURN", "\(r.streams) allocations on \(server) over \(r.turnTransport.rawValue.uppercased())\(redirected), "
+            rows.append(("TURN", "\(r.streams) allocations on \(server) over \(r.turnTransport.name.uppercased())\(redirected), "
                              + "\(data)\(peer); \(r.turnRefreshes) refresh rounds, \(r.turnFailedRefreshes) failed"))
             if r.turnFailedClients > 0 {
                 rows.append(("TURN failed", "\(r.turnFailedClients) clients' connections failed; the first: \(r.turnFailure ?? "?")"))

@@ -1,14 +1,17 @@
+import ClientSockets
+import RelayObservation
 import SystemSupport
 import Glibc
+import TurnClientKit
 
 /// The sockets and flows of one run, and the latching that must happen before measuring.
 ///
 /// Streams `0..<n` go forward (sender to receiver); with --bidirectional streams `n..<2n` go back.
 struct RunSetup: Sendable {
     var flows: [Flow]
-    var receivingSockets: [UDPSocket]
+    var receivingSockets: [TrafficSocket]
     /// TURN clients' TCP and TLS connections, read by the receiver as well.
-    var receivingConnections: [TurnConnection] = []
+    var receivingConnections: [TurnStreamConnection] = []
     var streamCount: Int
     /// Datagrams that make the relay latch, in the order they must go out; each is sent as a
     /// latching datagram (sequence `latchSequence`) carrying the given stream id.
@@ -17,7 +20,7 @@ struct RunSetup: Sendable {
     var latchWitness: LatchWitness
     var streams: Int
     /// Forward-rule mode learns the reverse flows' destinations from the latching datagrams.
-    var learnReverse: UDPSocket?
+    var learnReverse: TrafficSocket?
 
     /// Session mode: one sender socket feeds leg A of every session and one receiver socket
     /// latches leg B of every session. Sessions latch independently, so sharing a source is
@@ -26,8 +29,8 @@ struct RunSetup: Sendable {
         guard let first = sessions.first else { throw LoadError("no sessions to drive") }
         for s in sessions where s.legs.count < 2 { throw LoadError("session \(s.id) has \(s.legs.count) legs, need 2") }
         let any = try SocketAddress(host: first.legs[0].family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
-        let sender = try UDPSocket(bindTo: any, tos: tos)
-        let receiver = try UDPSocket(bindTo: any, tos: tos)
+        let sender = try TrafficSocket(bindTo: any, tos: tos)
+        let receiver = try TrafficSocket(bindTo: any, tos: tos)
         let n = sessions.count
         let forward = sessions.enumerated().map { Flow(socket: sender, destination: $0.element.legs[0], stream: UInt32($0.offset)) }
         let reverse = sessions.enumerated().map { Flow(socket: receiver, destination: $0.element.legs[1], stream: UInt32(n + $0.offset)) }
@@ -44,10 +47,10 @@ struct RunSetup: Sendable {
     /// Forward-rule mode: one client socket per stream (the rule keys clients by source
     /// address) sending to the rule's listen address; one upstream socket receiving.
     static func forwardRule(target: SocketAddress, upstream: SocketAddress, streams n: Int, tos: UInt8, bidirectional: Bool) throws(LoadError) -> RunSetup {
-        let upstreamSocket = try UDPSocket(bindTo: upstream, tos: tos)
+        let upstreamSocket = try TrafficSocket(bindTo: upstream, tos: tos)
         let any = try SocketAddress(host: target.family == AF_INET6 ? "::" : "0.0.0.0", port: 0)
-        var clients: [UDPSocket] = []
-        for _ in 0..<n { clients.append(try UDPSocket(bindTo: any, tos: tos)) }
+        var clients: [TrafficSocket] = []
+        for _ in 0..<n { clients.append(try TrafficSocket(bindTo: any, tos: tos)) }
         let forward = clients.enumerated().map { Flow(socket: $0.element, destination: target, stream: UInt32($0.offset)) }
         return RunSetup(
             flows: forward,
@@ -158,7 +161,7 @@ struct RunSetup: Sendable {
 /// Where a run's latching datagrams arrive: one socket (the receiver, the upstream, TURN's own
 /// peer socket), or the TURN clients themselves when an echo peer sends everything back.
 enum LatchWitness: Sendable {
-    case socket(UDPSocket)
+    case socket(TrafficSocket)
     case turnClients([TurnLink])
 
     var fds: [Int32] {

@@ -13,6 +13,3 @@ public final class RunSignals: Sendable {
     public let intervalP99 = Atomic<UInt64>(0)
     public init() {}
 }
-
-/// Set by the SIGINT handler; the main loop notices it and cleans up (deletes sessions).
-public let interruptRequested = Atomic<Bool>(false)

@@ -1,7 +1,9 @@
+import ClientSockets
 import Glibc
 import CLoadGen
 import STUN
 import SystemSupport
+import TurnClientKit
 
 /// Preallocated vectors for one sendmmsg call: payload buffers, iovecs, mmsghdrs and
 /// destination addresses, allocated once in `init` and re-filled per batch, so sending

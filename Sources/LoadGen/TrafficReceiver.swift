@@ -1,6 +1,8 @@
+import ClientSockets
 import SystemSupport
 import Glibc
 import STUN
+import TurnClientKit
 
 /// The receiving loop, run on its own thread: poll(2) over the run's receiving sockets, then
 /// recvmmsg until each is empty, recording every datagram into `ReceiverStatistics`.
@@ -9,10 +11,10 @@ import STUN
 /// ChannelData and Data indications, whose framing is skipped, and the server's answers to
 /// refreshes, which go to `inbox` for the main thread. A datagram that arrives on a stream has
 /// no marks of its own to report: it counts as received without marks. A connection that
-/// fails is no longer polled; its client counts as failed (`TurnConnection.failure`).
+/// fails is no longer polled; its client counts as failed (`TurnStreamConnection.failure`).
 public struct TrafficReceiver: Sendable {
-    public let sockets: [UDPSocket]
-    let connections: [TurnConnection]
+    public let sockets: [TrafficSocket]
+    let connections: [TurnStreamConnection]
     public let streams: Int
     public let latencyFrom: UInt64
     public let bufferSize: Int
@@ -21,13 +23,13 @@ public struct TrafficReceiver: Sendable {
     /// Where the congestion-controlled senders read what arrived (`--congestion-control`).
     public let feedback: StreamFeedback?
 
-    public init(sockets: [UDPSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
+    public init(sockets: [TrafficSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
                 turnClients: Set<Int32> = [], inbox: ControlInbox? = nil, feedback: StreamFeedback? = nil) {
         self.init(sockets: sockets, connections: [], streams: streams, latencyFrom: latencyFrom, maxDatagram: maxDatagram,
                   turnClients: turnClients, inbox: inbox, feedback: feedback)
     }
 
-    init(sockets: [UDPSocket], connections: [TurnConnection], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
+    init(sockets: [TrafficSocket], connections: [TurnStreamConnection], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
          turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?) {
         self.feedback = feedback
         self.sockets = sockets

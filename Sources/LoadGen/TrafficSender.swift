@@ -1,10 +1,12 @@
+import ClientSockets
 import SystemSupport
+import TurnClientKit
 /// One direction of one stream: where its datagrams leave and how they are framed.
 public struct Flow: Sendable {
     /// A UDP socket sending to an address, or a TURN client's TCP or TLS connection.
     enum Route: Sendable {
-        case datagram(UDPSocket, SocketAddress)
-        case stream(TurnConnection)
+        case datagram(TrafficSocket, SocketAddress)
+        case stream(TurnStreamConnection)
     }
 
     let route: Route
@@ -12,7 +14,7 @@ public struct Flow: Sendable {
     /// TURN framing (ChannelData or a Send indication); none for plain UDP.
     var framing = TurnFraming.none
 
-    public init(socket: UDPSocket, destination: SocketAddress, stream: UInt32) {
+    public init(socket: TrafficSocket, destination: SocketAddress, stream: UInt32) {
         route = .datagram(socket, destination)
         self.stream = stream
     }
@@ -24,7 +26,7 @@ public struct Flow: Sendable {
     }
 
     /// The UDP socket the flow sends from; nil for a TURN client's connection.
-    public var socket: UDPSocket? {
+    public var socket: TrafficSocket? {
         if case .datagram(let socket, _) = route { return socket }
         return nil
     }

@@ -1,4 +1,5 @@
 import DatagramEngine
+import STUN
 import SystemSupport
 import Glibc
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSONSyntax
 
 /// Strict, typed reading of a JSON object request body.
 ///

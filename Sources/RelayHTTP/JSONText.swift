@@ -1,4 +1,5 @@
 import Foundation
+import JSONSyntax
 
 /// Compact JSON text for the API's responses: objects with their keys sorted (stable output
 /// for tests and diffs), "/" left unescaped, no whitespace.
@@ -12,12 +13,11 @@ import Foundation
 /// fixed-width integer, `Double`, `Float`, `NSNumber` and `NSNull` (null). Returns nil for
 /// anything else and for a non-finite number, which JSON cannot carry, so the caller answers
 /// 500 instead of sending invalid JSON. Keys are sorted by
-/// Unicode scalar values (byte order for the ASCII keys the API has). Strings are escaped as
-/// RFC 8259 requires: `"`, `\` and the control characters below U+0020; everything else is
-/// written as UTF-8. Nesting is bounded (`maximumDepth`) so a value that contains itself
-/// cannot recurse without end. `writeString` is the one JSON string escaper of the relay: the
-/// executable's log lines (`--log-format json`, and quoted values in text) use it too.
-public enum JSONText {
+/// Unicode scalar values (byte order for the ASCII keys the API has). Strings and numbers are
+/// written by JSONWriting, the package's one way to write a JSON value (the executable's log
+/// lines use it too). Nesting is bounded (`maximumDepth`) so a value that contains itself
+/// cannot recurse without end.
+enum JSONText {
     static let maximumDepth = 64
 
     static func encode(_ object: [String: Any]) -> [UInt8]? {
@@ -33,7 +33,7 @@ public enum JSONText {
             out.append(UInt8(ascii: "{"))
             for (index, key) in object.keys.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(key, into: &out)
+                JSONWriting.appendString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
                 guard write(object[key]!, into: &out, depth: depth + 1) else { return false }
             }
@@ -46,17 +46,17 @@ public enum JSONText {
             }
             out.append(UInt8(ascii: "]"))
         case let string as String:
-            writeString(string, into: &out)
+            JSONWriting.appendString(string, to: &out)
         case let bool as Bool:
             out.append(contentsOf: (bool ? "true" : "false").utf8)
         case let integer as any FixedWidthInteger:
             out.append(contentsOf: String(integer).utf8)
         case let double as Double:
             guard double.isFinite else { return false }
-            out.append(contentsOf: numberText(double).utf8)
+            out.append(contentsOf: JSONWriting.number(double).utf8)
         case let float as Float:
             guard float.isFinite else { return false }
-            out.append(contentsOf: numberText(Double(float)).utf8)
+            out.append(contentsOf: JSONWriting.number(Double(float)).utf8)
         case is NSNull:
             out.append(contentsOf: "null".utf8)
         case let number as NSNumber:
@@ -67,34 +67,5 @@ public enum JSONText {
             return false
         }
         return true
-    }
-
-    /// Whole numbers without a fraction ("3", as JSONSerialization writes them), others in
-    /// Swift's shortest form that reads back to the same Double.
-    private static func numberText(_ double: Double) -> String {
-        if double == double.rounded(), abs(double) < 1e15 { return String(Int64(double)) }
-        return String(double)
-    }
-
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Appends `string` to `out` as a JSON string: quoted, with `"`, `\` and the control
-    /// characters below U+0020 escaped, the rest as UTF-8.
-    public static func writeString(_ string: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }

@@ -1,5 +1,7 @@
+import ClientSockets
 import Foundation
 import Glibc
+import LoadComparison
 import LoadGen
 
 // mediarelay-load: see `helpText` (LoadGen/HelpText.swift) and docs/ARCHITECTURE.md.

@@ -1,5 +1,5 @@
 import Foundation
-import RelayHTTP
+import JSONSyntax
 
 /// The JSON config file given with `--config FILE`: one object whose keys are the options'
 /// config keys (`engine`, `forward`, `idle_timeout_seconds`, ...). Integers and fractions are
@@ -35,7 +35,7 @@ enum ConfigFile {
     }
 
     /// Reads and decodes the file into its top-level object.
-    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
+    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: ConfigValue] {
         let subject = "config \(OptionError.quoted(path))"
         let data = try readSmallFile(path, subject: subject, expected: "a readable JSON file", readFile: readFile)
         // Decoding keeps one of two equal keys without a word; refuse the file instead, since
@@ -45,9 +45,9 @@ enum ConfigFile {
                 subject: "\(subject): key \"\(OptionError.quoted(key))\"",
                 problem: "appears more than once; give each key once")
         }
-        let value: JSONValue
+        let value: ConfigValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: data)
+            value = try JSONDecoder().decode(ConfigValue.self, from: data)
         } catch {
             throw OptionError(subject: subject, problem: "not valid JSON (\(reason(error)))")
         }
@@ -59,7 +59,7 @@ enum ConfigFile {
 
     /// Applies every key of `object` to `options` and returns which options it set.
     static func apply(
-        _ object: [String: JSONValue], path: String, to options: inout ServerOptions
+        _ object: [String: ConfigValue], path: String, to options: inout ServerOptions
     ) throws(OptionError) -> Set<OptionKey> {
         let keys = Dictionary(uniqueKeysWithValues: OptionKey.allCases.map { ($0.configKey, $0) })
         var given = Set<OptionKey>()
@@ -91,7 +91,7 @@ enum ConfigFile {
     }
 
     /// The value as the text the flag would take, after checking its JSON type.
-    private static func strings(_ value: JSONValue, for key: OptionKey, subject: String) throws(OptionError) -> [String] {
+    private static func strings(_ value: ConfigValue, for key: OptionKey, subject: String) throws(OptionError) -> [String] {
         switch (key.configType, value) {
         case (.string, .string(let text)):
             return [text]
@@ -133,9 +133,9 @@ enum ConfigFile {
 
 /// A decoded JSON value, keeping integers apart from other numbers and booleans so a config
 /// with `"workers": true` or `"workers": 1.5` is refused instead of guessed at.
-enum JSONValue: Decodable, Equatable, Sendable {
+enum ConfigValue: Decodable, Equatable, Sendable {
     case null, bool(Bool), integer(Int), number(Double), string(String)
-    case array([JSONValue]), object([String: JSONValue])
+    case array([ConfigValue]), object([String: ConfigValue])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -149,10 +149,10 @@ enum JSONValue: Decodable, Equatable, Sendable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([ConfigValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: ConfigValue].self))
         }
     }
 

@@ -1,5 +1,5 @@
 import Glibc
-import RelayHTTP
+import JSONSyntax
 
 /// How log lines are written (`--log-format`): `text` for people, `json` (one object per line)
 /// for journald, Loki and Elasticsearch.
@@ -39,7 +39,7 @@ struct LogField: Equatable {
 /// order; a text value that is empty or holds a space, `"`, `=`, `\` or a control character is
 /// written as a JSON string (quoted and escaped), so a line never breaks and a value never
 /// forges another key. `json` is one object: `time` (RFC 3339, UTC, milliseconds), `level`,
-/// `msg`, then the fields in order, every string escaped by `JSONText.writeString`. Keys are
+/// `msg`, then the fields in order, every string escaped by `JSONWriting.appendString`. Keys are
 /// the caller's constants, written as they are.
 enum LogLine {
     static func render(_ format: LogFormat, level: String, message: String, fields: [LogField] = [],
@@ -58,14 +58,14 @@ enum LogLine {
             }
         case .json:
             out.append(contentsOf: #"{"time":"#.utf8)
-            JSONText.writeString(rfc3339(timeNanoseconds), into: &out)
+            JSONWriting.appendString(rfc3339(timeNanoseconds), to: &out)
             out.append(contentsOf: #","level":"#.utf8)
-            JSONText.writeString(level, into: &out)
+            JSONWriting.appendString(level, to: &out)
             out.append(contentsOf: #","msg":"#.utf8)
-            JSONText.writeString(message, into: &out)
+            JSONWriting.appendString(message, to: &out)
             for field in fields {
                 out.append(UInt8(ascii: ","))
-                JSONText.writeString(field.key, into: &out)
+                JSONWriting.appendString(field.key, to: &out)
                 out.append(UInt8(ascii: ":"))
                 json(field.value, into: &out)
             }
@@ -78,7 +78,7 @@ enum LogLine {
     private static func text(_ value: LogValue, into out: inout [UInt8]) {
         switch value {
         case .text(let string):
-            if needsQuotes(string) { JSONText.writeString(string, into: &out) } else { out.append(contentsOf: string.utf8) }
+            if needsQuotes(string) { JSONWriting.appendString(string, to: &out) } else { out.append(contentsOf: string.utf8) }
         case .integer(let number):
             out.append(contentsOf: String(number).utf8)
         case .integers(let numbers):
@@ -92,7 +92,7 @@ enum LogLine {
     private static func json(_ value: LogValue, into out: inout [UInt8]) {
         switch value {
         case .text(let string):
-            JSONText.writeString(string, into: &out)
+            JSONWriting.appendString(string, to: &out)
         case .integer(let number):
             out.append(contentsOf: String(number).utf8)
         case .integers(let numbers):
@@ -101,7 +101,7 @@ enum LogLine {
             out.append(UInt8(ascii: "{"))
             for (index, count) in counts.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONText.writeString(count.name, into: &out)
+                JSONWriting.appendString(count.name, to: &out)
                 out.append(contentsOf: ":\(count.count)".utf8)
             }
             out.append(UInt8(ascii: "}"))

@@ -1,5 +1,6 @@
 import Foundation
 import NetAddress
+import OptionTokens
 
 extension ServerOptions {
     /// Parses the server's command line.
@@ -119,43 +120,37 @@ struct CommandLineTokens {
     private static let byFlag = Dictionary(uniqueKeysWithValues: OptionKey.allCases.map { ($0.flag, $0) })
 
     init(_ arguments: [String]) throws(OptionError) {
-        var seen = Set<String>()
-        var index = arguments.startIndex
-        while index < arguments.endIndex {
-            let argument = arguments[index]
-            index += 1
-            guard argument.hasPrefix("-"), argument.count > 1 else {
+        let tokens: [OptionToken]
+        do throws(OptionTokenError) {
+            tokens = try OptionTokenizer.tokens(arguments) { flag in
+                if flag == "--help" || flag == "-h" || flag == "--version" { return false }
+                return flag == "--config" || Self.byFlag[flag] != nil ? true : nil
+            }
+        } catch {
+            switch error {
+            case .unexpectedArgument(let argument):
                 throw OptionError(
                     subject: OptionError.quoted(argument),
                     problem: "unexpected argument; every setting is an option such as --forward LISTEN=UPSTREAM (see --help)"
                 )
+            case .unknownOption(let flag): throw OptionError(subject: OptionError.quoted(flag), problem: "unknown option (see --help)")
+            case .valueNotTaken(let flag): throw OptionError(subject: flag, problem: "takes no value")
+            case .missingValue(let flag):
+                let accepted = Self.byFlag[flag]?.accepted ?? "a readable JSON file"
+                throw OptionError(subject: flag, problem: "missing value; expected \(accepted)")
             }
-            let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let flag = String(parts[0])
-            var inline: String? = parts.count == 2 ? String(parts[1]) : nil
-
-            if flag == "--help" || flag == "-h" || flag == "--version" {
-                guard inline == nil else {
-                    throw OptionError(subject: flag, problem: "takes no value")
-                }
+        }
+        var seen = Set<String>()
+        for token in tokens {
+            let flag = token.flag
+            guard let value = token.value else {
                 if flag == "--version" { wantsVersion = true } else { wantsHelp = true }
                 continue
             }
             let key = Self.byFlag[flag]
-            guard key != nil || flag == "--config" else {
-                throw OptionError(subject: OptionError.quoted(flag), problem: "unknown option (see --help)")
-            }
             if key?.isRepeatable != true && !seen.insert(flag).inserted {
                 let lists = OptionKey.allCases.filter(\.isRepeatable).map(\.flag).joined(separator: ", ")
                 throw OptionError(subject: flag, problem: "given more than once; only \(lists) may be repeated")
-            }
-            if inline == nil, index < arguments.endIndex, !arguments[index].hasPrefix("--") {
-                inline = arguments[index]
-                index += 1
-            }
-            guard let value = inline else {
-                let accepted = key?.accepted ?? "a readable JSON file"
-                throw OptionError(subject: flag, problem: "missing value; expected \(accepted)")
             }
             if let key {
                 if key.isRepeatable && values.count(where: { $0.key == key }) >= key.maxCount {

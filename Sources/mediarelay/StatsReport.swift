@@ -4,6 +4,7 @@ import Glibc
 import NetAddress
 import RelayCore
 import RelayHTTP
+import StatsKeys
 import TLS
 import SystemSupport
 
@@ -78,54 +79,56 @@ struct StatsReport {
         var sendErrors: [String: Any] = [:]
         for (name, count) in engine.sendErrors.byName { sendErrors[name] = count }
         return [
-            "packets_in": engine.datagramsIn, "packets_out": engine.datagramsOut,
-            "bytes_in": engine.bytesIn, "bytes_out": engine.bytesOut,
-            "syscalls": engine.syscalls, "receive_batches": engine.receiveBatches,
-            "syscalls_per_packet": engine.datagramsIn == 0 ? 0 : Double(engine.syscalls) / Double(engine.datagramsIn),
-            "batch_size_histogram": histogram,
-            "ecn_in": SessionJSON.ecn(engine.ecnIn), "ecn_out": SessionJSON.ecn(engine.ecnOut),
-            "ce_marked": SessionJSON.ceMarks(stats.ceMarks),
-            "drops": drops, "send_errors": sendErrors,
-            "gso_segments": engine.gsoSegments, "gso_sends": engine.gsoSends, "gso_fallbacks": engine.gsoFallbacks,
-            "gro_segments": engine.groSegments,
-            "receive_restarts": engine.receiveRestarts, "receive_failures": engine.receiveFailures,
-            "receive_cancels_forced": engine.receiveCancelsForced,
-            "sessions": stats.sessions, "forward_clients": stats.forwardClients, "sockets": stats.sockets,
-            "sessions_created": stats.lifecycle.sessionsCreated, "sessions_deleted": stats.lifecycle.sessionsDeleted,
-            "sessions_expired": stats.lifecycle.sessionsExpired, "forward_clients_created": stats.lifecycle.clientsCreated,
-            "forward_clients_expired": stats.lifecycle.clientsExpired,
+            StatsKey.packetsIn: engine.datagramsIn, StatsKey.packetsOut: engine.datagramsOut,
+            StatsKey.bytesIn: engine.bytesIn, StatsKey.bytesOut: engine.bytesOut,
+            StatsKey.syscalls: engine.syscalls, StatsKey.receiveBatches: engine.receiveBatches,
+            StatsKey.syscallsPerPacket: engine.datagramsIn == 0 ? 0 : Double(engine.syscalls) / Double(engine.datagramsIn),
+            StatsKey.batchSizeHistogram: histogram,
+            StatsKey.ecnIn: SessionJSON.ecn(engine.ecnIn), StatsKey.ecnOut: SessionJSON.ecn(engine.ecnOut),
+            StatsKey.ceMarked: SessionJSON.ceMarks(stats.ceMarks),
+            StatsKey.drops: drops, StatsKey.sendErrors: sendErrors,
+            StatsKey.gsoSegments: engine.gsoSegments, StatsKey.gsoSends: engine.gsoSends, StatsKey.gsoFallbacks: engine.gsoFallbacks,
+            StatsKey.groSegments: engine.groSegments,
+            StatsKey.receiveRestarts: engine.receiveRestarts, StatsKey.receiveFailures: engine.receiveFailures,
+            StatsKey.receiveCancelsForced: engine.receiveCancelsForced,
+            StatsKey.sessions: stats.sessions, StatsKey.forwardClients: stats.forwardClients, StatsKey.sockets: stats.sockets,
+            StatsKey.sessionsCreated: stats.lifecycle.sessionsCreated, StatsKey.sessionsDeleted: stats.lifecycle.sessionsDeleted,
+            StatsKey.sessionsExpired: stats.lifecycle.sessionsExpired, StatsKey.forwardClientsCreated: stats.lifecycle.clientsCreated,
+            StatsKey.forwardClientsExpired: stats.lifecycle.clientsExpired,
         ]
     }
 
     var json: [String: Any] {
         var object = StatsReport.counters(total)
-        object["engine"] = engine
-        object["engine_reason"] = engineReason
-        object["workers"] = workers.count
-        object["uptime_seconds"] = uptime
-        object["draining"] = draining
-        object["cpu_user_seconds"] = cpuUser
-        object["cpu_system_seconds"] = cpuSystem
-        object["cpu_ns_per_packet"] = cpuNanosecondsPerPacket
-        object["sessions"] = sessions
-        object["sessions_max"] = maxSessions
-        object["turn"] = TurnStatsReport.json(total.turn)
-        object["ports_in_use"] = portsInUse
-        object["ports_total"] = portsTotal
-        object["capacity"] = capacity.json
+        object[StatsKey.engine] = engine
+        object[StatsKey.engineReason] = engineReason
+        object[StatsKey.workers] = workers.count
+        object[StatsKey.uptimeSeconds] = uptime
+        object[StatsKey.draining] = draining
+        object[StatsKey.cpuUserSeconds] = cpuUser
+        object[StatsKey.cpuSystemSeconds] = cpuSystem
+        object[StatsKey.cpuNsPerPacket] = cpuNanosecondsPerPacket
+        object[StatsKey.sessions] = sessions
+        object[StatsKey.sessionsMax] = maxSessions
+        object[StatsKey.turn] = TurnStatsReport.json(total.turn)
+        object[StatsKey.portsInUse] = portsInUse
+        object[StatsKey.portsTotal] = portsTotal
+        object[StatsKey.capacity] = capacity.json
         if let certificate {
-            object["tls_certificate"] = ["subject": certificate.subject, "serial": certificate.serialNumber,
-                                         "not_after": certificate.notAfter,
-                                         "seconds_until_expiry": certificate.secondsUntilExpiry] as [String: Any]
+            object[StatsKey.tlsCertificate] = [
+                StatsKey.Certificate.subject: certificate.subject, StatsKey.Certificate.serial: certificate.serialNumber,
+                StatsKey.Certificate.notAfter: certificate.notAfter,
+                StatsKey.Certificate.secondsUntilExpiry: certificate.secondsUntilExpiry,
+            ] as [String: Any]
         }
-        object["per_worker"] = workers.map { worker -> [String: Any] in
+        object[StatsKey.perWorker] = workers.map { worker -> [String: Any] in
             var counters = StatsReport.counters(worker)
-            counters["worker"] = worker.worker
+            counters[StatsKey.worker] = worker.worker
             // The worker thread's own CPU; the process figures above also hold the HTTP thread.
-            counters["cpu_user_seconds"] = worker.cpuUserSeconds
-            counters["cpu_system_seconds"] = worker.cpuSystemSeconds
+            counters[StatsKey.cpuUserSeconds] = worker.cpuUserSeconds
+            counters[StatsKey.cpuSystemSeconds] = worker.cpuSystemSeconds
             let cpu = worker.cpuUserSeconds + worker.cpuSystemSeconds
-            counters["cpu_ns_per_packet"] = worker.engine.datagramsIn == 0 ? 0 : cpu * 1e9 / Double(worker.engine.datagramsIn)
+            counters[StatsKey.cpuNsPerPacket] = worker.engine.datagramsIn == 0 ? 0 : cpu * 1e9 / Double(worker.engine.datagramsIn)
             return counters
         }
         return object

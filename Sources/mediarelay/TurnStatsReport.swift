@@ -1,6 +1,7 @@
 import RelayCore
 import RelayHTTP
 import STUN
+import StatsKeys
 
 /// The TURN server's figures in /v1/stats (a "turn" object) and /metrics (mediarelay_turn_*):
 /// what is active, allocations made, refused by error code and redirected to an alternate by
@@ -27,17 +28,17 @@ enum TurnStatsReport {
         var redirects: [String: Any] = [:]
         for reason in TurnRedirectReason.allCases { redirects[reason.name] = counters[redirect: reason] }
         return [
-            "redirects": redirects,
-            "allocations": stats.allocations, "permissions": stats.permissions, "channels": stats.channels,
-            "allocations_created": counters.allocationsCreated, "allocations_deleted": counters.allocationsDeleted,
-            "allocations_expired": counters.allocationsExpired, "allocations_refused": refused,
-            "channels_refused": counters.channelsRefused,
-            "auth_failures": auth, "drops": drops, "peer_refusals": peers, "binding_requests": counters.bindingRequests,
-            "channel_data_to_peers": counters.channelDataToPeers, "channel_data_to_clients": counters.channelDataToClients,
-            "indications_to_peers": counters.indicationsToPeers, "indications_to_clients": counters.indicationsToClients,
-            "bytes_to_peers": counters.bytesToPeers, "bytes_to_clients": counters.bytesToClients,
-            "ce_marked": SessionJSON.ceMarks(counters.ceMarks),
-            "transports": transportsJSON(stats),
+            StatsKey.Turn.redirects: redirects,
+            StatsKey.Turn.allocations: stats.allocations, StatsKey.Turn.permissions: stats.permissions, StatsKey.Turn.channels: stats.channels,
+            StatsKey.Turn.allocationsCreated: counters.allocationsCreated, StatsKey.Turn.allocationsDeleted: counters.allocationsDeleted,
+            StatsKey.Turn.allocationsExpired: counters.allocationsExpired, StatsKey.Turn.allocationsRefused: refused,
+            StatsKey.Turn.channelsRefused: counters.channelsRefused,
+            StatsKey.Turn.authFailures: auth, StatsKey.Turn.drops: drops, StatsKey.Turn.peerRefusals: peers, StatsKey.Turn.bindingRequests: counters.bindingRequests,
+            StatsKey.Turn.channelDataToPeers: counters.channelDataToPeers, StatsKey.Turn.channelDataToClients: counters.channelDataToClients,
+            StatsKey.Turn.indicationsToPeers: counters.indicationsToPeers, StatsKey.Turn.indicationsToClients: counters.indicationsToClients,
+            StatsKey.Turn.bytesToPeers: counters.bytesToPeers, StatsKey.Turn.bytesToClients: counters.bytesToClients,
+            StatsKey.Turn.ceMarked: SessionJSON.ceMarks(counters.ceMarks),
+            StatsKey.Turn.transports: transportsJSON(stats),
         ]
     }
 
@@ -49,21 +50,23 @@ enum TurnStatsReport {
         for transport in TurnTransport.allCases {
             let t = transport.rawValue
             var entry: [String: Any] = [
-                "allocations_created": counters.allocations[t],
-                "datagrams_to_peers": counters.datagramsToPeers[t], "datagrams_to_clients": counters.datagramsToClients[t],
-                "bytes_to_peers": counters.bytesToPeers[t], "bytes_to_clients": counters.bytesToClients[t],
+                StatsKey.Transport.allocationsCreated: counters.allocations[t],
+                StatsKey.Transport.datagramsToPeers: counters.datagramsToPeers[t], StatsKey.Transport.datagramsToClients: counters.datagramsToClients[t],
+                StatsKey.Transport.bytesToPeers: counters.bytesToPeers[t], StatsKey.Transport.bytesToClients: counters.bytesToClients[t],
             ]
             if transport != .udp {
                 var closed: [String: Any] = [:]
                 for reason in ConnectionCloseReason.allCases { closed[reason.name] = counters[closed: transport, reason: reason] }
-                entry["connections"] = stats.openConnections[t]
-                entry["connections_opened"] = counters.opened[t]
-                entry["connections_closed"] = closed
+                entry[StatsKey.Transport.connections] = stats.openConnections[t]
+                entry[StatsKey.Transport.connectionsOpened] = counters.opened[t]
+                entry[StatsKey.Transport.connectionsClosed] = closed
             }
             if transport == .tls {
                 var failed: [String: Any] = [:]
                 for reason in HandshakeFailure.allCases { failed[reason.name] = counters.handshakesFailed[reason.rawValue] }
-                entry["handshakes"] = ["completed": counters.handshakesCompleted, "failed": failed] as [String: Any]
+                entry[StatsKey.Transport.handshakes] = [
+                    StatsKey.Transport.handshakesCompleted: counters.handshakesCompleted, StatsKey.Transport.handshakesFailed: failed,
+                ] as [String: Any]
             }
             result[transport.name] = entry
         }

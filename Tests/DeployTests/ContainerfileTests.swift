@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// No container engine runs on this machine (podman's runtime cannot set rlimits here and
@@ -56,7 +57,7 @@ final class ContainerfileTests: XCTestCase {
     func testRunStageInstallsThePackageOfEveryLibraryTheProgramsLoad() throws {
         let readelf = try TestToolSupport.require("readelf", install: "Debian: apt-get install binutils")
         _ = try TestToolSupport.require("dpkg", install: "a Debian host")
-        let relay = try XCTUnwrap(serverBinary(), "no mediarelay executable beside the test bundle; run `swift build` first")
+        let relay = try XCTUnwrap(BuiltProducts.relay, "no mediarelay executable beside the test bundle; run `swift build` first")
         let run = try XCTUnwrap(ContainerfileFixture().runStage)
         let installed = run.aptPackages.union(["libc6"])
         let cache = try RuntimePackageSupport.loaderCache()

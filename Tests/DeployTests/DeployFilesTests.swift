@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// The metric names of the stats contract (README, "Stats"; docs/ARCHITECTURE.md), typed out so
@@ -132,7 +133,7 @@ final class DeployFilesTests: XCTestCase {
         // verify checks that ExecStart exists; the binary is not installed under /usr/local/bin
         // on a build host, so point it at the built one (or /bin/true) in a copy of the unit.
         let unit = try String(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/mediarelay.service"), encoding: .utf8)
-        let executable = serverBinary()?.path ?? "/bin/true"
+        let executable = BuiltProducts.relay?.path ?? "/bin/true"
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,4 +1,6 @@
 import Foundation
+import RelayObservation
+import TestSupport
 import XCTest
 
 /// The repository root, found from this file's path so tests work from any working directory.
@@ -14,30 +16,6 @@ func deployFiles(withExtensions extensions: Set<String>) -> [URL] {
         if extensions.contains(url.pathExtension) { found.append(url) }
     }
     return found.sorted { $0.path < $1.path }
-}
-
-/// The built `mediarelay` executable beside the test bundle. `swift test` runs
-/// `.build/<triple>/debug/mediarelayPackageTests.xctest`, whose directory holds the products; walk
-/// up from there (and from the bundle URL) until a directory holds an executable `mediarelay`.
-func serverBinary() -> URL? {
-    let manager = FileManager.default
-    var starts = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(), Bundle.main.bundleURL]
-    starts.append(repoRoot.appendingPathComponent(".build/debug"))
-    for start in starts {
-        var directory = start.standardizedFileURL
-        while true {
-            let candidate = directory.appendingPathComponent("mediarelay")
-            var isDirectory: ObjCBool = false
-            if manager.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                manager.isExecutableFile(atPath: candidate.path) {
-                return candidate
-            }
-            let parent = directory.deletingLastPathComponent()
-            if parent.path == directory.path { break }
-            directory = parent
-        }
-    }
-    return nil
 }
 
 /// Runs a tool to completion and returns its exit status and combined output.
@@ -57,56 +35,14 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int
     return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
 }
 
-/// The real server, started with its stderr in a file the test can poll, killed on deinit.
-final class ServerProcess {
-    let process = Process()
-    private let stderrFile: URL
-
-    init(arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws {
-        guard let binary = serverBinary() else {
-            XCTFail("no mediarelay executable beside \(CommandLine.arguments[0]); run `swift build` first", file: file, line: line)
-            throw CocoaError(.fileNoSuchFile)
-        }
-        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-\(UUID().uuidString).stderr")
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+/// The built relay with `arguments`, through the shared launcher, not waited for: these tests
+/// watch its notify socket, its log and its exit themselves. Killed when the value goes.
+func startRelay(arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws -> ServerProcess {
+    guard let binary = BuiltProducts.relay else {
+        XCTFail("no mediarelay executable beside \(CommandLine.arguments[0]); run `swift build` first", file: file, line: line)
+        throw CocoaError(.fileNoSuchFile)
     }
-
-    var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
-
-    /// The first stderr line containing `text`, or nil when the server exits or `timeout` passes.
-    func waitForLine(containing text: String, timeout: TimeInterval) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = stderr.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
-            if !process.isRunning { return nil }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    /// The exit status after a bounded wait, or nil if it is still running.
-    func waitForExit(timeout: TimeInterval) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning { return nil }
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
-    }
-
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: stderrFile)
-    }
+    return try ServerProcess(path: binary.path, arguments: arguments, environment: environment, ready: .started)
 }
 
 /// A datagram socket standing in for systemd's NOTIFY_SOCKET.
@@ -157,40 +93,11 @@ final class NotifySocket {
     }
 }
 
-/// GET over a plain TCP socket (no URLSession: FoundationNetworking would pull in libcurl).
-/// Returns the status code and body, or nil when the server does not answer within 5 s.
+/// GET through the shared HTTP client (RelayObservation's: no URLSession, which would pull in
+/// libcurl). Returns the status code and body, or nil when the server does not answer within 5 s.
 func httpGet(port: UInt16, path: String) -> (status: Int, body: String)? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 5, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return nil }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
-    guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while response.count < 16 << 20 {
-        let count = recv(fd, &buffer, buffer.count, 0)
-        if count <= 0 { break }
-        response += buffer[0..<count]
-    }
-    let text = String(decoding: response, as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n") else { return nil }
-    let head = text[..<split.lowerBound]
-    let statusWords = head.split(separator: "\n").first?.split(separator: " ") ?? []
-    guard statusWords.count >= 2, let status = Int(statusWords[1]) else { return nil }
-    var body = String(text[split.upperBound...])
-    if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
-    return (status, body)
+    guard let response = try? HTTPClient(url: "http://127.0.0.1:\(port)", timeoutMs: 5000).request("GET", path) else { return nil }
+    return (response.status, response.text)
 }
 
 private func dechunk(_ text: String) -> String {

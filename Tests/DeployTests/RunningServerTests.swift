@@ -1,4 +1,6 @@
 import Foundation
+import RelayObservation
+import TestPorts
 import TestSupport
 import XCTest
 
@@ -7,33 +9,33 @@ import XCTest
 final class RunningServerTests: XCTestCase {
     func testNotifiesReadyThenStoppingAndExitsZeroOnSIGTERM() throws {
         let notify = try NotifySocket()
-        let server = try ServerProcess(
+        let server = try startRelay(
             arguments: ["--http", "127.0.0.1:0", "--ports", "47000-47099"],
             environment: ["NOTIFY_SOCKET": notify.path]
         )
         var seen: [String] = []
-        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(ready, "no READY=1 within 20 s (or the server exited first); datagrams \(seen); running \(server.process.isRunning); stderr: \(server.stderr)")
+        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.isRunning }
+        XCTAssertTrue(ready, "no READY=1 within 20 s (or the server exited first); datagrams \(seen); running \(server.isRunning); stderr: \(server.log)")
         guard ready else { return }
 
         server.signal(SIGTERM)
-        let stopping = notify.waitFor("STOPPING=1", until: Date().addingTimeInterval(10), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(stopping, "no STOPPING=1 after SIGTERM; datagrams \(seen); stderr: \(server.stderr)")
-        XCTAssertEqual(server.waitForExit(timeout: 10), 0, "exit after SIGTERM; stderr: \(server.stderr)")
+        let stopping = notify.waitFor("STOPPING=1", until: Date().addingTimeInterval(10), seen: &seen) { server.isRunning }
+        XCTAssertTrue(stopping, "no STOPPING=1 after SIGTERM; datagrams \(seen); stderr: \(server.log)")
+        XCTAssertEqual(server.waitForExit(timeout: 10), 0, "exit after SIGTERM; stderr: \(server.log)")
     }
 
     func testSendsWatchdogPingsWhenSystemdAsksForThem() throws {
         let notify = try NotifySocket()
         // 2 s: the server should ping every second (half), so one must arrive within 5 s of READY.
-        let server = try ServerProcess(
+        let server = try startRelay(
             arguments: ["--http", "127.0.0.1:0", "--ports", "47100-47199"],
             environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "2000000"]
         )
         var seen: [String] = []
-        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.process.isRunning }
-        XCTAssertTrue(ready, "no READY=1 within 20 s; stderr: \(server.stderr)")
+        let ready = notify.waitFor("READY=1", until: Date().addingTimeInterval(20), seen: &seen) { server.isRunning }
+        XCTAssertTrue(ready, "no READY=1 within 20 s; stderr: \(server.log)")
         guard ready else { return }
-        let pinged = notify.waitFor("WATCHDOG=1", until: Date().addingTimeInterval(5), seen: &seen) { server.process.isRunning }
+        let pinged = notify.waitFor("WATCHDOG=1", until: Date().addingTimeInterval(5), seen: &seen) { server.isRunning }
         XCTAssertTrue(pinged, "no WATCHDOG=1 within 5 s of READY with WATCHDOG_USEC=2000000; datagrams \(seen)")
         server.signal(SIGTERM)
         XCTAssertEqual(server.waitForExit(timeout: 10), 0)
@@ -42,12 +44,12 @@ final class RunningServerTests: XCTestCase {
     func testEveryMetricUsedByDashboardsAndAlertsIsExposed() throws {
         // TURN over TLS too, for the metrics only a relay with a certificate has.
         let certificates = try CertificateFixture()
-        let tls = try freeTCPPort()
-        let server = try ServerProcess(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
+        let tls = try FreePort.tcp()
+        let server = try startRelay(arguments: ["--http", "127.0.0.1:0", "--ports", "47200-47299", "--turn-tls", "127.0.0.1:\(tls)",
                                                    "--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key,
                                                    "--turn-secret", "s"])
         let line = server.waitForLine(containing: "http listening on ", timeout: 20)
-        let listening = try XCTUnwrap(line, "no `http listening on HOST:PORT` line within 20 s (or the server exited first, running: \(server.process.isRunning)); stderr: \(server.stderr)")
+        let listening = try XCTUnwrap(line, "no `http listening on HOST:PORT` line within 20 s (or the server exited first, running: \(server.isRunning)); stderr: \(server.log)")
         let address = try XCTUnwrap(listening.components(separatedBy: "http listening on ").last?.split(separator: " ").first)
         let port = try XCTUnwrap(address.split(separator: ":").last.flatMap { UInt16($0) }, "no port in \(listening)")
 
@@ -71,17 +73,3 @@ final class RunningServerTests: XCTestCase {
     }
 }
 
-/// A TCP port free on 127.0.0.1 now (bound, read, let go).
-private func freeTCPPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return UInt16(bigEndian: address.sin_port)
-}

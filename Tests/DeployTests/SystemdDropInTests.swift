@@ -85,7 +85,7 @@ final class SystemdDropInTests: XCTestCase {
     func testSystemdAnalyzeVerifyAcceptsTheUnitWithTheDropIn() throws {
         let systemdAnalyze = try TestToolSupport.require("systemd-analyze", install: "Debian: apt-get install systemd")
         // As DeployFilesTests does for the unit alone: verify checks that ExecStart exists.
-        let executable = serverBinary()?.path ?? "/bin/true"
+        let executable = BuiltProducts.relay?.path ?? "/bin/true"
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unit-\(UUID().uuidString)")
         let dropIns = directory.appendingPathComponent("mediarelay.service.d")
         try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)

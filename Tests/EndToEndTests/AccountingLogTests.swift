@@ -5,6 +5,7 @@ import LoadGen
 import NetAddress
 import STUN
 import TestPorts
+import TestSupport
 import XCTest
 
 /// The accounting log through the real executable: known traffic with known ECN codepoints
@@ -87,15 +88,15 @@ final class AccountingLogTests: XCTestCase {
             let transport = tls ? "tls" : "tcp"
             let before = Date()
             let peer = try Peers(count: 1)
-            let client = try TurnStreamClientFixture(port: tls ? server.tlsPort : server.tcpPort,
-                                                     tls: tls ? server.clientContext() : nil)
+            let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: tls ? server.tlsPort : server.tcpPort)!,
+                                              tls: tls ? server.clientContext() : nil)
             let relayed = try client.allocate(channel: 0x4000, to: peer.address(0))
-            for index in 0..<3 { try client.sendChannelData(0x4000, [UInt8(index), 1, 2, 3, 4, 5]) }
+            for index in 0..<3 { client.write(paddedChannelData(0x4000, [UInt8(index), 1, 2, 3, 4, 5])) }
             XCTAssertEqual(peer.collect(expected: 3).map(\.trafficClass.ecn), [.notECT, .notECT, .notECT],
                            "a stream's messages leave Not-ECT")
             peer.send(from: 0, to: relayed, batch: [([9, 9], TrafficClass(dscp: 0, ecn: .ect0)), ([9, 9], TrafficClass(dscp: 0, ecn: .ce))])
             var relayedToClient = 0
-            while relayedToClient < 2, let message = try client.readMessage(), message.first.map({ $0 & 0xC0 == 0x40 }) == true {
+            while relayedToClient < 2, let message = client.readMessage(), message.first.map({ $0 & 0xC0 == 0x40 }) == true {
                 relayedToClient += 1
             }
             XCTAssertEqual(relayedToClient, 2, "\(transport): ChannelData to the client")
@@ -118,7 +119,7 @@ final class AccountingLogTests: XCTestCase {
         let server = try TurnStreamServerFixture(["--turn-secret", secret])
         let username = "\(UInt64(time(nil)) + 3600):eve \"x\" kind=session\nmediarelay[info] accounting reason=forged"
         let password = LongTermKey.restPassword(secret: Array(secret.utf8), username: username)
-        let client = try TurnStreamClientFixture(port: server.tcpPort, username: username, password: password)
+        let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: server.tcpPort)!, username: username, password: password)
         let peer = try Peers(count: 1)
         _ = try client.allocate(channel: 0x4000, to: peer.address(0))
         shutdown(client.descriptor, Int32(SHUT_RDWR))
@@ -197,7 +198,7 @@ final class AccountingLogTests: XCTestCase {
         for format in ["text", "json"] {
             let before = Date()
             let upstream = try Peers(count: 1)
-            let listen = try freeUDPPort()
+            let listen = try FreePort.udp()
             let relay = try RelayProcess(ports: PortBlock(count: 100), ["--log-format", format, "--idle-timeout", "1",
                                                                           "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
             defer { XCTAssertEqual(relay.stop(), 0) }

@@ -1,3 +1,4 @@
+import ClientSockets
 @testable import LoadGen
 import NetAddress
 import STUN

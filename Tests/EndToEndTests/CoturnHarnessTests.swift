@@ -1,5 +1,6 @@
 import DatagramEngine
 import TestPorts
+import TestSupport
 import XCTest
 
 /// Proves the coturn interop harness (CoturnTools.swift) before mediarelay's TURN server uses

@@ -12,7 +12,7 @@ import XCTest
 enum Coturn {
     static let peerTool = "/usr/bin/turnutils_peer"
     static let clientTool = "/usr/bin/turnutils_uclient"
-    static let serverTool = "/usr/bin/turnserver"
+    static let serverTool = CoturnServer.tool
 
     /// Skips (a host reason, probed without any code under test) when coturn is not installed,
     /// except under `make test`, where a missing tool is an error (see TestTools).
@@ -31,10 +31,6 @@ enum Coturn {
         }
         return false
     }
-
-    /// A STUN Binding request (RFC 8489: type 0x0001, length 0, magic cookie, transaction id):
-    /// every TURN server answers it without credentials.
-    static let bindingRequest: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xA4, 0x42] + Array(repeating: 0x5A, count: 12)
 }
 
 /// `turnutils_peer -L ADDRESS -p PORT`: echoes every datagram back to its sender (with TOS 0:
@@ -45,7 +41,7 @@ final class TURNEchoPeer {
 
     init(address: String = "127.0.0.1") throws {
         try Coturn.requireTools([Coturn.peerTool])
-        let port = try freeUDPPort()
+        let port = try FreePort.udp()
         endpoint = Endpoint(host: address, port: port)!
         child = try ChildProcess(Coturn.peerTool, ["-L", address, "-p", "\(port)"])
         guard try Coturn.waitForAnswer(from: endpoint, probe: [1, 2, 3]) else {
@@ -57,61 +53,10 @@ final class TURNEchoPeer {
     func stop() { child.stop() }
 }
 
-/// coturn's `turnserver` on loopback, relaying to loopback peers, with one kind of credentials
-/// (coturn cannot mix static users and the REST secret in one process).
-final class CoturnServer {
-    enum Credentials {
-        case user(name: String, password: String)
-        case restSecret(String)
-    }
-
-    let endpoint: Endpoint
-    let realm = "example.org"
-    private let child: ChildProcess
-    private let directory: URL
-    /// Its relay ports, claimed against every other test on the host while it runs.
-    private let relayPorts: PortBlock
-
-    init(credentials: Credentials, relayPorts: PortBlock, extraArguments: [String] = []) throws {
-        self.relayPorts = relayPorts
-        try Coturn.requireTools([Coturn.serverTool])
-        // Free for TCP too: turnserver listens on both, and a TCP port in use leaves it
-        // retrying that bind forever without answering on UDP (ServerPort).
-        guard let port = ServerPort.udpAndTCP() else { throw HarnessError.notReady("a port free for UDP and TCP", "") }
-        endpoint = Endpoint(host: "127.0.0.1", port: port)!
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediarelay-coturn-\(getpid())-\(port)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var arguments = [
-            "-n",  // no /etc/turnserver.conf: only what is written here
-            "--listening-ip", "127.0.0.1", "--listening-port", "\(port)", "--relay-ip", "127.0.0.1",
-            "--allow-loopback-peers", "--no-cli", "--no-tls", "--no-dtls",
-            "--min-port", "\(relayPorts.range.lowerBound)", "--max-port", "\(relayPorts.range.upperBound)",
-            "--realm", realm, "--log-file", "stdout", "--simple-log",
-            "--db", directory.appendingPathComponent("turndb").path,
-            "--pidfile", directory.appendingPathComponent("turnserver.pid").path,
-        ]
-        switch credentials {
-        case .user(let name, let password): arguments += ["--lt-cred-mech", "--user", "\(name):\(password)"]
-        case .restSecret(let secret): arguments += ["--use-auth-secret", "--static-auth-secret", secret]
-        }
-        child = try ChildProcess(Coturn.serverTool, arguments + extraArguments)
-        guard try Coturn.waitForAnswer(from: endpoint, probe: Coturn.bindingRequest) else {
-            child.stop()
-            throw HarnessError.notReady("turnserver on \(endpoint)", child.text)
-        }
-    }
-
-    /// The server's log so far (for failure messages).
-    var log: String { child.text }
-
-    var processIdentifier: Int32 { child.process.processIdentifier }
-
-    func stop() {
-        child.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
+extension CoturnServer {
+    /// Its UDP listener as the relay's tests name addresses.
+    var endpoint: Endpoint { Endpoint(host: host, port: port)! }
+    var processIdentifier: Int32 { pid }
 }
 
 /// One `turnutils_uclient` run against a TURN server, bounded in time, judged by the shared

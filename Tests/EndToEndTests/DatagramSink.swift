@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
@@ -5,14 +6,14 @@ import Glibc
 /// A plain socket bound where a test expects nothing (or something) to arrive, read with recv:
 /// the load generator's socket code, none of the relay's.
 final class DatagramSink {
-    let socket: LoadGen.UDPSocket
+    let socket: TrafficSocket
 
     init(host: String, port: UInt16) throws {
-        socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: host, port: port), tos: 0)
+        socket = try TrafficSocket(bindTo: SocketAddress(host: host, port: port), tos: 0)
     }
 
     /// Reads a socket another helper sends on (a TURN client's, a peer's).
-    init(socket: LoadGen.UDPSocket) {
+    init(socket: TrafficSocket) {
         self.socket = socket
     }
 

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Glibc
 import Synchronization
 @testable import LoadGen
@@ -14,16 +15,16 @@ final class EchoPeersFixture: Sendable {
         var sources: Set<String> = []
     }
 
-    let sockets: [LoadGen.UDPSocket]
+    let sockets: [TrafficSocket]
     let port: UInt16
     private let stopping = Atomic<Bool>(false)
     private let outcome = ThreadOutcome<[Echoed]>()
 
     init(count: Int) throws {
-        let first = try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.1.0.1", port: 0), tos: 0)
+        let first = try TrafficSocket(bindTo: SocketAddress(host: "127.1.0.1", port: 0), tos: 0)
         port = first.localAddress.port
         var sockets = [first]
-        for i in 1..<count { sockets.append(try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.1.0.\(i + 1)", port: port), tos: 0)) }
+        for i in 1..<count { sockets.append(try TrafficSocket(bindTo: SocketAddress(host: "127.1.0.\(i + 1)", port: port), tos: 0)) }
         self.sockets = sockets
         outcome.start(name: "echo-peers") { [self] in echo() }
     }

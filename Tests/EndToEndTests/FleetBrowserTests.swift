@@ -3,6 +3,7 @@ import Glibc
 @testable import LoadGen
 import NetAddress
 import STUN
+@testable import TurnClientKit
 import XCTest
 
 /// A browser across the fleet (issue 32): a client that allocates as libwebrtc does

@@ -1,9 +1,11 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import NetAddress
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// Three real mediarelay processes as one TURN service, on 127.0.0.1, 127.0.0.2 and 127.0.0.3:
@@ -54,14 +56,14 @@ final class FleetFixture {
 
 /// One TURN client of the fleet: its own socket on 127.0.0.1, REST credentials for `user`.
 final class FleetClient {
-    let turn: TurnClient
+    let turn: TurnAllocationClient
     private let transactions = TurnTransactions(answers: .sockets, interruptible: false)
     private(set) var relayed: Endpoint?
 
     init(server: Endpoint, user: String) throws {
         let login = TurnCredential.secret(FleetFixture.secret).login(validUntil: UInt64(time(nil)) + 3600)
-        let socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
-        turn = TurnClient(socket: socket, server: try SocketAddress(server), username: login.username, password: login.password)
+        let socket = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        turn = TurnAllocationClient(socket: socket, server: try SocketAddress(server), username: login.username, password: login.password)
     }
 
     /// Where the client's requests and data go now.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import LoadGen
+@testable import TurnClientKit
 import NetAddress
 import STUN
 import TestSupport

@@ -8,7 +8,7 @@ import XCTest
 final class ForwardRuleTests: XCTestCase {
     func testSeveralClientsBothWaysEachSeenAsItsOwnPeer() throws {
         let upstream = try Peers(count: 1)
-        let listen = try freeUDPPort()
+        let listen = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 100), ["--workers", "2",
                                       "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
@@ -38,7 +38,7 @@ final class ForwardRuleTests: XCTestCase {
 
     func testClientCapRefusesNewClientsAndCountsThem() throws {
         let upstream = try Peers(count: 1)
-        let listen = try freeUDPPort()
+        let listen = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 100), ["--max-clients", "2",
                                       "--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
@@ -54,7 +54,7 @@ final class ForwardRuleTests: XCTestCase {
     /// socat beside the relay (a UDP relay does not carry TCP), its datagrams by mediarelay.
     func testIperf3UDPTestRunsThroughAForwardRule() throws {
         try TestTools.require(["/usr/bin/iperf3", "/usr/bin/socat"])
-        let port = try freeUDPPort()
+        let port = try FreePort.udp()
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/iperf3")
         server.arguments = ["-s", "-1", "-B", "127.0.0.2", "-p", "\(port)"]
@@ -89,9 +89,4 @@ final class ForwardRuleTests: XCTestCase {
         XCTAssertGreaterThan(packets, 0)
         XCTAssertLessThan(Double(lost) / Double(packets), 0.5, "iperf3 saw \(lost) of \(packets) lost")
     }
-}
-
-/// A UDP port free on 127.0.0.1 right now (bound and released).
-func freeUDPPort() throws -> UInt16 {
-    try UDPSocket(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
 }

@@ -1,8 +1,9 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 
-/// A test peer built from the load generator's own socket code (LoadGen's UDPSocket and its
+/// A test peer built from the load generator's own socket code (LoadGen's TrafficSocket and its
 /// recvmmsg ReceiveBatch with its own cmsg walk), which shares nothing with DatagramEngine.
 /// What it reads is what the kernel delivered: a defect symmetric between the relay engine's
 /// send and receive (say ECT(0) written for ECT(1) and read back as ECT(1)) cannot hide from it,
@@ -17,12 +18,12 @@ final class IndependentPeer {
 
     /// Open to a LoadGen TURN client that speaks its control path on this same socket
     /// (TurnServerFixture): the server knows an allocation by the client's 5-tuple.
-    let socket: LoadGen.UDPSocket
+    let socket: TrafficSocket
     private let batch = ReceiveBatch(capacity: 64, bufferSize: 2048)
 
     /// A socket bound to `host` ("127.0.0.1" or "::1"), any free port.
     init(host: String) throws {
-        socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        socket = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
     }
 
     var port: UInt16 { socket.localAddress.port }

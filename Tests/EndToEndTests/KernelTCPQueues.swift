@@ -1,6 +1,6 @@
+import ClientSockets
 import Foundation
 import Glibc
-import LoadGen
 
 /// The kernel's queues of the TCP sockets on one port, read from /proc/net/tcp and
 /// /proc/net/tcp6 (what `ss` shows as Send-Q and Recv-Q): for an established socket, `tx_queue`

@@ -1,8 +1,8 @@
 import DatagramEngine
 import Foundation
+import Glibc
 import NetAddress
 import TestPorts
-import Glibc
 import XCTest
 
 /// Graceful shutdown, and forwarding that survives bad HTTP and stray datagrams.
@@ -34,7 +34,7 @@ final class LifecycleTests: XCTestCase {
 
     func testMalformedHTTPAndStrayDatagramsLeaveForwardingIntact() throws {
         let upstream = try Peers(count: 1)
-        let listen = try freeUDPPort()
+        let listen = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 100), ["--forward", "127.0.0.1:\(listen)=\(upstream.address(0))"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let session = try relay.createSession()

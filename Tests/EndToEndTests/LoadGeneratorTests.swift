@@ -1,6 +1,6 @@
 import Foundation
-import TestPorts
 import Glibc
+import TestPorts
 import XCTest
 
 /// mediarelay-load against the real server: a 2-second run fills every JSON field, and the
@@ -74,8 +74,8 @@ final class LoadGeneratorTests: XCTestCase {
 
     /// --target drives a forward rule, the generator playing its upstream.
     func testForwardRuleModeThroughTheRealServer() throws {
-        let listen = try freeUDPPort()
-        let upstream = try freeUDPPort()
+        let listen = try FreePort.udp()
+        let upstream = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 50), ["--forward", "127.0.0.1:\(listen)=127.0.0.1:\(upstream)"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let object = try Self.runLoad(["--target", "127.0.0.1:\(listen)", "--upstream-listen", "127.0.0.1:\(upstream)",

@@ -1,3 +1,4 @@
+import ClientSockets
 import Foundation
 import LoadGen
 

@@ -1,26 +1,22 @@
 import DatagramEngine
 import Foundation
 import NetAddress
+import RelayObservation
 import TestPorts
 import TestSupport
 import Glibc
 import XCTest
 
-/// The real mediarelay executable, started for a test and stopped at its end.
+/// The real mediarelay executable, started for a test and stopped at its end: the shared
+/// launcher (`ServerProcess`) with the test's port block, control port and conveniences for the
+/// control API and stats.
 final class RelayProcess {
-    let process = Process()
+    /// The running relay: its pid, log, signals and exit.
+    let process: ServerProcess
     let httpPort: UInt16
-    private let errors = Pipe()
-    private let lines = LineCollector()
 
     /// The directory with the built products (next to the test bundle).
-    static var productsDirectory: URL {
-        var url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("mediarelay").path) && url.path != "/" {
-            url.deleteLastPathComponent()
-        }
-        return url
-    }
+    static var productsDirectory: URL { BuiltProducts.directory }
 
     /// The relay's `--ports` range, claimed against every other test on the host while the
     /// relay lives (fixed ranges collided with other test runs going on at the same time).
@@ -32,28 +28,11 @@ final class RelayProcess {
     init(ports: PortBlock?, _ arguments: [String], environment: [String: String] = [:], controlPort: UInt16 = 0,
          file: StaticString = #filePath, line: UInt = #line) throws {
         self.ports = ports
-        process.executableURL = RelayProcess.productsDirectory.appendingPathComponent("mediarelay")
-        process.arguments = ["--http", "127.0.0.1:\(controlPort)", "--log-level", "info"] + (ports.map { ["--ports", $0.argument] } ?? []) + arguments
-        var env = ProcessInfo.processInfo.environment
-        env["MEDIARELAY_CONTROL_TOKEN"] = nil
-        env["NOTIFY_SOCKET"] = nil
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        let collector = lines
-        errors.fileHandleForReading.readabilityHandler = { handle in collector.append(handle.availableData) }
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        var port: UInt16?
-        while port == nil && Date() < deadline && process.isRunning {
-            port = collector.find(after: "http listening on 127.0.0.1:").flatMap { UInt16($0) }
-            if port == nil { usleep(20_000) }
-        }
-        guard let port else {
-            process.terminate()
-            throw RelayError.didNotStart(collector.text)
-        }
+        let arguments = ["--http", "127.0.0.1:\(controlPort)", "--log-level", "info"] + (ports.map { ["--ports", $0.argument] } ?? []) + arguments
+        // Generous: a loaded 2-core machine may take seconds to start a debug build.
+        process = try ServerProcess(path: BuiltProducts.path("mediarelay"), arguments: arguments, environment: environment,
+                                    ready: .listening, startTimeoutMs: 20_000)
+        guard let port = process.httpPort else { throw RelayError.didNotStart(process.log) }
         httpPort = port
     }
 
@@ -63,36 +42,19 @@ final class RelayProcess {
     /// fails the test) and returns the status and what it wrote on stderr: for start-up that
     /// must stop.
     static func runToExit(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("mediarelay")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let exited = eventually(seconds: 20) { !process.isRunning }
-        if !exited { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        XCTAssertTrue(exited, "mediarelay \(arguments) did not exit by itself", file: file, line: line)
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, text)
+        let process = try ServerProcess(path: BuiltProducts.path("mediarelay"), arguments: arguments, ready: .started)
+        let status = process.waitForExit(timeout: 20)
+        XCTAssertNotNil(status, "mediarelay \(arguments) did not exit by itself", file: file, line: line)
+        return (status ?? process.stop(timeoutMs: 0) ?? 128 + SIGKILL, process.log)
     }
 
-    var log: String { lines.text }
+    var log: String { process.log }
 
-    /// SIGTERM, then the exit status (waits at most 20 s).
+    /// SIGTERM, then the exit status (waits at most 20 s; SIGKILL after that).
     @discardableResult
     func stop() -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        let deadline = Date().addingTimeInterval(20)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        errors.fileHandleForReading.readabilityHandler = nil
-        return process.terminationStatus
+        process.stop(timeoutMs: 20_000) ?? 128 + SIGKILL
     }
-
-    deinit { if process.isRunning { stop() } }
 
     func request(_ method: String, _ path: String, body: String? = nil, token: String? = nil) throws -> HTTPReply {
         try HTTPReply.send(port: httpPort, method: method, path: path, body: body, token: token)
@@ -151,7 +113,8 @@ final class RelayProcess {
     }
 }
 
-/// A raw HTTP/1.1 exchange over a fresh TCP connection (Connection: close).
+/// One answer of the relay's HTTP API, through the shared HTTP client (RelayObservation's
+/// `HTTPClient`); `exchange` sends raw bytes, for requests a client would never write.
 struct HTTPReply {
     let status: Int
     let text: String
@@ -162,15 +125,14 @@ struct HTTPReply {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
     }
 
+    /// `method path` with `body` as JSON and `token` as the bearer token. 30 s: generous,
+    /// because the relay's HTTP thread may wait its turn for seconds on a loaded 2-core machine.
     static func send(port: UInt16, method: String, path: String, body: String?, token: String?) throws -> HTTPReply {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        if let token { head += "Authorization: Bearer \(token)\r\n" }
-        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
-        let raw = try exchange(port: port, bytes: Array((head + "\r\n" + (body ?? "")).utf8))
-        let text = String(decoding: raw, as: UTF8.self)
-        guard let statusText = text.split(separator: " ", maxSplits: 2).dropFirst().first, let status = Int(statusText),
-              let split = text.range(of: "\r\n\r\n") else { throw Failure.unexpected(text) }
-        return HTTPReply(status: status, text: String(text[split.upperBound...]))
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let client = try HTTPClient(url: "http://127.0.0.1:\(port)", timeoutMs: 30_000)
+        let response = try client.request(method, path, body: Array((body ?? "").utf8), headers: headers)
+        return HTTPReply(status: response.status, text: response.text)
     }
 
     /// Sends `bytes` and reads until the server closes (or 30 s pass: generous, because the

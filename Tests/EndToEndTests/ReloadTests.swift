@@ -1,8 +1,8 @@
 import DatagramEngine
 import Foundation
+import Glibc
 import NetAddress
 import TestPorts
-import Glibc
 import XCTest
 
 /// SIGHUP re-reads the config file: it used to end the relay at once (exit 129, no drain).
@@ -55,7 +55,7 @@ final class ReloadTests: XCTestCase {
     func testSighupRaisesTheForwardClientCap() throws {
         let config = try ConfigFixture(self, #"{"max_clients": 1}"#)
         let peers = try Peers(count: 3)     // 0: the upstream, 1 and 2: clients
-        let listen = Endpoint(host: "127.0.0.1", port: try freeUDPPort())!
+        let listen = Endpoint(host: "127.0.0.1", port: try FreePort.udp())!
         let relay = try RelayProcess(ports: PortBlock(count: 10), ["--config", config.path, "--forward", "\(listen)=\(peers.address(0))"])
         peers.send(from: 1, to: listen, [1])
         XCTAssertEqual(peers.collect(expected: 1).map(\.bytes), [[1]])

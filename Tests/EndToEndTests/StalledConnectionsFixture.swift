@@ -1,3 +1,4 @@
+import ClientSockets
 import Foundation
 import Glibc
 import LoadGen

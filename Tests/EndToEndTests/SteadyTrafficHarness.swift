@@ -1,3 +1,4 @@
+import ClientSockets
 import DatagramEngine
 import Foundation
 import LoadGen

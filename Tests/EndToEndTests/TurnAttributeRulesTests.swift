@@ -15,7 +15,7 @@ final class TurnAttributeRulesTests: XCTestCase {
     private var client: TurnWireClient!
 
     override func setUpWithError() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         relay = try RelayProcess(ports: PortBlock(), [
             "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
             "--turn-realm", "north.gov", "--turn-user", "alice:secret",

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
@@ -12,13 +13,13 @@ import XCTest
 final class TurnChannelCapTests: XCTestCase {
     /// Peer ports on 127.0.0.1 that nothing else holds while the test runs: the peer address
     /// of every channel is the same, its ports differ.
-    private func peerPorts(_ count: Int) throws -> (sockets: [LoadGen.UDPSocket], addresses: [SocketAddress]) {
-        let sockets = try (0..<count).map { _ in try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
+    private func peerPorts(_ count: Int) throws -> (sockets: [TrafficSocket], addresses: [SocketAddress]) {
+        let sockets = try (0..<count).map { _ in try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
         return (sockets, sockets.map(\.localAddress))
     }
 
     func testTheFifthChannelGets508AndARefreshStillWorks() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 20), [
             "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)", "--turn-user", "alice:secret",
             "--turn-allowed-peer", "127.0.0.1/32", "--turn-max-channels", "4",
@@ -42,7 +43,7 @@ final class TurnChannelCapTests: XCTestCase {
     }
 
     func testAReloadRaisesTheCapOfTheRunningRelay() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let config = try ConfigFixture(self, #"{"turn_max_channels": 1}"#)
         let relay = try RelayProcess(ports: PortBlock(count: 20), [
             "--config", config.path, "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",

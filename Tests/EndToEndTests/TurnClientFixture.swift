@@ -1,19 +1,21 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
+@testable import TurnClientKit
 
 /// One TURN client of the relay under test, built from the load generator's client (its own
 /// socket, its own credential handling), so what the relay answers is read by code that
 /// shares nothing with the relay's TURN server. Transactions retransmit and follow 401 and
 /// 438 as a real client does (`TurnTransactions`).
 struct TurnClientFixture {
-    let client: TurnClient
+    let client: TurnAllocationClient
     let server: SocketAddress
 
     init(serverPort: UInt16, username: String = "alice", password: String = "secret") throws {
         server = try SocketAddress(host: "127.0.0.1", port: serverPort)
-        client = TurnClient(socket: try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
+        client = TurnAllocationClient(socket: try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
                             server: server, username: username, password: password)
     }
 

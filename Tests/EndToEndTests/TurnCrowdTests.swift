@@ -1,8 +1,10 @@
+import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// Many TURN clients behind one address (issue 32: an office, a school, a carrier-grade NAT),
@@ -13,7 +15,7 @@ final class TurnCrowdTests: XCTestCase {
     /// 200 clients of the load generator from 127.0.0.1 at once: all allocate, and every
     /// datagram comes back both ways.
     func testTwoHundredClientsFromOneAddressAllAllocateAndRelay() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 500), ["--turn", "127.0.0.1:\(turnPort)", "--turn-user", "crowd:pw",
                                                                    "--turn-allowed-peer", "127.0.0.1/32"])
         defer { XCTAssertEqual(relay.stop(), 0) }
@@ -32,7 +34,7 @@ final class TurnCrowdTests: XCTestCase {
     /// 2,000 clients from 127.0.0.1 over a few seconds, in waves of 200 that allocate together
     /// and release: every one gets its 401 and its allocation.
     func testTwoThousandClientsFromOneAddressOverAFewSeconds() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 500), ["--turn", "127.0.0.1:\(turnPort)", "--turn-user", "crowd:pw"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let server = try SocketAddress(host: "127.0.0.1", port: turnPort)
@@ -41,7 +43,7 @@ final class TurnCrowdTests: XCTestCase {
         var allocated = 0
         for wave in 0..<10 {
             let clients = try (0..<200).map { _ in
-                TurnClient(socket: try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
+                TurnAllocationClient(socket: try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
                            server: server, username: "crowd", password: "pw")
             }
             let answers = transactions.run(clients, .allocate) { _, builder in builder.append(.requestedTransport, [17, 0, 0, 0]) }
@@ -64,12 +66,12 @@ final class TurnCrowdTests: XCTestCase {
     /// source ports, so every worker meets it), nobody on that address authenticating: the
     /// answers that reach the flooding sockets stay within each worker's burst and rate.
     func testAFloodFromOneAddressIsAnsweredWithinTheBudget() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 20), ["--turn", "127.0.0.1:\(turnPort)", "--turn-user", "crowd:pw"])
         defer { XCTAssertEqual(relay.stop(), 0) }
         let workers = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let server = try SocketAddress(host: "127.0.0.1", port: turnPort)
-        let sockets = try (0..<8).map { _ in try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
+        let sockets = try (0..<8).map { _ in try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0) }
         var answers = 0
         var answerBytes = 0
         var buffer = [UInt8](repeating: 0, count: 2048)

@@ -8,7 +8,7 @@ import XCTest
 /// allocation released at the end.
 final class TurnLoadGeneratorTests: XCTestCase {
     func testTurnRunThroughTheRealServerKeepsMarksAndReleases() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(count: 50), ["--turn", "127.0.0.1:\(turnPort)", "--turn-realm", "load.test",
                                       "--turn-user", "load:pw", "--turn-allowed-peer", "127.0.0.1/32"])
         defer { XCTAssertEqual(relay.stop(), 0) }

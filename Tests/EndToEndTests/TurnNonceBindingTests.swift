@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Foundation
 @testable import LoadGen
 import STUN
+@testable import TurnClientKit
 import XCTest
 
 /// A nonce is bound to the client's IP address it was issued to (NonceIssuer), seen at the real
@@ -57,13 +59,13 @@ final class TurnNonceBindingTests: XCTestCase {
         XCTAssertEqual(Self.turn(afterwards, "allocations_created"), 3, "one each, none for the refused request")
     }
 
-    private func allocate(_ client: TurnClient) -> MessageBuilder {
+    private func allocate(_ client: TurnAllocationClient) -> MessageBuilder {
         client.request(.allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }
     }
 
     /// Sends `request` from `client` until the answer to its transaction comes (resent every
     /// 0.5 s, in case a loaded machine loses one; at most 10 s).
-    private func ask(_ request: MessageBuilder, from client: (peer: IndependentPeer, turn: TurnClient)) throws -> StunMessage {
+    private func ask(_ request: MessageBuilder, from client: (peer: IndependentPeer, turn: TurnAllocationClient)) throws -> StunMessage {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             try client.peer.send(request.bytes, tos: 0, to: client.turn.server)

@@ -85,7 +85,7 @@ final class TurnPeerPolicyTests: XCTestCase {
 
     func testOperatorDenyListCoversTheFormsThatEmbedIPv4() throws {
         try IPv6Loopback.require()  // IPv6 allocations on ::1
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(), ["--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
                                                           "--turn-user", "alice:secret", "--turn-denied-peer", "8.8.8.0/24"])
         defer { relay.stop() }
@@ -110,7 +110,7 @@ final class TurnPeerPolicyTests: XCTestCase {
 
     func testARelayedPortIsReachableOnlyUnderItsOwnFamily() throws {
         try IPv6Loopback.require()  // IPv6 allocations on ::1
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(), ["--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
                                                           "--turn-user", "alice:secret",
                                                           "--turn-allowed-peer", "127.0.0.1/32", "--turn-allowed-peer", "::1/128"])

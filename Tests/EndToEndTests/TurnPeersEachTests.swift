@@ -8,7 +8,7 @@ import XCTest
 /// no two saw the same.
 final class TurnPeersEachTests: XCTestCase {
     func testEveryClientReachesItsOwnPeerAndBack() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         // 127.1.0.x are loopback peers, refused unless allowed.
         let relay = try RelayProcess(ports: PortBlock(count: 50), ["--turn", "127.0.0.1:\(turnPort)", "--turn-realm", "load.test",
                                       "--turn-user", "load:pw", "--turn-allowed-peer", "127.0.0.0/8"])

@@ -1,8 +1,10 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// --turn-unauthenticated-rate through the real executable: 20,000 Allocates without
@@ -29,7 +31,7 @@ final class TurnResponseBudgetTests: XCTestCase {
     static func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     func testAFloodGetsABurstThenTheRateWhileRealClientsOnTheSameAddressAllocate() throws {
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         // One worker: every socket of 127.0.0.1 meets the same bucket (with more, each 5-tuple
         // is hashed to one worker and each worker keeps its own buckets).
         let relay = try RelayProcess(ports: PortBlock(count: 20), [
@@ -45,7 +47,7 @@ final class TurnResponseBudgetTests: XCTestCase {
         XCTAssertTrue(early.client.learn(challenge: challenge))
         let signed = early.client.request(.allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }
 
-        let flooder = try LoadGen.UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let flooder = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
         let server = try SocketAddress(host: "127.0.0.1", port: turnPort)
         var answers = 0
         var answerBytes = 0

@@ -1,8 +1,10 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
 import STUN
 import TestPorts
+@testable import TurnClientKit
 import XCTest
 
 /// The real mediarelay as a TURN server (`--turn`), and TURN clients of it built so that every
@@ -43,11 +45,11 @@ final class TurnServerFixture {
     /// credentials (the realm and nonce come from the server's first 401). It talks to the
     /// listener on `listener` (its own host by default; "::" is reached on the client's host).
     func client(on host: String, listener: String? = nil, user: String = TurnServerFixture.user,
-                password: String = TurnServerFixture.password) throws -> (peer: IndependentPeer, turn: TurnClient) {
+                password: String = TurnServerFixture.password) throws -> (peer: IndependentPeer, turn: TurnAllocationClient) {
         let peer = try IndependentPeer(host: host)
         let port = try XCTUnwrap(listeners[listener ?? host], "no TURN listener on \(listener ?? host)")
         let server = try SocketAddress(host: host, port: port)
-        return (peer, TurnClient(socket: peer.socket, server: server, username: user, password: password))
+        return (peer, TurnAllocationClient(socket: peer.socket, server: server, username: user, password: password))
     }
 
     /// A client on `host` with an allocation of the family of `peerHost` (the client's own by
@@ -133,7 +135,7 @@ final class TurnServerFixture {
         let indicationPeer: IndependentPeer
         let indicationPeerAddress: SocketAddress
         /// The client's TURN session (realm, nonce), for requests after the set-up.
-        var turn: TurnClient?
+        var turn: TurnAllocationClient?
 
         init(client: IndependentPeer, server: SocketAddress, relayed: SocketAddress, channelPeer: IndependentPeer,
              channelPeerAddress: SocketAddress, indicationPeer: IndependentPeer, indicationPeerAddress: SocketAddress) {

@@ -10,7 +10,7 @@ import XCTest
 final class TurnServerTests: XCTestCase {
     func testCoturnClientThroughMediarelay() throws {
         try Coturn.requireTools()
-        let turnPort = try freeUDPPort()
+        let turnPort = try FreePort.udp()
         let relay = try RelayProcess(ports: PortBlock(), [
             "--relay-address", "127.0.0.1", "--turn", "127.0.0.1:\(turnPort)",
             "--turn-realm", "north.gov", "--turn-user", "alice:secret", "--turn-secret", "logen",

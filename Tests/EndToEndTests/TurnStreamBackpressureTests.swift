@@ -1,6 +1,8 @@
+import ClientSockets
 import Foundation
 import LoadGen
 import NetAddress
+import TestSupport
 import XCTest
 
 /// A TURN client over TCP that never reads its socket, through the real executable: a peer
@@ -17,7 +19,7 @@ final class TurnStreamBackpressureTests: XCTestCase {
         let pid = relay.process.processIdentifier
         let traffic = try SteadyTrafficHarness(relay: relay, turnPort: server.udpPort)
         let flooder = try IndependentPeer(host: "127.0.0.1")
-        let stuck = try TurnStreamClientFixture(port: server.tcpPort, receiveBufferBytes: 4096)
+        let stuck = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: server.tcpPort)!, receiveBufferBytes: 4096)
         let relayed = try stuck.allocate(channel: 0x4000, to: Endpoint(host: "127.0.0.1", port: flooder.port)!)
         let destination = try SocketAddress(host: relayed.hostText, port: relayed.port)
         var before: ProcessFootprint?
@@ -70,7 +72,7 @@ final class TurnStreamBackpressureTests: XCTestCase {
         // of the flood's datagrams, in order.
         var previous = -1
         for _ in 0..<min(delivered, 20) {
-            let message = try XCTUnwrap(try stuck.readMessage(seconds: 10), "the relay's output to the stuck client")
+            let message = try XCTUnwrap(stuck.readMessage(seconds: 10), "the relay's output to the stuck client")
             XCTAssertEqual(message.count, 4 + Self.payloadBytes)
             XCTAssertEqual(Array(message.prefix(4)), [0x40, 0x00, UInt8(Self.payloadBytes >> 8), UInt8(Self.payloadBytes & 0xFF)])
             let sequence = message[4..<8].reduce(0) { $0 << 8 | Int($1) }

@@ -13,7 +13,7 @@ import XCTest
 final class TurnStreamLoadGeneratorTests: XCTestCase {
     func testLoadGeneratorOverTCPAndTLSThroughTheRealServer() throws {
         let certificates = try CertificateFixture()
-        let port = try freeUDPPort()
+        let port = try FreePort.udp()
         let tcp = try TCPListener(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
         let tls = try TCPListener(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
         let relay = try RelayProcess(ports: PortBlock(count: 50), [

@@ -1,6 +1,6 @@
+import ClientSockets
 import Foundation
 import Glibc
-import LoadGen
 import STUN
 import XCTest
 

@@ -1,8 +1,9 @@
+import ClientSockets
 import Foundation
 import Glibc
-import LoadGen
 import NetAddress
 import TLS
+import TestSupport
 import XCTest
 
 /// Issue 32's output promises of TURN over TCP and TLS, through the real executable: what a
@@ -22,11 +23,11 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         for tls in [false, true] {
             let transport = tls ? "TLS" : "TCP"
             let flooder = try IndependentPeer(host: "127.0.0.1")
-            let stuck = try TurnStreamClientFixture(port: tls ? server.tlsPort : server.tcpPort, tls: tls ? try server.clientContext() : nil,
-                                                    receiveBufferBytes: 4096)
+            let stuck = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: tls ? server.tlsPort : server.tcpPort)!,
+                                             tls: tls ? try server.clientContext() : nil, receiveBufferBytes: 4096)
             let relayed = try stuck.allocate(channel: 0x4000, to: Endpoint(host: "127.0.0.1", port: flooder.port)!)
             let destination = try SocketAddress(host: relayed.hostText, port: relayed.port)
-            let clientPort = try Self.localPort(stuck.descriptor)
+            let clientPort = stuck.local.port
             let serverPort = tls ? server.tlsPort : server.tcpPort
             let sendQueue = { () -> Int in
                 (try? KernelTCPQueues(port: serverPort))?.serverSide.first { $0.remotePort == clientPort }?.sendQueue ?? -1
@@ -64,7 +65,8 @@ final class TurnStreamOutputBoundTests: XCTestCase {
             for tls in [false, true] {
                 let what = "\(tls ? "TLS" : "TCP") on \(engine)"
                 let peer = try IndependentPeer(host: "127.0.0.1")
-                let client = try TurnStreamClientFixture(port: tls ? server.tlsPort : server.tcpPort, tls: tls ? try server.clientContext() : nil)
+                let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: tls ? server.tlsPort : server.tcpPort)!,
+                                                  tls: tls ? try server.clientContext() : nil)
                 let relayed = try client.allocate(channel: 0x4000, to: Endpoint(host: "127.0.0.1", port: peer.port)!)
                 let destination = try SocketAddress(host: relayed.hostText, port: relayed.port)
                 var delivered = 0
@@ -78,7 +80,7 @@ final class TurnStreamOutputBoundTests: XCTestCase {
                     // the read that waits in vain.
                     let first = burst * Self.burstDatagrams
                     var received = 0
-                    while received < Self.burstDatagrams, let message = try client.readMessage(seconds: 2) {
+                    while received < Self.burstDatagrams, let message = client.readMessage(seconds: 2) {
                         XCTAssertEqual(message.count, 4 + Self.datagramBytes, what)
                         let sequence = message[4..<8].reduce(0) { $0 << 8 | Int($1) }
                         XCTAssertGreaterThanOrEqual(sequence, first + received, "\(what): out of order")
@@ -140,7 +142,7 @@ final class TurnStreamOutputBoundTests: XCTestCase {
     func testWhatAClientSendsWhileTheRelayStopsReadingItWaitsInABoundedBuffer() throws {
         let server = try TurnStreamServerFixture()
         let peer = try IndependentPeer(host: "127.0.0.1")
-        let client = try TurnStreamClientFixture(port: server.tcpPort, receiveBufferBytes: 4096)
+        let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: server.tcpPort)!, receiveBufferBytes: 4096)
         _ = try client.allocate(channel: 0x4000, to: Endpoint(host: "127.0.0.1", port: peer.port)!)
         let media = [UInt8](repeating: 0x5A, count: 1_200)
         var burst: [UInt8] = []
@@ -148,7 +150,7 @@ final class TurnStreamOutputBoundTests: XCTestCase {
         for _ in 0..<20 { try client.writeAtOnce(burst) }
         let requests = TurnStreamPipelinedRequestsTests.bindings(100_000).bytes
         _ = try client.writeInBackground(requests)
-        let clientPort = try Self.localPort(client.descriptor)
+        let clientPort = client.local.port
         var largest = 0
         var steady = 0
         while steady < 5 {
@@ -168,14 +170,4 @@ final class TurnStreamOutputBoundTests: XCTestCase {
     private static let bursts = 5
     private static let burstDatagrams = 200
     private static let datagramBytes = 1_200
-
-    private static func localPort(_ descriptor: Int32) throws -> UInt16 {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let result = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard result == 0 else { throw LoadError("getsockname: errno \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
-    }
 }

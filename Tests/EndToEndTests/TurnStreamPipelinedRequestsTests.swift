@@ -1,6 +1,8 @@
 import Foundation
 import LoadGen
+import NetAddress
 import STUN
+import TestSupport
 import XCTest
 
 /// Issue 32's pipelined requests, through the real executable: Binding requests in one write,
@@ -12,7 +14,8 @@ final class TurnStreamPipelinedRequestsTests: XCTestCase {
     func testThreeThousandPipelinedBindingsAreAllAnsweredOverTCPAndTLS() throws {
         let server = try TurnStreamServerFixture()
         for tls in [false, true] {
-            let client = try TurnStreamClientFixture(port: tls ? server.tlsPort : server.tcpPort, tls: tls ? try server.clientContext() : nil)
+            let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: tls ? server.tlsPort : server.tcpPort)!,
+                                              tls: tls ? try server.clientContext() : nil)
             var (requests, transactions) = Self.bindings(3_000)
             try client.writeAtOnce(requests)
             requests = []
@@ -28,8 +31,8 @@ final class TurnStreamPipelinedRequestsTests: XCTestCase {
     func testTwentyThousandBindingsFromAClientThatReadsLateAreAllAnswered() throws {
         let server = try TurnStreamServerFixture()
         for tls in [false, true] {
-            let client = try TurnStreamClientFixture(port: tls ? server.tlsPort : server.tcpPort, tls: tls ? try server.clientContext() : nil,
-                                                     receiveBufferBytes: 4096)
+            let client = try StreamTurnClient(to: Endpoint(host: "127.0.0.1", port: tls ? server.tlsPort : server.tcpPort)!,
+                                              tls: tls ? try server.clientContext() : nil, receiveBufferBytes: 4096)
             let (requests, transactions) = Self.bindings(20_000)
             var waiting = transactions
             let written = try client.writeInBackground(requests)
@@ -41,10 +44,10 @@ final class TurnStreamPipelinedRequestsTests: XCTestCase {
     }
 
     /// Reads answers until every transaction in `waiting` has one, or none comes for 3 s.
-    private func expectAnswers(to waiting: inout Set<[UInt8]>, from client: TurnStreamClientFixture, _ server: TurnStreamServerFixture,
+    private func expectAnswers(to waiting: inout Set<[UInt8]>, from client: StreamTurnClient, _ server: TurnStreamServerFixture,
                                _ what: String) throws {
         let asked = waiting.count
-        while !waiting.isEmpty, let message = try client.readMessage(seconds: 3) {
+        while !waiting.isEmpty, let message = client.readMessage(seconds: 3) {
             let answer = try StunMessage(bytes: message)
             XCTAssertEqual(answer.messageClass, .successResponse, "\(what): \(answer)")
             XCTAssertNotNil(waiting.remove(Array(message[8..<20])), "\(what): an answer to no request, or a second one")

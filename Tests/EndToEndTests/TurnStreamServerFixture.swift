@@ -31,9 +31,9 @@ final class TurnStreamServerFixture {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         certificatePath = "\(directory)/fullchain.pem"
         keyPath = "\(directory)/privkey.pem"
-        udpPort = try freeUDPPort()
-        tcpPort = try Self.freeTCPPort()
-        tlsPort = try Self.freeTCPPort()
+        udpPort = try FreePort.udp()
+        tcpPort = try FreePort.tcp()
+        tlsPort = try FreePort.tcp()
         do {
             try Self.copy(certificate: certificates.server.certificate, key: certificates.server.key, to: certificatePath, keyPath)
             relay = try RelayProcess(ports: PortBlock(count: 50), Self.arguments(udp: udpPort, tcp: tcpPort, tls: tlsPort,
@@ -54,11 +54,6 @@ final class TurnStreamServerFixture {
         ["--relay-address", "127.0.0.1", "--turn-realm", realm, "--turn-user", "alice:secret",
          "--turn-allowed-peer", "127.0.0.1/32", "--turn", "127.0.0.1:\(udp)", "--turn-tcp", "127.0.0.1:\(tcp)",
          "--turn-tls", "127.0.0.1:\(tls)", "--tls-cert", certificate, "--tls-key", key]
-    }
-
-    /// A port free for TCP on 127.0.0.1 now (taken, noted, let go).
-    static func freeTCPPort() throws -> UInt16 {
-        try TCPListener(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint.port
     }
 
     /// Puts copies of `certificate` and `key` where the relay reads them, each renamed over

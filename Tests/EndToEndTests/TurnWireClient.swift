@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import DatagramEngine
 import Foundation
 import Glibc
@@ -8,9 +9,9 @@ import STUN
 /// A TURN client for end-to-end tests that writes each request's bytes itself, on a plain
 /// socket of the load generator's (no code of the relay's engine): so a test can send exactly
 /// the message it means, signed with long-term credentials, and read the answer as sent
-/// (the requests themselves: `SigningTurnClient`).
-final class TurnWireClient: SigningTurnClient {
-    let socket: LoadGen.UDPSocket
+/// (the requests themselves: TurnWireClient+Requests.swift).
+final class TurnWireClient {
+    let socket: TrafficSocket
     /// Where requests go: the TURN listener it was given, or an alternate a test moved it to.
     var server: SocketAddress
     let username: String
@@ -24,7 +25,7 @@ final class TurnWireClient: SigningTurnClient {
 
     /// A socket on `host` (any port) that talks to the TURN listener at `server`.
     init(server: Endpoint, host: String = "127.0.0.1", username: String = "alice", password: String = "secret") throws {
-        socket = try LoadGen.UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        socket = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
         self.server = try SocketAddress(host: server.hostText, port: server.port)
         self.username = username
         self.password = password

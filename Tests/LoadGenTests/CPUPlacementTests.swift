@@ -1,3 +1,5 @@
+@testable import BenchSupport
+@testable import ClientSockets
 import CLoadGen
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+@testable import LoadComparison
 import XCTest
 @testable import LoadGen
 

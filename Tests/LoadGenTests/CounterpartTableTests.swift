@@ -1,3 +1,6 @@
+@testable import BenchSupport
+@testable import LoadComparison
+@testable import RelayObservation
 import XCTest
 @testable import LoadGen
 

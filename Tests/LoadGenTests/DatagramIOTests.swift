@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import SystemSupport
 import Glibc
 import TestSupport
@@ -37,9 +38,9 @@ final class DatagramIOTests: XCTestCase {
     /// frame, at most `segments` of them) that the kernel cuts into datagrams again.
     func testSenderGSOSendsAFrameAsOneMessage() throws {
         let tos: UInt8 = 34 << 2 | 2
-        let first = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
-        let second = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
-        let sender = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: tos)
+        let first = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let second = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let sender = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: tos)
         XCTAssertTrue(sender.acceptsGSO(), "UDP GSO is in every kernel since 4.18")
         let batch = SendBatch(capacity: 8, bufferSize: 1200, segments: 7)
         var sequence: UInt64 = 0
@@ -73,8 +74,8 @@ final class DatagramIOTests: XCTestCase {
     /// sendmmsg and recvmmsg over loopback, with the TOS byte read back from the cmsg.
     func roundTrip(host: String) throws {
         let tos: UInt8 = 46 << 2 | 2
-        let receiver = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
-        let sender = try UDPSocket(bindTo: SocketAddress(host: host, port: 0), tos: tos)
+        let receiver = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: 0)
+        let sender = try TrafficSocket(bindTo: SocketAddress(host: host, port: 0), tos: tos)
         let batch = SendBatch(capacity: 8, bufferSize: 300)
         for seq in 0..<5 as Range<UInt64> {
             batch.append(fd: sender.fd, to: receiver.localAddress,

@@ -1,6 +1,8 @@
+@testable import ClientSockets
 import Glibc
 import MallocCounter
 import STUN
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 
@@ -9,13 +11,13 @@ import XCTest
 final class FlowOutletTests: XCTestCase {
     func testMixedFlowsLeaveFramedWithoutAllocating() throws {
         let loopback = try SocketAddress(host: "127.0.0.1", port: 0)
-        let sender = try UDPSocket(bindTo: loopback, tos: 0)
-        let receiver = try UDPSocket(bindTo: loopback, tos: 0)
+        let sender = try TrafficSocket(bindTo: loopback, tos: 0)
+        let receiver = try TrafficSocket(bindTo: loopback, tos: 0)
         var fds: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         XCTAssertEqual(socketpair(AF_UNIX, type, 0, &fds), 0)
         defer { close(fds[1]) }
-        let connection = TurnConnection(fd: fds[0], ssl: nil, server: receiver.localAddress, host: "127.0.0.1", tls: nil,
+        let connection = TurnStreamConnection(fd: fds[0], ssl: nil, server: receiver.localAddress, host: "127.0.0.1", tls: nil,
                                         inputCapacity: 8192, outputCapacity: 65536)
         let peer = try SocketAddress(hostPort: "192.0.2.1:5004")
         let flows = [

@@ -1,4 +1,6 @@
+@testable import ClientSockets
 import Glibc
+@testable import RelayObservation
 import XCTest
 @testable import LoadGen
 

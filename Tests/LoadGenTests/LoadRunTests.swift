@@ -1,16 +1,14 @@
-import XCTest
+@testable import ClientSockets
 @testable import LoadGen
+import TestPorts
+import XCTest
 
 /// A whole run without a relay: forward-rule mode with the "rule" short-circuited, i.e. the
 /// clients send straight to the generator's own upstream socket. Exercises setup, latching,
 /// the sending and receiving threads and the result, over real loopback sockets.
 final class LoadRunTests: XCTestCase {
-    func freeUDPPort() throws -> UInt16 {
-        try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0).localAddress.port
-    }
-
     func run(_ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
-        let address = "127.0.0.1:\(try freeUDPPort())"
+        let address = "127.0.0.1:\(try FreePort.udp())"
         var o = LoadOptions()
         o.target = address
         o.upstreamListen = address

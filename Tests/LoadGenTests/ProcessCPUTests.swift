@@ -1,3 +1,4 @@
+@testable import RelayObservation
 import SystemSupport
 import Glibc
 import XCTest

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import XCTest
 @testable import LoadGen
 

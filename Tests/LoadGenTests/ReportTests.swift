@@ -1,7 +1,10 @@
+@testable import BenchSupport
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+@testable import LoadComparison
+@testable import RelayObservation
 import XCTest
 @testable import LoadGen
 

@@ -1,5 +1,7 @@
+@testable import ClientSockets
 import NetAddress
 import STUN
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

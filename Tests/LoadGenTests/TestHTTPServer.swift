@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 import Synchronization

@@ -1,5 +1,7 @@
+@testable import ClientSockets
 import Glibc
 import MallocCounter
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 
@@ -8,11 +10,11 @@ import XCTest
 /// message, and a peer that closes fails the connection with the reason.
 final class TurnConnectionTests: XCTestCase {
     /// A connection on one end of a non-blocking stream socket pair; the test holds the other.
-    private func connectionPair() throws -> (connection: TurnConnection, other: Int32) {
+    private func connectionPair() throws -> (connection: TurnStreamConnection, other: Int32) {
         var fds: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { throw LoadError("socketpair: errno \(errno)") }
-        let connection = TurnConnection(fd: fds[0], ssl: nil, server: try SocketAddress(hostPort: "127.0.0.1:3478"), host: "127.0.0.1",
+        let connection = TurnStreamConnection(fd: fds[0], ssl: nil, server: try SocketAddress(hostPort: "127.0.0.1:3478"), host: "127.0.0.1",
                                         tls: nil, inputCapacity: 8192, outputCapacity: 16384)
         return (connection, fds[1])
     }

@@ -1,3 +1,4 @@
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

@@ -1,6 +1,9 @@
+@testable import ClientSockets
 import Glibc
 import SystemSupport
+import TestPorts
 import TestSupport
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 
@@ -17,14 +20,15 @@ final class TurnLoadTests: XCTestCase {
         try HostRequirement.requireTools(["/usr/bin/turnserver"])
     }
 
-    private func run(_ coturn: Coturn, _ credential: TurnCredential, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
+    private func run(_ coturn: CoturnServer, _ credential: TurnCredential, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
         var o = TurnRunFixture.options(server: coturn.address, credential: credential)
         configure(&o)
         return try LoadRun(options: o, log: { _ in }).run()
     }
 
     func testStaticUserVoiceBothWaysArrivesWhole() throws {
-        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pass:word", "--realm", "turnload.test"], relayPorts: 20)
+        let coturn = try CoturnServer(credentials: .user(name: "load", password: "pass:word"),
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 20))
         let r = try run(coturn, TurnCredential(userPassword: "load:pass:word")!) {
             $0.profile = .voice
             $0.bidirectional = true
@@ -48,7 +52,7 @@ final class TurnLoadTests: XCTestCase {
     }
 
     func testRestSecretECT1AndRefreshesDuringTheRun() throws {
-        let coturn = try Coturn(auth: ["--use-auth-secret", "--static-auth-secret", "rest-secret", "--realm", "turnload.test"], relayPorts: 20)
+        let coturn = try CoturnServer(credentials: .restSecret("rest-secret"), realm: "turnload.test", relayPorts: PortBlock(count: 20))
         let r = try run(coturn, .secret("rest-secret")) {
             $0.streams = 3
             $0.rate = 300
@@ -78,10 +82,11 @@ final class TurnLoadTests: XCTestCase {
 
     /// Over IPv6 the clients ask for an IPv6 relayed address, as their peer socket is on ::1.
     func testIPv6RelayKeepsTheTrafficClass() throws {
-        // Probed with a plain socket, not the load generator's own UDPSocket, whose IPv6
+        // Probed with a plain socket, not the load generator's own TrafficSocket, whose IPv6
         // defect would otherwise look like a host without ::1.
         try IPv6Loopback.require()
-        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10, host: "::1")
+        let coturn = try CoturnServer(credentials: .user(name: "load", password: "pw"),
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), host: "::1")
         let r = try run(coturn, .user(name: "load", password: "pw")) {
             $0.streams = 3
             $0.rate = 300
@@ -97,7 +102,8 @@ final class TurnLoadTests: XCTestCase {
     }
 
     func testWrongPasswordIsRefusedWithTheServersAnswer() throws {
-        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:right", "--realm", "turnload.test"], relayPorts: 4)
+        let coturn = try CoturnServer(credentials: .user(name: "load", password: "right"),
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 4))
         XCTAssertThrowsError(try run(coturn, .user(name: "load", password: "wrong")) { _ in }) { error in
             let message = (error as? LoadError)?.message ?? ""
             XCTAssertTrue(message.contains("TURN Allocate at \(coturn.address)") && message.contains("401"), message)
@@ -107,7 +113,8 @@ final class TurnLoadTests: XCTestCase {
     /// Release is Refresh LIFETIME 0 for every allocation: coturn then closes the relayed
     /// sockets (within a few seconds); without it they would stay for the 600 s lifetime.
     func testReleaseFreesEveryRelayedAddress() throws {
-        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10)
+        let coturn = try CoturnServer(credentials: .user(name: "load", password: "pw"),
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let server = try SocketAddress(hostPort: coturn.address)
         let clients = try TurnClients(server: server, count: 5, credential: .user(name: "load", password: "pw"),
                                       lifetime: 600, refreshSeconds: nil, tos: 0, runSeconds: 1)
@@ -126,7 +133,8 @@ final class TurnLoadTests: XCTestCase {
     /// Ctrl-C in the middle of a run: the executable stops, releases every allocation and
     /// exits 130.
     func testInterruptReleasesTheAllocations() throws {
-        let coturn = try Coturn(auth: ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"], relayPorts: 10)
+        let coturn = try CoturnServer(credentials: .user(name: "load", password: "pw"),
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10))
         var products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         while !FileManager.default.fileExists(atPath: products.appendingPathComponent("mediarelay-load").path) && products.path != "/" {
             products.deleteLastPathComponent()

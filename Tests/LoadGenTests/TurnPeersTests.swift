@@ -1,4 +1,6 @@
+@testable import ClientSockets
 import Glibc
+@testable import TurnClientKit
 import XCTest
 @testable import LoadGen
 

@@ -1,7 +1,9 @@
+@testable import ClientSockets
 import Foundation
 @testable import LoadGen
 import NetAddress
 import STUN
+@testable import TurnClientKit
 import XCTest
 
 /// The load generator's TURN client follows 300 Try Alternate as a browser does: a signed 300
@@ -37,8 +39,8 @@ final class TurnRedirectFollowTests: XCTestCase {
         return answer.bytes
     }
 
-    func allocate(at server: SocketAddress) throws -> (TurnClient, StunMessage?) {
-        let client = TurnClient(socket: try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
+    func allocate(at server: SocketAddress) throws -> (TurnAllocationClient, StunMessage?) {
+        let client = TurnAllocationClient(socket: try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0),
                                 server: server, username: Self.user, password: Self.password)
         let answers = TurnTransactions(answers: .sockets, interruptible: false).run([client], .allocate) { _, builder in
             builder.append(.requestedTransport, [17, 0, 0, 0])

@@ -1,9 +1,12 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
+@testable import LoadGen
+import STUN
 import SystemSupport
+import TestPorts
 import TestSupport
 import XCTest
-@testable import LoadGen
 
 /// The load generator's TURN clients over TCP and over TLS (`--turn-transport tcp|tls`) against
 /// coturn's real `turnserver` on loopback: each client on its own connection, data as
@@ -18,7 +21,7 @@ final class TurnStreamLoadTests: XCTestCase {
         try HostRequirement.requireTools(["/usr/bin/turnserver", EchoPeerFixture.tool])
     }
 
-    private static let auth = ["--lt-cred-mech", "--user", "load:pw", "--realm", "turnload.test"]
+    private static let credentials = CoturnServer.Credentials.user(name: "load", password: "pw")
 
     private func run(_ server: String, _ transport: TurnTransport, _ configure: (inout LoadOptions) -> Void) throws -> LoadResult {
         var o = TurnRunFixture.options(server: server, credential: .user(name: "load", password: "pw"))
@@ -43,7 +46,7 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testTCPChannelDataEchoedWhole() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let r = try run(coturn.address, .tcp) {
             $0.turnPeer = peer.address
@@ -56,7 +59,7 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testTCPSendIndicationsEchoedWhole() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let r = try run(coturn.address, .tcp) {
             $0.turnPeer = peer.address
@@ -70,7 +73,8 @@ final class TurnStreamLoadTests: XCTestCase {
     /// permission, channel) written on the same connections as the data while it flows.
     func testTLSChannelDataEchoedWholeWithRefreshes() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -86,7 +90,8 @@ final class TurnStreamLoadTests: XCTestCase {
     /// Without --tls-ca the certificate is not checked, as coturn's uclient does not.
     func testTLSSendIndicationsEchoedWhole() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -98,7 +103,7 @@ final class TurnStreamLoadTests: XCTestCase {
     /// The generator's own peer socket both ways: clients on TCP, the peer on UDP; the peer's
     /// datagrams come back to the clients as ChannelData on their connections.
     func testTCPWithTheGeneratorsOwnPeerBothWays() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let r = try run(coturn.address, .tcp) { $0.bidirectional = true }
         XCTAssertEqual(r.latchedStreams, 4)
         XCTAssertGreaterThan(r.sent, 0)
@@ -111,7 +116,7 @@ final class TurnStreamLoadTests: XCTestCase {
 
     func testRefusedConnectionsNameHowManyAndWhy() throws {
         // A port free for TCP that nobody listens on.
-        let port = try XCTUnwrap(ServerPort.udpAndTCP())
+        let port = try FreePort.udpAndTCP()
         XCTAssertThrowsError(try run("127.0.0.1:\(port)", .tcp) { $0.streams = 3 }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.hasPrefix("3 of 3 TURN clients could not connect; the first: TURN over TCP to 127.0.0.1:\(port): connect:"), message)
@@ -121,7 +126,8 @@ final class TurnStreamLoadTests: XCTestCase {
 
     func testACertificateFromAnotherCAIsRefused() throws {
         let certificates = try CertificateFixture()
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 4, tls: certificates)
+        let coturn = try CoturnServer(credentials: Self.credentials,
+                                      realm: "turnload.test", relayPorts: PortBlock(count: 4), tls: certificates)
         XCTAssertThrowsError(try run(try XCTUnwrap(coturn.tlsAddress), .tls) { $0.tlsCA = certificates.otherCACertificate }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.contains("TLS handshake: certificate not accepted"), message)
@@ -131,7 +137,7 @@ final class TurnStreamLoadTests: XCTestCase {
     /// The server going away mid-run: every client counts as failed, with the reason, and the
     /// run ends on time with what it measured.
     func testAServerThatGoesAwayFailsItsClients() throws {
-        let coturn = try Coturn(auth: Self.auth, relayPorts: 10)
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test", relayPorts: PortBlock(count: 10))
         let peer = try EchoPeerFixture()
         let pid = coturn.pid
         let stopper = Thread {

@@ -6,6 +6,7 @@ import MallocCounter
 import NetAddress
 import STUN
 import TestPorts
+import TestSupport
 import XCTest
 
 /// TURN over TCP allocates nothing per message: ChannelData cut from a client's stream and

@@ -2,6 +2,7 @@ import DatagramEngine
 import Foundation
 @testable import RelayCore
 import NetAddress
+import STUN
 import TestPorts
 import TestSupport
 import TLS

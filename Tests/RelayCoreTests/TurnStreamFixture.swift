@@ -1,8 +1,8 @@
 import DatagramEngine
 import Foundation
 import Glibc
-@testable import RelayCore
 import NetAddress
+@testable import RelayCore
 import STUN
 import TestPorts
 import TLS
@@ -47,9 +47,9 @@ final class TurnStreamRelay {
 
     deinit { relay.stop() }
 
-    /// A port free for TCP on 127.0.0.1 now (taken, noted, let go).
+    /// A port free for TCP on 127.0.0.1 now (`FreePort`), as the relay's listener address.
     static func freeTCPPort() throws -> Endpoint {
-        try TCPListener(binding: Endpoint(host: "127.0.0.1", port: 0)!).localEndpoint
+        Endpoint(host: "127.0.0.1", port: try FreePort.tcp())!
     }
 
     /// The TURN figures of every worker together, as published (at most 100 ms old).

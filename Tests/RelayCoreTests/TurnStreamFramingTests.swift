@@ -4,6 +4,7 @@ import Glibc
 @testable import RelayCore
 import NetAddress
 import STUN
+import TestSupport
 import XCTest
 
 /// TURN over TCP on every backend: the same stream relays the same datagrams however it is cut

@@ -1,3 +1,4 @@
+import JSONSyntax
 import RelayHTTP
 import XCTest
 

@@ -92,7 +92,10 @@ public final class PortBlock {
     }
 }
 
+/// Why no port or block of ports could be had for a test.
 public enum PortBlockError: Error {
     /// Every block is claimed by another test or holds a bound port.
     case noFreeBlock
+    /// No port of this kind (`FreePort`) could be bound.
+    case noFreePort(String)
 }

@@ -1,6 +1,7 @@
+import BenchSupport
+import ClientSockets
 import Foundation
 import Glibc
-import LoadGen
 
 /// Where each part of a measurement runs (`--pin`), on the first and last allowed CPUs that
 /// LoadGen's `CPUPlacement.split()` finds (why pinning at all: there and in bench/README.md).

@@ -1,8 +1,9 @@
+import BenchSupport
 import DatagramEngine
 import Foundation
 import Glibc
-import LoadGen
 import NetAddress
+import RelayObservation
 
 /// The relay executable as the forwarder under test (`--executable`): `mediarelay` with one
 /// worker and one forward rule from a loopback port to the sink, its engine set up from the
@@ -17,11 +18,11 @@ import NetAddress
 /// so the window's datagrams are counted at the sink, and syscalls and GSO segments per
 /// datagram are the snapshot's ratios over the whole run.
 final class RelayProcess: ForwarderUnderTest {
-    let process = Process()
+    let server: ServerProcess
     let target: Endpoint
     private let clock: clockid_t
-    private let logPath: String
     private let httpPort: UInt16
+    private let wrapped: Bool
     /// The worker thread's id; nil under a wrapper (strace, perf), which runs the relay as its
     /// child and is read by no one's CPU clock.
     private let worker: pid_t?
@@ -40,53 +41,40 @@ final class RelayProcess: ForwarderUnderTest {
             "--workers", "1", "--forward", "\(listenAddress):\(listen)=\(destination)", "--http", "127.0.0.1:0",
             "--ports", "\(low)-\(low + 63)", "--relay-address", "127.0.0.1", "--drain-seconds", "0", "--log-level", "info",
         ]
-        logPath = "/tmp/engine-bench-\(getpid())-relay.log"
-        guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw BenchError("cannot create \(logPath)") }
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst()) + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        try process.run()
-
-        // Ready once "http listening on 127.0.0.1:PORT" is logged: the workers and their listeners
-        // are up before the HTTP server starts. Under valgrind that takes seconds.
-        var log = ""
-        var port: UInt16?
-        for _ in 0..<12_000 where port == nil {
-            usleep(10_000)
-            log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            port = log.split(separator: "\n").lazy.compactMap { line -> UInt16? in
-                guard let range = line.range(of: "http listening on 127.0.0.1:") else { return nil }
-                return UInt16(line[range.upperBound...])
-            }.first
-            if port == nil && !process.isRunning { break }
+        // Ready once "http listening on 127.0.0.1:PORT" is logged and /healthz answers: the
+        // workers and their listeners are up before the HTTP server starts. Under valgrind
+        // that takes seconds.
+        do {
+            server = try ServerProcess(path: command.last!, arguments: arguments, prefix: Array(command.dropLast()),
+                                       startTimeoutMs: 120_000)
+        } catch {
+            throw BenchError("\(command.joined(separator: " ")) did not start: \(error.message)")
         }
-        guard let port else {
-            terminate(process)
-            throw BenchError("\(command.joined(separator: " ")) did not start: \(log.split(separator: "\n").suffix(3).joined(separator: " / "))")
-        }
+        self.wrapped = wrapped
+        guard let port = server.httpPort else { throw BenchError("the relay's listening line names no port: \(server.http)") }
         httpPort = port
         target = Endpoint(host: "127.0.0.1", port: listen)!
+        let log = server.log
         // The engine it runs is the one asked for (an explicit --engine never falls back, but a
         // relay that did would be measured as the wrong row).
         let asked = "engine \(configuration.backend.rawValue) ("
         let flags = ", 1 worker(s), gso \(configuration.gso ? "on" : "off"), gro \(configuration.gro ? "on" : "off")"
         guard log.split(separator: "\n").contains(where: { $0.contains(asked) && $0.hasSuffix(flags) }) else {
-            terminate(process)
+            server.stop()
             throw BenchError("the relay did not log \"\(asked)...\(flags)\": \(log)")
         }
-        let pid = process.processIdentifier
+        let pid = server.pid
         clock = try processCPUClock(pid)
         // A build from before the threads had names (an older commit, compared with this one)
         // is measured as a whole process only; its worker column stays empty.
         worker = wrapped ? nil : CPUPlacement.threads(of: pid).first(where: { threadName(pid, $0) == "mr-worker-0" })
     }
 
-    func pin(_ placement: Placement) { placement.pinForwarderThreads(process.processIdentifier) }
+    func pin(_ placement: Placement) { placement.pinForwarderThreads(server.pid) }
 
     func read() -> ForwarderReading {
         let cpu = seconds(of: clock)
-        return ForwarderReading(cpuSeconds: cpu, workerCPUSeconds: worker.map { threadCPUSeconds(process.processIdentifier, $0) },
+        return ForwarderReading(cpuSeconds: cpu, workerCPUSeconds: worker.map { threadCPUSeconds(server.pid, $0) },
                                 counters: nil)
     }
 
@@ -94,9 +82,16 @@ final class RelayProcess: ForwarderUnderTest {
         try RelayStatsReader.counters(port: httpPort)
     }
 
+    /// SIGTERM to the relay (under a wrapper that forks it, strace, to the relay as well),
+    /// SIGKILL after 30 s.
     func stop() {
-        terminate(process)
-        unlink(logPath)
+        if wrapped {
+            let children = (try? String(contentsOfFile: "/proc/\(server.pid)/task/\(server.pid)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ pid_t($0) }) { kill(child, SIGTERM) }
+        }
+        if server.stop(timeoutMs: 30_000) == nil {
+            FileHandle.standardError.write(Data("engine-bench: the relay did not end within 30 s of SIGTERM: killed\n".utf8))
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
-import LoadGen
+import RelayObservation
+import StatsKeys
 
 /// The relay's counters from its GET /v1/stats (the stats contract: README, "Stats"), through
 /// the load generator's HTTP client, which starts no thread of its own.
@@ -13,6 +14,6 @@ enum RelayStatsReader {
             guard let value = stats[key] as? NSNumber else { throw BenchError("/v1/stats has no number \(key)") }
             return value.uint64Value
         }
-        return ForwarderCounters(forwarded: try count("packets_out"), syscalls: try count("syscalls"), gso: try count("gso_segments"))
+        return ForwarderCounters(forwarded: try count(StatsKey.packetsOut), syscalls: try count(StatsKey.syscalls), gso: try count(StatsKey.gsoSegments))
     }
 }

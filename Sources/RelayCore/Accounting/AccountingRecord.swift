@@ -1,5 +1,6 @@
 import Glibc
 import NetAddress
+import STUN
 import SystemSupport
 
 /// Why an allocation, a session or a forward-rule client ended: the `reason` of its

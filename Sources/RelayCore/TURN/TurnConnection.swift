@@ -1,5 +1,6 @@
 import DatagramEngine
 import NetAddress
+import STUN
 import TLS
 
 /// One TURN client over TCP or TLS: its stream in the engine, its security (plain, or a TLS

@@ -1,5 +1,6 @@
 import DatagramEngine
 import NetAddress
+import STUN
 import SystemSupport
 
 /// TURN's listeners, opened by the table that owns what arrives on them (as forward rules open

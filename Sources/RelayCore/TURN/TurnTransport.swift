@@ -1,18 +1,5 @@
+import STUN
 import SystemSupport
-
-/// How a TURN client reaches the relay: the transport between client and server. The relayed
-/// side is UDP whatever this is (REQUESTED-TRANSPORT 17; RFC 6062's TCP relaying is refused).
-public enum TurnTransport: Int, Sendable, CaseIterable {
-    case udp, tcp, tls
-
-    public var name: String {
-        switch self {
-        case .udp: "udp"
-        case .tcp: "tcp"
-        case .tls: "tls"
-        }
-    }
-}
 
 /// Why the relay ended a TCP or TLS connection (or the peer did): a stats label each.
 public enum ConnectionCloseReason: Int, Sendable, CaseIterable {

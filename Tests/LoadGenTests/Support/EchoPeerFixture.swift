@@ -1,8 +1,10 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
-import SystemSupport
-import TestSupport
 @testable import LoadGen
+import SystemSupport
+import TestPorts
+import TestSupport
 
 /// coturn's `turnutils_peer` on loopback: it echoes every datagram back to its sender (with
 /// TOS 0), so a TURN client's data comes back through the relay. Stopped in `stop` or deinit.
@@ -13,7 +15,7 @@ final class EchoPeerFixture {
 
     init(host: String = "127.0.0.1") throws {
         try HostRequirement.requireTools([Self.tool])
-        guard let port = ServerPort.udpAndTCP(host: host) else { throw LoadError("no free port on \(host) for turnutils_peer") }
+        let port = try FreePort.udpAndTCP(host: host)
         address = "\(host):\(port)"
         process.executableURL = URL(fileURLWithPath: Self.tool)
         process.arguments = ["-L", host, "-p", String(port)]
@@ -33,7 +35,7 @@ final class EchoPeerFixture {
 
     /// Sends a probe until it comes back (at most 10 s): started is not yet listening.
     private func waitUntilEchoing(to peer: SocketAddress) throws {
-        let socket = try UDPSocket(bindTo: SocketAddress(host: peer.host, port: 0), tos: 0)
+        let socket = try TrafficSocket(bindTo: SocketAddress(host: peer.host, port: 0), tos: 0)
         let deadline = MonotonicClock.now() + 10_000_000_000
         var buffer = [UInt8](repeating: 0, count: 64)
         while MonotonicClock.now() < deadline {

@@ -1,3 +1,4 @@
+@testable import ClientSockets
 import Foundation
 import Glibc
 @testable import LoadGen
@@ -15,7 +16,7 @@ final class ScriptedTurnServerFixture {
         let finished = DispatchSemaphore(value: 0)
     }
 
-    let socket: UDPSocket
+    let socket: TrafficSocket
     let address: SocketAddress
     private let shared = Shared()
 
@@ -23,7 +24,7 @@ final class ScriptedTurnServerFixture {
     var requests: [StunMessage] { shared.seen.withLock { $0 } }
 
     init(answer: @escaping @Sendable (StunMessage) -> [UInt8]?) throws {
-        socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        socket = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
         address = socket.localAddress
         let (fd, shared) = (socket.fd, shared)
         Thread {

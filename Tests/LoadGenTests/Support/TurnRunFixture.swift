@@ -1,4 +1,5 @@
 @testable import LoadGen
+@testable import TurnClientKit
 
 /// The options every TURN test run against coturn starts from: 4 clients for a second, no
 /// progress lines, and a long drain, since a loaded CI machine may hold a datagram in coturn

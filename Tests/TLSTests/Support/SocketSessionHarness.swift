@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import TLS
 
 /// A TLS session carried over a connected blocking socket: what a worker does with its engine,

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import TestSupport
 import TLS
 
 /// A TLS echo server on 127.0.0.1 for one connection, on its own thread: a server session

@@ -1,0 +1,244 @@
+import ClientSockets
+import CLoadGen
+import CSSL
+import Glibc
+import Synchronization
+import SystemSupport
+
+/// One TURN client's connection to its server over TCP, or TLS over TCP (`--turn-transport
+/// tcp|tls`): the connection is the client's 5-tuple, so it carries the client's requests and
+/// its data, framed on the byte stream (`StreamFramer` on the way in; ChannelData padded to 4
+/// on the way out, RFC 8656 section 12.5).
+///
+/// Threads: the sending thread writes data, the control thread writes requests (refreshes
+/// during the run), and one reader at a time (the control thread before and after the run,
+/// the receiving thread during it) reads. Writes go through one lock per connection, so that
+/// a message is never interleaved with another and one left half-written by a full socket is
+/// finished before the next. An SSL object may be used by one thread at a time only, so with
+/// TLS the reads take the same lock, per SSL_read. Nothing is allocated per message: the
+/// output buffer and the framer's input buffer are allocated once, when the connection opens.
+///
+/// A connection that fails (closed or reset by the server, a framing or TLS error) stays
+/// failed, with its first reason in `failure`; its client counts as failed. The descriptor
+/// and the SSL object are freed in deinit.
+package final class TurnStreamConnection: @unchecked Sendable {
+    package let fd: Int32
+    package let server: SocketAddress
+    /// The host as the user named the server (TLS: SNI and the certificate's name).
+    package let host: String
+    package let tls: SocketTLSContext?
+    /// nil for TCP; with TLS, used only under `output`'s lock.
+    private let ssl: OpaquePointer?
+    /// The reader's side; one thread at a time (see above).
+    let framer: StreamFramer
+    private let buffer: UnsafeMutableRawPointer
+    package let outputCapacity: Int
+    /// Bytes `start..<end` of `buffer` are written by the caller and not yet taken by the
+    /// kernel (TCP) or the library (TLS); `retry` is the length of a TLS write to repeat.
+    private struct Output {
+        var start = 0
+        var end = 0
+        var retry = 0
+    }
+    private let output = Mutex(Output())
+    private let failed = Atomic<Bool>(false)
+    private let reason = Mutex<String?>(nil)
+
+    /// Reads per `receive` call before giving other connections their turn (TLS goes on while
+    /// the library holds decrypted bytes that poll cannot see).
+    static let readsPerTurn = 16
+
+    /// Takes ownership of `fd`, a connected non-blocking TCP socket, and of `ssl`, a session
+    /// whose handshake on it is done.
+    package init(fd: Int32, ssl: OpaquePointer?, server: SocketAddress, host: String, tls: SocketTLSContext?,
+         inputCapacity: Int, outputCapacity: Int) {
+        self.fd = fd
+        self.ssl = ssl
+        self.server = server
+        self.host = host
+        self.tls = tls
+        framer = StreamFramer(capacity: inputCapacity)
+        self.outputCapacity = outputCapacity
+        buffer = .allocate(byteCount: outputCapacity, alignment: 16)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: outputCapacity)
+    }
+
+    deinit {
+        if let ssl {
+            // close_notify if the socket takes it now; a failed connection gets none.
+            if !isFailed { _ = SSL_shutdown(ssl) }
+            SSL_free(ssl)
+            ERR_clear_error()
+        }
+        SystemCall.close(fd)
+        buffer.deallocate()
+    }
+
+    var isFailed: Bool { failed.load(ordering: .acquiring) }
+
+    /// Why the connection failed, nil while it works.
+    package var failure: String? { reason.withLock { $0 } }
+
+    /// Marks the connection failed; the first reason stays.
+    package func fail(_ why: String) {
+        reason.withLock { if $0 == nil { $0 = why } }
+        failed.store(true, ordering: .releasing)
+    }
+
+    // MARK: writing
+
+    /// Queues one whole message (a request) and sends what the socket takes. False when the
+    /// connection has failed or its output has no room.
+    package func send(_ message: UnsafeRawBufferPointer) -> Bool {
+        guard !isFailed else { return false }
+        return output.withLock { out in
+            guard reserve(&out, message.count) else { return false }
+            (buffer + out.end).copyMemory(from: message.baseAddress!, byteCount: message.count)
+            out.end += message.count
+            flush(&out)
+            return !isFailed
+        }
+    }
+
+    /// Queues one generated datagram, `header` first, `size` bytes in all, framed by `framing`
+    /// and padded as a stream needs; sends what the socket takes. False when the connection
+    /// has failed or its output has no room (the datagram is dropped, not sent).
+    @inline(__always)
+    package func send(header: PayloadHeader, size: Int, framing: TurnFraming) -> Bool {
+        guard !isFailed else { return false }
+        return output.withLock { out in
+            let payload = max(size, PayloadHeader.size)
+            let total = framing.headerSize + payload + framing.padding(payload, stream: true)
+            guard reserve(&out, total) else { return false }
+            let at = buffer + out.end
+            framing.write(into: at, payload: payload, stream: true)
+            header.encode(into: at + framing.headerSize)
+            out.end += total
+            flush(&out)
+            return !isFailed
+        }
+    }
+
+    /// Sends what is queued, as far as the socket takes it now. True when nothing is left.
+    @discardableResult
+    package func flushPending() -> Bool {
+        guard !isFailed else { return true }
+        return output.withLock { out in
+            flush(&out)
+            return out.start == out.end || isFailed
+        }
+    }
+
+    /// Room for `count` more bytes at `end`, moving what is queued to the front if need be.
+    private func reserve(_ out: inout Output, _ count: Int) -> Bool {
+        if out.end + count <= outputCapacity { return true }
+        guard out.end - out.start + count <= outputCapacity else { return false }
+        buffer.copyMemory(from: buffer + out.start, byteCount: out.end - out.start)
+        out.end -= out.start
+        out.start = 0
+        return true
+    }
+
+    private func flush(_ out: inout Output) {
+        while out.start < out.end {
+            if let ssl {
+                // A write WANT_WRITE interrupted is repeated with the same length (SSL_write(3)).
+                let length = out.retry > 0 ? out.retry : min(out.end - out.start, Int(Int32.max))
+                let written = SSL_write(ssl, buffer + out.start, Int32(length))
+                if written > 0 {
+                    out.start += Int(written)
+                    out.retry = 0
+                    continue
+                }
+                let error = SSL_get_error(ssl, written)
+                let code = errno
+                if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ {
+                    out.retry = length
+                    return
+                }
+                fail(Self.tlsFailure(error, errno: code, doing: "write"))
+                return
+            }
+            let outcome = SystemCall.outcome {
+                Glibc.send(fd, buffer + out.start, out.end - out.start, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            switch outcome {
+            case .done(let n): out.start += n
+            case .wouldBlock: return
+            case .failed(let code):
+                fail("send to \(server): \(errnoText(code))")
+                return
+            }
+        }
+        out.start = 0
+        out.end = 0
+    }
+
+    // MARK: reading
+
+    /// Reads what the server sent, as far as the socket has it now (at most `readsPerTurn`
+    /// reads), handing every whole message to `body` in order. False once the connection has
+    /// failed: closed or reset by the server, a framing error or a TLS error (`failure`).
+    @inline(__always)
+    package func receive(_ body: (FramedMessage) -> Void) -> Bool {
+        guard !isFailed else { return false }
+        var reads = 0
+        while true {
+            let space = framer.space
+            var count = 0
+            if let ssl {
+                let (read, error, code) = output.withLock { _ in
+                    let n = SSL_read(ssl, space.baseAddress, Int32(space.count))
+                    if n > 0 { return (n, SSL_ERROR_NONE, Int32(0)) }
+                    let error = SSL_get_error(ssl, n)
+                    return (n, error, errno)
+                }
+                if read > 0 {
+                    count = Int(read)
+                } else if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE {
+                    return true
+                } else if error == SSL_ERROR_ZERO_RETURN {
+                    fail("closed by the server (TLS close_notify)")
+                    return false
+                } else {
+                    fail(Self.tlsFailure(error, errno: code, doing: "read"))
+                    return false
+                }
+            } else {
+                switch SystemCall.outcome({ recv(fd, space.baseAddress, space.count, Int32(MSG_DONTWAIT)) }) {
+                case .done(0):
+                    fail("closed by the server")
+                    return false
+                case .done(let n): count = n
+                case .wouldBlock: return true
+                case .failed(let code):
+                    fail("recv from \(server): \(errnoText(code))")
+                    return false
+                }
+            }
+            framer.didRead(count)
+            do {
+                while let frame = try framer.next() { body(frame) }
+            } catch {
+                fail(error.reason)
+                return false
+            }
+            reads += 1
+            if reads >= Self.readsPerTurn {
+                // Decrypted bytes the library holds are invisible to poll: read them now.
+                guard let ssl, output.withLock({ _ in SSL_pending(ssl) }) > 0 else { return true }
+            }
+        }
+    }
+
+    /// Why a TLS read or write failed; the thread's error queue is emptied.
+    private static func tlsFailure(_ error: Int32, errno code: Int32, doing what: String) -> String {
+        if error == SSL_ERROR_SYSCALL {
+            let queued = SocketTLSContext.errorQueueText()
+            if !queued.isEmpty { return "TLS \(what): \(queued)" }
+            return code == 0 ? "TLS \(what): the server closed the connection without close_notify" : "TLS \(what): \(errnoText(code))"
+        }
+        let queued = SocketTLSContext.errorQueueText()
+        return "TLS \(what): \(queued.isEmpty ? "SSL_get_error \(error)" : queued)"
+    }
+}
