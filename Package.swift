@@ -91,6 +91,21 @@ let package = Package(
         // client and stats keys); none of the load generator's traffic code.
         .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "NetAddress", "RelayObservation",
                                                                "StatsKeys", "SystemSupport"], path: "bench/engine-bench"),
+        // The kernel fast path (issue 30; DESIGN "The kernel fast path").
+        // CBPF: libbpf (Debian: libbpf-dev) and the map layout shared with the BPF program; only
+        // FastPath imports it. The BPF program (Sources/FastPath/bpf/*.bpf.c) is compiled by the
+        // toolchain's clang during `swift build` (the BPFCompiler plugin) and embedded by BPFEmbed.
+        .systemLibrary(
+            name: "CBPF",
+            pkgConfig: "libbpf",
+            providers: [.apt(["libbpf-dev"])]
+        ),
+        .executableTarget(name: "BPFEmbed", path: "Plugins/BPFEmbed"),
+        .plugin(name: "BPFCompiler", capability: .buildTool(), dependencies: ["BPFEmbed"]),
+        .target(name: "FastPath", dependencies: ["CBPF", "NetAddress", "SystemSupport"], exclude: ["bpf"], plugins: ["BPFCompiler"]),
+        // Test-only: a process that owns a fast path link and is then killed with -9 (FastPathTests).
+        .executableTarget(name: "fastpath-holder", dependencies: ["FastPath", "NetAddress"], path: "Tests/FastPathHolder"),
+        .testTarget(name: "FastPathTests", dependencies: ["FastPath", "NetAddress", "SystemSupport", "TestSupport"]),
         // Test-only: counts malloc calls on the calling thread so a test can prove that the
         // packet path allocates nothing per datagram. Never linked into a product.
         .target(name: "MallocCounter", path: "Tests/MallocCounter"),
@@ -121,21 +136,3 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-
-// The kernel fast path (issue 30; DESIGN "The kernel fast path"). Kept in a block of its own.
-// CBPF: libbpf (Debian: libbpf-dev) and the map layout shared with the BPF program; only
-// FastPath imports it. The BPF program (Sources/FastPath/bpf/*.bpf.c) is compiled by the
-// toolchain's clang during `swift build` (the BPFCompiler plugin) and embedded by BPFEmbed.
-package.targets += [
-    .systemLibrary(
-        name: "CBPF",
-        pkgConfig: "libbpf",
-        providers: [.apt(["libbpf-dev"])]
-    ),
-    .executableTarget(name: "BPFEmbed", path: "Plugins/BPFEmbed"),
-    .plugin(name: "BPFCompiler", capability: .buildTool(), dependencies: ["BPFEmbed"]),
-    .target(name: "FastPath", dependencies: ["CBPF", "NetAddress", "SystemSupport"], exclude: ["bpf"], plugins: ["BPFCompiler"]),
-    // Test-only: a process that owns a fast path link and is then killed with -9 (FastPathTests).
-    .executableTarget(name: "fastpath-holder", dependencies: ["FastPath", "NetAddress"], path: "Tests/FastPathHolder"),
-    .testTarget(name: "FastPathTests", dependencies: ["FastPath", "NetAddress", "SystemSupport", "TestSupport"]),
-]

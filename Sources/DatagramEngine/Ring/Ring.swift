@@ -166,8 +166,8 @@ final class Ring {
     // MARK: submissions
 
     /// A submission entry; when the queue is full, what is queued is submitted first. Inlined
-    /// into each send and receive: the call cost about 40 instructions a datagram, and the
-    /// full queue, met once per 2048 submissions at most, is kept out of line.
+    /// into each send and receive, since the call showed in callgrind's counts per datagram;
+    /// the full queue, met once per 2048 submissions at most, is kept out of line.
     @inline(__always)
     private func nextSubmission(tag: RingTag) -> UnsafeMutablePointer<io_uring_sqe> {
         var entry = io_uring_get_sqe(ring)
@@ -296,9 +296,9 @@ final class Ring {
     ///
     /// It reads the completion queue in place, as liburing's io_uring_for_each_cqe does, rather
     /// than through io_uring_peek_batch_cqe: that is a call into liburing and a copy of pointers
-    /// per completion, about 30 instructions a datagram. (peek also enters the kernel to flush
-    /// an overflowed completion queue when it finds nothing; every caller here enters with
-    /// GETEVENTS when this returns 0, which flushes it just the same.)
+    /// per completion, which showed in callgrind's counts per datagram. (peek also enters the
+    /// kernel to flush an overflowed completion queue when it finds nothing; every caller here
+    /// enters with GETEVENTS when this returns 0, which flushes it just the same.)
     @inline(__always)
     func reap(_ body: (RingCompletion) -> Bool) -> Int {
         let ready = io_uring_cq_ready(ring)

@@ -88,7 +88,7 @@ final class RingBackend {
     }
 
     /// Inlined into the turn's reap and the kept completions' loop: called once per datagram,
-    /// its prologue and epilogue alone cost about 20 instructions a call.
+    /// its prologue and epilogue showed in callgrind's counts.
     @inline(__always)
     private func handle(_ completion: RingCompletion) {
         switch completion.tag.kind {
@@ -102,8 +102,8 @@ final class RingBackend {
         }
     }
 
-    /// Inlined into the turn's reap, once per datagram: the call's register spills cost ~20
-    /// instructions a datagram.
+    /// Inlined into the turn's reap, once per datagram: the call's register spills showed in
+    /// callgrind's counts.
     @inline(__always)
     func handleReceive(_ completion: RingCompletion) {
         let slot = completion.tag.slot

@@ -18,8 +18,8 @@ final class ForwardRuleTable<Engine: TableEngine> {
     /// What the packet path reads and writes of a rule, as plain values in memory this table
     /// allocates once (the rules are fixed when the listeners open): a datagram then neither
     /// copies a reference (RuleState's `shared`, retained and released by each read of a
-    /// RuleState in an array) nor checks an array's uniqueness to note its client. callgrind
-    /// counted about 40 instructions a datagram of such copies and checks on the mmsg path.
+    /// RuleState in an array) nor checks an array's uniqueness to note its client (callgrind
+    /// counts of the mmsg path: bench/README, "Instructions and system calls per datagram").
     struct Route {
         var listener: SocketID
         var upstream: Endpoint
@@ -141,8 +141,7 @@ final class ForwardRuleTable<Engine: TableEngine> {
     }
 
     /// Notes that `client` was heard in this turn. `now` moves once a turn, so the array is
-    /// written (a uniqueness check, about 20 instructions) once a turn per client, not once a
-    /// datagram.
+    /// written (a uniqueness check) once a turn per client, not once a datagram.
     @inline(__always)
     private func noteHeard(_ client: Int) {
         if clients[client]!.lastHeard != now { clients[client]!.lastHeard = now }

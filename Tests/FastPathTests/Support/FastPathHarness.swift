@@ -63,7 +63,7 @@ final class FastPathHarness {
         }
         try b.send([2], to: a.local)
         guard a.receive(timeout: 2) != nil else {
-            throw NamespaceTriangle.StepFailure(description: "no datagram from \(b.local) to \(a.local) through user space")
+            throw NetworkNamespace.Failure(step: "a datagram from \(b.local) to \(a.local) through user space", output: "none arrived")
         }
         while b.receive(timeout: 0) != nil {}
     }
