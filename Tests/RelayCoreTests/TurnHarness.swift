@@ -267,15 +267,6 @@ func channelData(_ channel: UInt16, _ payload: [UInt8]) -> [UInt8] {
 }
 
 extension TurnHarness {
-    /// A harness, alice's allocation and a peer socket bound to her channel `number`: the
-    /// set-up of the tests of a channel's data path.
-    static func withChannel(_ number: UInt16) throws
-        -> (harness: TurnHarness, client: TurnTestClient, relayed: Endpoint, peer: SocketID, peerAddress: Endpoint) {
-        let harness = try TurnHarness()
-        let channel = try aliceWithChannel(number, on: harness)
-        return (harness, channel.client, channel.relayed, channel.peer, channel.peerAddress)
-    }
-
     /// A harness whose peer policy allows loopback peers but knows the relay's own ports
     /// (`ports`), and two clients on it, alice and bob, each with their own credentials: the
     /// set-up of every test of the relay's own ports and of client-to-client relaying.
