@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "JSONSyntax"),
         .target(name: "DatagramEngine", dependencies: ["CURing", "NetAddress", "SystemSupport"]),
         .target(name: "STUN", dependencies: ["CCrypto", "NetAddress"]),
-        .target(name: "RelayCore", dependencies: ["DatagramEngine", "NetAddress", "STUN", "SystemSupport", "TLS"]),
+        .target(name: "RelayCore", dependencies: ["DatagramEngine", "FastPath", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         .target(name: "RelayHTTP", dependencies: ["JSONSyntax", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
         // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator

@@ -41,6 +41,9 @@ public struct RelaySettings: Sendable {
     /// Where each worker hands the record of every allocation, session and forward-rule client
     /// that ends (on its own thread); nil: no accounting.
     public var accounting: AccountingSink?
+    /// The kernel fast path the tables install established flows in; nil: every datagram
+    /// goes through the workers (`--fast-path off`, or it could not load).
+    public var fastPath: (any FlowOffload)?
 
     public init(ports: ClosedRange<UInt16>, relayAddress: Endpoint = Endpoint(ipv4: 0, port: 0),
                 advertiseAddress: Endpoint = Endpoint(ipv4: 0x7F00_0001, port: 0)) {

@@ -1,0 +1,31 @@
+import FastPath
+import NetAddress
+
+/// What a table may ask of the kernel fast path, and nothing more: put an entry in for a flow
+/// it has decided (or replace it), take it out, read its counters, see when the kernel last
+/// carried one of its datagrams, and hand it credit for its rate limit. Never called per
+/// datagram: only when a flow is established, refreshed, relatched or ends, and at
+/// housekeeping.
+///
+/// Contract: `KernelFastPath` is the production type, one per process and shared by every
+/// worker (its methods are safe from any thread; `lastForwarded` and `exchangeCredit` are
+/// plain memory reads and writes, no system call). `install` answering false means the flow
+/// stays on the user-space path, which is always correct: the kernel hands every datagram it
+/// has no entry for to the relay's sockets unmodified. A table removes every entry it
+/// installed before it forgets the flow, so an entry never outlives the user-space state
+/// that decided it.
+public protocol FlowOffload: AnyObject, Sendable {
+    /// Puts `entry` in for `key` or replaces the one there (its counters kept); false when
+    /// the kernel refused it (table full, a family it cannot rewrite), counted by the offload.
+    func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool
+    /// Takes the entry for `key` out; its datagrams reach user space from now on.
+    func remove(_ key: FlowKey)
+    /// The entry's counters summed over every CPU since it was installed; nil without one.
+    func counters(_ key: FlowKey) -> FlowCounters?
+    /// When (MonotonicClock nanoseconds) the kernel last forwarded a datagram of `key`, or
+    /// when the entry was installed if it has forwarded none; nil without an entry.
+    func lastForwarded(_ key: FlowKey) -> UInt64?
+    /// Sets the entry's credit (bytes it may still forward before handing its datagrams back)
+    /// to `bytes` and returns what was left of the previous credit; nil without an entry.
+    func exchangeCredit(_ key: FlowKey, _ bytes: Int64) -> Int64?
+}
