@@ -42,7 +42,7 @@ final class Worker {
         sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: shared.index, clock: clock, egress: egress)
         if let turn = settings.turn {
             turnTable = TurnTable(engine: engine, settings: turn, shared: turnState, ports: settings.ports,
-                                  socketOptions: settings.socketOptions, clock: clock, egress: egress)
+                                  socketOptions: settings.socketOptions, clock: clock, egress: egress, offload: settings.fastPath)
         } else {
             turnTable = nil
         }

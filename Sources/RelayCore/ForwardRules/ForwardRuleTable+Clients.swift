@@ -31,7 +31,9 @@ extension ForwardRuleTable {
     }
 
     func removeClient(_ index: Int32, _ reason: EndReason) {
-        guard let state = clients[Int(index)] else { return }
+        guard clients[Int(index)] != nil else { return }
+        takeOffloaded(Int(index))
+        let state = clients[Int(index)]!
         account(Int(index), state, reason)
         engine.unregister([state.upstreamSocket])
         settings.ports.release(state.port, from: .client)
@@ -44,10 +46,11 @@ extension ForwardRuleTable {
     }
 
     func expireClients() {
+        if !offloaded.isEmpty { refreshOffloaded() }
         for index in clients.indices {
             guard let state = clients[index] else { continue }
             let timeout = UInt64(rules[Int(state.rule)].shared.idleTimeoutSeconds.load(ordering: .relaxed)) * 1_000_000_000
-            if now &- state.lastHeard > timeout {
+            if now &- lastHeard(index, state) > timeout {
                 removeClient(Int32(index), .idle)
                 clientsExpired &+= 1
             }

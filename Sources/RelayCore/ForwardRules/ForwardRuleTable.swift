@@ -70,6 +70,12 @@ final class ForwardRuleTable<Engine: TableEngine> {
     let clientCounters = EntryStore<ForwardClientCounters>()
     /// Where the record of each client that ends goes (`ForwardRuleTable+Accounting`); nil: none.
     var accounting: AccountingSink?
+    /// The kernel fast path (`ForwardRuleTable+Offload`); nil: none.
+    let offload: (any FlowOffload)?
+    /// The clients the kernel carries, by client index.
+    var offloaded: [Int32: OffloadedPair] = [:]
+    /// The address each rule's upstream sockets (bound to a wildcard) send from, found once.
+    var upstreamSources: [Int: Endpoint] = [:]
 
     init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
@@ -78,6 +84,7 @@ final class ForwardRuleTable<Engine: TableEngine> {
         self.opener = opener
         self.egress = egress
         self.clock = clock
+        offload = settings.fastPath
         routes = .allocate(capacity: settings.rules.count)
     }
 
@@ -110,6 +117,7 @@ final class ForwardRuleTable<Engine: TableEngine> {
             client = Int(known)
         } else if let added = addClient(rule, datagram.source, localAddress: datagram.localAddress) {
             client = added
+            if offload != nil { offloadClient(added) }
         } else {
             return
         }

@@ -70,14 +70,15 @@ extension SessionTable {
         let first = Int(session.firstLeg)
         let count = session.request.legs
         let legInfo = (first..<(first + count)).map { leg in
-            var info = LegInfo(address: legs[leg].address, latched: legs[leg].latched, counters: legs[leg].counters)
+            var info = LegInfo(address: legs[leg].address, latched: legs[leg].latched, counters: countersWithKernel(leg))
             if session.request.rtcp == .pair {
                 let companion = legs[leg + count]
-                info.rtcp = RTCPCompanionInfo(address: companion.address, latched: companion.latched, counters: companion.counters)
+                info.rtcp = RTCPCompanionInfo(address: companion.address, latched: companion.latched,
+                                              counters: countersWithKernel(leg + count))
             }
             return info
         }
-        let lastHeard = (first..<(first + session.slotCount)).map { legs[$0].lastHeard }.max() ?? 0
+        let lastHeard = (first..<(first + session.slotCount)).map { self.lastHeard($0) }.max() ?? 0
         return SessionInfo(id: session.id, worker: worker, request: session.request, legs: legInfo,
                            ageSeconds: Double(now &- session.created) / 1e9,
                            idleSeconds: Double(now &- max(lastHeard, session.created)) / 1e9)
@@ -94,8 +95,12 @@ extension SessionTable {
     /// them (all at once) and then calls `releasePorts`, so no port is handed out while its
     /// socket is still open.
     func forget(_ index: Int32, _ session: SessionState, _ reason: EndReason, closing: inout [SocketID]) {
-        account(session, reason)
         let first = Int(session.firstLeg)
+        if !offloaded.isEmpty {
+            takeOffloaded(group: first)
+            if session.request.rtcp == .pair { takeOffloaded(group: first + session.request.legs) }
+        }
+        account(session, reason)
         for leg in first..<(first + session.slotCount) {
             engine.disown(legs[leg].socket)
             closing.append(legs[leg].socket)
@@ -114,13 +119,14 @@ extension SessionTable {
 
     /// Closes every session idle past its timeout, all their sockets in one go.
     func expire() {
+        if !offloaded.isEmpty { refreshOffloaded() }
         var closing: [SocketID] = []
         var expired: [SessionState] = []
         for index in sessions.indices {
             guard let session = sessions[index] else { continue }
             let first = Int(session.firstLeg)
             var last = session.created
-            for leg in first..<(first + session.slotCount) { last = max(last, legs[leg].lastHeard) }
+            for leg in first..<(first + session.slotCount) { last = max(last, lastHeard(leg)) }
             if now &- last > session.idleTimeout {
                 forget(Int32(index), session, .idle, closing: &closing)
                 expired.append(session)

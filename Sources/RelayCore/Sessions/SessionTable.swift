@@ -73,6 +73,10 @@ final class SessionTable<Engine: TableEngine> {
     var sessionsExpired: UInt64 = 0
     /// Where the record of each session that ends goes (`SessionTable+Accounting`); nil: none.
     var accounting: AccountingSink?
+    /// The kernel fast path (`SessionTable+Offload`); nil: none.
+    let offload: (any FlowOffload)?
+    /// The pairs the kernel carries, by the index of their group's first leg.
+    var offloaded: [Int32: OffloadedPair] = [:]
 
     init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {
@@ -85,6 +89,7 @@ final class SessionTable<Engine: TableEngine> {
         ownAddresses = OwnAddresses([settings.relayAddress, settings.advertiseAddress] + settings.hostAddresses)
         self.worker = worker
         self.clock = clock
+        offload = settings.fastPath
     }
 
     var count: Int { sessionsByID.count }
@@ -93,6 +98,8 @@ final class SessionTable<Engine: TableEngine> {
     func fromLeg(_ leg: Int, _ datagram: ReceivedDatagram) {
         if legs[leg].latched != datagram.source {
             guard latch(leg, datagram.source) else { return }
+            legs[leg].localAddress = datagram.localAddress
+            if offload != nil { offloadPair(of: leg) }
         }
         legs[leg].lastHeard = now
         legs[leg].localAddress = datagram.localAddress
@@ -163,7 +170,7 @@ final class SessionTable<Engine: TableEngine> {
     /// another leg of the session (which would make the relay send a peer its own datagrams).
     func latch(_ leg: Int, _ source: Endpoint) -> Bool {
         if let latched = legs[leg].latched,
-           now &- legs[leg].lastHeard < legs[leg].relatchAfter || !legs[leg].relatch.allows(from: latched, to: source) {
+           now &- lastHeard(leg) < legs[leg].relatchAfter || !legs[leg].relatch.allows(from: latched, to: source) {
             return refuse(leg, .hijack)
         }
         if isRelayOwn(source) { return refuse(leg, .sourceNotAllowed) }

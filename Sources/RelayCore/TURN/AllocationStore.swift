@@ -142,18 +142,20 @@ final class AllocationStore {
     /// The indices of every allocation in force.
     var liveIndices: [Int] { (0..<entries.count).filter { entries[$0].live } }
 
-    /// Up to `limit` allocations, oldest first (GET /v1/turn/allocations).
-    func describe(limit: Int, worker: Int, now: UInt64) -> [TurnAllocationInfo] {
-        let live = liveIndices.map { entries[$0] }.sorted { $0.created < $1.created }.prefix(limit)
-        return live.map { allocation in
-            TurnAllocationInfo(
+    /// Up to `limit` allocations, oldest first (GET /v1/turn/allocations), with the counters
+    /// `counters` gives for an index (what the kernel fast path carried added), else their own.
+    func describe(limit: Int, worker: Int, now: UInt64, counters: ((Int) -> AllocationCounters)? = nil) -> [TurnAllocationInfo] {
+        let live = liveIndices.sorted { entries[$0].created < entries[$1].created }.prefix(limit)
+        return live.map { index in
+            let allocation = entries[index]
+            return TurnAllocationInfo(
                 worker: worker, username: allocation.username, client: allocation.client.address,
                 relayed: [allocation.relay4, allocation.relay6].compactMap { $0?.advertised },
                 ageSeconds: Double(now &- allocation.created) / 1e9,
                 expiresInSeconds: Double(allocation.expires > now ? allocation.expires - now : 0) / 1e9,
                 permissions: allocation.permissions.filter { $0.value > now }.keys.sorted { $0.description < $1.description },
                 channels: allocation.channels.entries.filter { $0.expires > now }.map { ($0.number, $0.peer) }.sorted { $0.number < $1.number },
-                counters: allocation.counters)
+                counters: counters?(index) ?? allocation.counters)
         }
     }
 }

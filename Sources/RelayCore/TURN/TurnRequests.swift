@@ -109,6 +109,8 @@ final class TurnRequests<Engine: TableEngine> {
             case .createPermission: try createPermission(message, client, identity)
             default: try channelBind(message, client, identity)
             }
+            // Before the success leaves: the first ChannelData after it finds its entry.
+            if message.method != .allocate { table.unsafelyUnwrapped.offloadChannels(of: client) }
         } catch {
             if message.method == .allocate { counters.refuse(error.code) }
             answer = errorAnswer(message, error)

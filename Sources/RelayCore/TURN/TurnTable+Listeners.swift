@@ -16,8 +16,9 @@ extension TurnTable {
         options.reusePort = true
         var bound: [Endpoint] = []
         for address in udp {
-            bound.append(try engine.openDatagramSocket(binding: address, options: options, owner: OwnerTag(.turnListener),
-                                                       dontFragment: nil).local)
+            let opened = try engine.openDatagramSocket(binding: address, options: options, owner: OwnerTag(.turnListener), dontFragment: nil)
+            listenerAddresses[opened.socket.slot] = opened.local
+            bound.append(opened.local)
         }
         let streamListeners = tcp.map { ($0, TurnTransport.tcp) } + tls.map { ($0, TurnTransport.tls) }
         for (address, transport) in streamListeners {

@@ -32,10 +32,18 @@ final class TurnTable<Engine: TableEngine> {
     @exclusivity(unchecked) private var ownCounters = TurnCounters()
     /// Where the record of each allocation that ends goes; nil: none.
     var accounting: AccountingSink?
+    /// The kernel fast path (`TurnTable+Offload`); nil: none.
+    let offload: (any FlowOffload)?
+    /// The channels the kernel carries, by allocation index and channel number.
+    var offloadedChannels: [Int: [UInt16: OffloadedChannel]] = [:]
+    /// Each UDP listener's bound address, by its socket's slot (for the kernel's exact keys).
+    var listenerAddresses: [Int32: Endpoint] = [:]
 
     init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, ports: PortPool,
-         socketOptions: SocketOptions = SocketOptions(), clock: WorkerClock, egress: EgressShare = EgressShare(nil)) {
+         socketOptions: SocketOptions = SocketOptions(), clock: WorkerClock, egress: EgressShare = EgressShare(nil),
+         offload: (any FlowOffload)? = nil) {
         self.engine = engine
+        self.offload = offload
         self.settings = settings
         self.shared = shared
         self.clock = clock
@@ -139,6 +147,7 @@ final class TurnTable<Engine: TableEngine> {
     /// the middle of a batch whose datagrams may still be queued on them), its user's quota
     /// is released, and a stream client's connection closes after the flush.
     func removeAllocation(_ index: Int, _ reason: EndReason) {
+        if offload != nil { takeOffloaded(index) }
         guard let allocation = store.remove(index) else { return }
         accounting?(allocation.accountingRecord(reason, now: clock.now))
         for relay in [allocation.relay4, allocation.relay6].compactMap({ $0 }) { relayedSockets.retire(relay) }
@@ -162,6 +171,7 @@ final class TurnTable<Engine: TableEngine> {
             removeAllocation(index, .expired)
             ownCounters.allocationsExpired &+= 1
         }
+        if !offloadedChannels.isEmpty { takeExpiredOffloads(now: now) }
         relayedSockets.closePending()
         relayedSockets.expireReservations(now: now)
     }
@@ -206,7 +216,7 @@ final class TurnTable<Engine: TableEngine> {
 
     /// Up to `limit` allocations, oldest first (GET /v1/turn/allocations).
     func describeAllocations(limit: Int, worker: Int) -> [TurnAllocationInfo] {
-        store.describe(limit: limit, worker: worker, now: clock.now)
+        store.describe(limit: limit, worker: worker, now: clock.now, counters: offload == nil ? nil : countersWithKernel)
     }
 
     /// Whether TLS sessions ended since the last call: the worker then gives freed heap back.

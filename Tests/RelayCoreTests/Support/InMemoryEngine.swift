@@ -63,6 +63,7 @@ final class InMemoryEngine: TableEngine {
     private var queued: [Datagram] = []
     /// Flushed datagrams the test has not taken yet (`takeSent`).
     private(set) var sent: [Datagram] = []
+    var queuedCount: Int { queued.count }
     private(set) var flushes = 0
 
     init(configuration: EngineConfiguration = EngineConfiguration()) {

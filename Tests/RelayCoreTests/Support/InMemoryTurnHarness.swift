@@ -40,17 +40,20 @@ final class InMemoryTurnHarness: TurnTestNetwork {
     /// `portCount` ports from 40000 for relayed sockets (`turnPorts` of them for TURN at most,
     /// the pool's default when nil); `listenOn`: the listener's address.
     init(ipv6: Bool = true, portCount: Int = 100, turnPorts: Int? = nil, listenOn: String = "127.0.0.1",
-         configure: (inout TurnSettings) -> Void = { _ in }) throws {
+         offload: InMemoryOffload? = nil, configure: (inout TurnSettings) -> Void = { _ in }) throws {
         let settings = TurnHarness.settings(ipv6: ipv6, wall: wall, configure: configure)
         pool = PortPool(range: 40_000...UInt16(40_000 + portCount - 1), turnLimit: turnPorts)
         table = TurnTable(engine: engine, settings: settings, shared: TurnSharedState(limits: settings.limits),
-                          ports: pool, clock: WorkerClock(now: now))
+                          ports: pool, clock: WorkerClock(now: now), offload: offload)
         table.shared.update(settings.alternates)
         listener = try table.openListeners(udp: [Endpoint(host: listenOn, port: 3478)!])[0]
         listenerSocket = try XCTUnwrap(engine.socket(boundTo: listener)).id
     }
 
     deinit { table.shutDown() }
+
+    /// How many datagrams the table has queued and not yet flushed.
+    var queuedCount: Int { engine.queuedCount }
 
     func socket(_ host: String = "127.0.0.1") throws -> (id: SocketID, address: Endpoint) {
         let id = SocketID(slot: nextTestSlot, generation: 1)

@@ -1,0 +1,18 @@
+import FastPath
+import NetAddress
+
+extension FlowEntry {
+    /// The entry for a flow the relay has decided: from `source` to `destination` with
+    /// `policy`'s marking, the route found by the kernel, forwarding until `expiresAt` (nil:
+    /// no fixed end) and while a datagram comes at least every `idleTimeout` nanoseconds.
+    static func relay(from source: Endpoint, to destination: Endpoint, kind: Kind = .plain, policy: MarkingPolicy,
+                      expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil) -> FlowEntry {
+        let dscp: DSCP = switch policy.dscp {
+        case .mirror: .mirror
+        case .class: .value(policy.serviceClass.dscp)
+        case .zero: .zero
+        }
+        return FlowEntry(source: source, destination: destination, kind: kind, dscp: dscp,
+                         ecn: policy.ecn == .preserve ? .copy : .clear, egressInterface: 0, expiresAt: expiresAt)
+    }
+}

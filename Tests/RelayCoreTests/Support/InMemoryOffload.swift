@@ -1,0 +1,61 @@
+import FastPath
+@testable import RelayCore
+import NetAddress
+
+/// An in-memory stand-in for the kernel fast path, for table logic only: it keeps what the
+/// tables install and remove, in order, and answers counters, last-forwarded times and credit
+/// as the test sets them. The kernel's own behaviour is FastPathTests' and the namespace
+/// tests' to check. Driven on the test's thread only.
+final class InMemoryOffload: FlowOffload, @unchecked Sendable {
+    enum Event: Equatable {
+        case install(FlowKey, FlowEntry)
+        case remove(FlowKey)
+    }
+
+    private(set) var entries: [FlowKey: FlowEntry] = [:]
+    private(set) var events: [Event] = []
+    /// What `counters` answers for a key while it has an entry.
+    var counts: [FlowKey: FlowCounters] = [:]
+    /// What `lastForwarded` answers for a key while it has an entry (else the install time).
+    var forwardedAt: [FlowKey: UInt64] = [:]
+    /// Refuse every install, as a full kernel table does.
+    var refusing = false
+    /// Called at every install, before it is recorded (to see what the engine had sent then).
+    var onInstall: (FlowKey) -> Void = { _ in }
+    private var credit: [FlowKey: Int64] = [:]
+
+    func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool {
+        onInstall(key)
+        guard !refusing else { return false }
+        entries[key] = entry
+        events.append(.install(key, entry))
+        return true
+    }
+
+    func remove(_ key: FlowKey) {
+        guard entries.removeValue(forKey: key) != nil else { return }
+        counts[key] = nil
+        forwardedAt[key] = nil
+        events.append(.remove(key))
+    }
+
+    func counters(_ key: FlowKey) -> FlowCounters? { entries[key] == nil ? nil : counts[key] ?? FlowCounters() }
+
+    func lastForwarded(_ key: FlowKey) -> UInt64? { entries[key] == nil ? nil : forwardedAt[key] ?? 0 }
+
+    func exchangeCredit(_ key: FlowKey, _ bytes: Int64) -> Int64? {
+        guard entries[key] != nil else { return nil }
+        defer { credit[key] = bytes }
+        return credit[key] ?? 0
+    }
+
+    /// Counters of `packets` datagrams of `bytes` bytes each that arrived and left with `ecn`.
+    static func carried(_ packets: UInt64, bytes: UInt64, ecn: Int) -> FlowCounters {
+        var counters = FlowCounters()
+        counters.packets = packets
+        counters.bytes = packets * bytes
+        counters.ecnIn[ecn] = packets
+        counters.ecnOut[ecn] = packets
+        return counters
+    }
+}

@@ -1,0 +1,114 @@
+import DatagramEngine
+import FastPath
+@testable import RelayCore
+import NetAddress
+import STUN
+import Synchronization
+import XCTest
+
+/// TURN channels and the kernel fast path, on the in-memory harness and offload (table logic:
+/// what is installed when, with which rewrite and lifetime, and what becomes of its counts).
+final class TurnOffloadTests: XCTestCase {
+    private struct Bound {
+        var harness: InMemoryTurnHarness
+        var client: TurnTestClient
+        var clientAddress: Endpoint
+        var relayed: Endpoint
+        var peer: SocketID
+        var peerAddress: Endpoint
+    }
+
+    private func bound(_ offload: InMemoryOffload, configure: (inout TurnSettings) -> Void = { _ in }) throws -> Bound {
+        let harness = try InMemoryTurnHarness(offload: offload, configure: configure)
+        var client = try TurnTestClient(harness)
+        let allocated = try XCTUnwrap(client.allocate())
+        let relayed = try XCTUnwrap(allocated.xorAddress(.xorRelayedAddress))
+        let clientAddress = try XCTUnwrap(allocated.xorAddress(.xorMappedAddress))
+        let (peer, peerAddress) = try harness.socket("127.0.0.1")
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4001, peerAddress)).isSuccess)
+        return Bound(harness: harness, client: client, clientAddress: clientAddress, relayed: relayed, peer: peer, peerAddress: peerAddress)
+    }
+
+    func testAChannelBindPutsTheChannelInTheKernelBothWays() throws {
+        let offload = InMemoryOffload()
+        let channel = try bound(offload)
+        let toPeer = try XCTUnwrap(offload.entries[FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)])
+        XCTAssertEqual(toPeer.kind, .stripChannel(0x4001))
+        XCTAssertEqual(toPeer.source, channel.relayed)
+        XCTAssertEqual(toPeer.destination, channel.peerAddress)
+        let toClient = try XCTUnwrap(offload.entries[FlowKey(source: channel.peerAddress, destination: channel.relayed)])
+        XCTAssertEqual(toClient.kind, .addChannel(0x4001))
+        XCTAssertEqual(toClient.source, channel.harness.listener)
+        XCTAssertEqual(toClient.destination, channel.clientAddress)
+        // The permission (300 s) ends before the channel (600 s): the entry stops with it.
+        XCTAssertEqual(toPeer.expiresAt, channel.harness.now + 300 * 1_000_000_000)
+        XCTAssertEqual(toClient.expiresAt, toPeer.expiresAt)
+        XCTAssertEqual(offload.entries.count, 2)
+    }
+
+    func testInstallsComeBeforeTheAnswerIsQueued() throws {
+        let offload = InMemoryOffload()
+        let harness = try InMemoryTurnHarness(offload: offload)
+        var client = try TurnTestClient(harness)
+        XCTAssertNotNil(client.allocate())
+        let (_, peerAddress) = try harness.socket("127.0.0.1")
+        let queued = Mutex<[Int]>([])
+        offload.onInstall = { _ in queued.withLock { $0.append(harness.queuedCount) } }
+        XCTAssertTrue(try XCTUnwrap(client.bind(0x4002, peerAddress)).isSuccess)
+        XCTAssertEqual(queued.withLock { $0 }, [0, 0], "both entries were in before the ChannelBind success was queued")
+    }
+
+    func testAPermissionRefreshMovesTheEndAndARefreshOfZeroTakesThemOut() throws {
+        let offload = InMemoryOffload()
+        var channel = try bound(offload)
+        let records = Mutex<[AccountingRecord]>([])
+        channel.harness.table.accounting = { record in records.withLock { $0.append(record) } }
+        let toPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)
+        let toClient = FlowKey(source: channel.peerAddress, destination: channel.relayed)
+        channel.harness.advance(seconds: 100)
+        XCTAssertTrue(try XCTUnwrap(channel.client.permit(channel.peerAddress)).isSuccess)
+        XCTAssertEqual(offload.entries[toPeer]?.expiresAt, channel.harness.now + 300 * 1_000_000_000)
+
+        offload.counts[toPeer] = InMemoryOffload.carried(10, bytes: 100, ecn: 2)
+        offload.counts[toClient] = InMemoryOffload.carried(5, bytes: 200, ecn: 1)
+        let listed = try XCTUnwrap(channel.harness.table.describeAllocations(limit: 10, worker: 0).first)
+        XCTAssertEqual(listed.counters.channelDataIn, 10)
+        XCTAssertEqual(listed.counters.bytesToClient, 1_000)
+        XCTAssertEqual(listed.counters.ecnFromPeers[1], 5)
+
+        XCTAssertTrue(try XCTUnwrap(channel.client.ask(.refresh) { $0.append(.lifetime, uint32: 0) }).isSuccess)
+        XCTAssertTrue(offload.entries.isEmpty)
+        let record = try XCTUnwrap(records.withLock { $0.first })
+        let sides = Dictionary(uniqueKeysWithValues: record.sides.map { ($0.name, $0) })
+        XCTAssertEqual(sides["client"]?.packetsIn, 10, "the kernel's ChannelData is in the allocation's record")
+        XCTAssertEqual(sides["client"]?.packetsOut, 5)
+    }
+
+    func testEntriesGoWhenThePermissionEnds() throws {
+        let offload = InMemoryOffload()
+        let channel = try bound(offload)
+        channel.harness.advance(seconds: 299)
+        channel.harness.table.expire()
+        XCTAssertEqual(offload.entries.count, 2)
+        channel.harness.advance(seconds: 2)
+        channel.harness.table.expire()
+        XCTAssertTrue(offload.entries.isEmpty)
+    }
+
+    func testAQuotaKeepsTheAllocationInUserSpace() throws {
+        let offload = InMemoryOffload()
+        let channel = try bound(offload) { $0.bandwidthPerAllocation = 100_000 }
+        XCTAssertTrue(offload.entries.isEmpty)
+        channel.client.send(channelData(0x4001, [7, 7]))
+        XCTAssertEqual(channel.harness.next(on: channel.peer)?.bytes, [7, 7])
+    }
+
+    func testARefusedInstallStillRelays() throws {
+        let offload = InMemoryOffload()
+        offload.refusing = true
+        let channel = try bound(offload)
+        XCTAssertTrue(offload.entries.isEmpty)
+        channel.client.send(channelData(0x4001, [1, 2, 3]))
+        XCTAssertEqual(channel.harness.next(on: channel.peer)?.bytes, [1, 2, 3])
+    }
+}
