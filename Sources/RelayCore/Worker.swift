@@ -30,6 +30,7 @@ final class Worker {
     var now: UInt64 { clock.now }
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
+    var lastCredit: UInt64 = 0
 
     init(shared: WorkerShared, settings: RelaySettings, turnState: TurnSharedState = TurnSharedState(),
          ruleShares: [RuleShared]) throws(SystemCallError) {
@@ -77,6 +78,7 @@ final class Worker {
             for command in shared.takeCommands() { execute(command) }
         }
         if now &- lastHousekeeping > 500_000_000 { housekeeping() }
+        if now &- lastCredit > 20_000_000 { grantCredit() }
         if now &- lastPublish > 100_000_000 { publish() }
     }
 
@@ -116,6 +118,15 @@ final class Worker {
         sessions.expire()
         turnTable?.expire()
         if turnTable?.takeEndedTLSSessions() == true { HeapTrim.releaseFreePages() }
+    }
+
+    /// The fast path's flows with a rate limit get the credit their limits allow now
+    /// (`SessionTable.grantCredit`, `TurnTable.grantCredit`): often enough that a burst the
+    /// bucket would pass does not wait for it.
+    func grantCredit() {
+        lastCredit = now
+        if !sessions.creditedPairs.isEmpty { sessions.grantCredit() }
+        if let turnTable, !turnTable.creditedAllocations.isEmpty { turnTable.grantCredit() }
     }
 
     /// A command from the control plane, run between batches.

@@ -136,4 +136,20 @@ final class SessionOffloadTests: XCTestCase {
         XCTAssertEqual(tables.send([9], from: peerA, to: legs[0]).map(\.destination), [peerB])
         XCTAssertTrue(tables.sessions.offloaded.isEmpty)
     }
+
+    func testAByteLimitForwardsOnCreditAndThePacketLimitStaysInUserSpace() throws {
+        let offload = InMemoryOffload()
+        let tables = try InMemoryTables(offload: offload)
+        let legs = try pair(tables) { $0.maxBytesPerSecond = 40_000 }
+        tables.send([1], from: peerA, to: legs[0])
+        tables.send([1], from: peerB, to: legs[1])
+        let forward = FlowKey(source: peerA, destination: legs[0])
+        // One datagram of a byte passed the user-space bucket before the pair went to the kernel.
+        XCTAssertEqual(Double(offload.credit[forward] ?? 0), 10_000 - 1, accuracy: 1)
+        offload.spend(forward, 9_000)
+        tables.sessions.grantCredit()
+        XCTAssertEqual(Double(offload.credit[forward] ?? 0), 1_000 - 1, accuracy: 1)
+        XCTAssertTrue(tables.sessions.delete("s1"))
+        XCTAssertTrue(offload.credit.isEmpty)
+    }
 }

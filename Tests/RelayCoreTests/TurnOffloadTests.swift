@@ -95,12 +95,32 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertTrue(offload.entries.isEmpty)
     }
 
-    func testAQuotaKeepsTheAllocationInUserSpace() throws {
+    func testAQuotaForwardsOnTheCreditItsBucketAllows() throws {
         let offload = InMemoryOffload()
         let channel = try bound(offload) { $0.bandwidthPerAllocation = 100_000 }
-        XCTAssertTrue(offload.entries.isEmpty)
-        channel.client.send(channelData(0x4001, [7, 7]))
-        XCTAssertEqual(channel.harness.next(on: channel.peer)?.bytes, [7, 7])
+        let toPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)
+        let toClient = FlowKey(source: channel.peerAddress, destination: channel.relayed)
+        // A full bucket passes a quarter of its burst before ECT(1) marking starts; the two
+        // directions share it.
+        XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1)
+        XCTAssertEqual(offload.credit[toPeer], offload.credit[toClient])
+        offload.spend(toPeer, 10_000)
+        channel.harness.table.grantCredit()
+        XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 7_500, accuracy: 1, "what the kernel spent is charged to the quota")
+        offload.spend(toPeer, 7_500)
+        offload.spend(toClient, 7_500)
+        channel.harness.table.grantCredit()
+        XCTAssertEqual(offload.credit[toPeer], 0, "at the marking threshold the kernel gets nothing")
+        // What the kernel hands back now meets the user-space policer at that threshold.
+        var marked = 0
+        for _ in 0..<40 {
+            channel.client.send(channelData(0x4001, [UInt8](repeating: 0, count: 1_000)), trafficClass: TrafficClass(dscp: 0, ecn: .ect1))
+            if channel.harness.next(on: channel.peer)?.trafficClass.ecn == .ce { marked += 1 }
+        }
+        XCTAssertGreaterThan(marked, 0)
+        channel.harness.advance(seconds: 1)
+        channel.harness.table.grantCredit()
+        XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1, "a second later the bucket is full again")
     }
 
     func testARefusedInstallStillRelays() throws {

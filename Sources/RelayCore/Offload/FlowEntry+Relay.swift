@@ -4,9 +4,10 @@ import NetAddress
 extension FlowEntry {
     /// The entry for a flow the relay has decided: from `source` to `destination` with
     /// `policy`'s marking, the route found by the kernel, forwarding until `expiresAt` (nil:
-    /// no fixed end) and while a datagram comes at least every `idleTimeout` nanoseconds.
+    /// no fixed end) and while a datagram comes at least every `idleTimeout` nanoseconds;
+    /// `credited`: only as far as the credit its table grants (a flow with a rate limit).
     static func relay(from source: Endpoint, to destination: Endpoint, kind: Kind = .plain, policy: MarkingPolicy,
-                      expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil) -> FlowEntry {
+                      expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
         let dscp: DSCP = switch policy.dscp {
         case .mirror: .mirror
         case .class: .value(policy.serviceClass.dscp)

@@ -9,6 +9,16 @@ struct OffloadedPair: Equatable {
     var forward: FlowKey
     var backward: FlowKey
     var written: UInt64
+    /// The credit last granted to each direction's entry, for a direction with a rate limit
+    /// (nil: forwarded without credit). What it has left is read back before the next grant,
+    /// and the difference charged to the limit's bucket.
+    var forwardCredit: Int64?
+    var backwardCredit: Int64?
+
+    var isCredited: Bool { forwardCredit != nil || backwardCredit != nil }
+
+    /// Whether `other` names the same flows (a rewrite of the same entries, not new ones).
+    func sameKeys(_ other: OffloadedPair) -> Bool { forward == other.forward && backward == other.backward }
 
     /// When the kernel last carried a datagram of either direction (0: never, or no entry).
     func lastForwarded(_ offload: any FlowOffload) -> UInt64 {
@@ -21,6 +31,15 @@ struct OffloadedPair: Equatable {
         offload.remove(forward)
         offload.remove(backward)
         return counts
+    }
+}
+
+extension FlowOffload {
+    /// Settles the credit of `key`'s entry, which was granted `granted`: takes back what is
+    /// left, and returns what the kernel spent (to charge to the limit's bucket).
+    func takeBackCredit(_ key: FlowKey, granted: Int64) -> UInt64 {
+        let left = exchangeCredit(key, 0) ?? granted
+        return UInt64(max(0, granted - max(0, left)))
     }
 }
 

@@ -42,14 +42,35 @@ struct Policer {
                          random: inout MarkingRandom) -> PolicerVerdict {
         guard rate > 0 else { return .pass }
         let depth = rate &* Self.burstNanoseconds
-        let elapsed = min(now &- lastRefill, Self.burstNanoseconds)
-        tokens = min(tokens &+ elapsed &* rate, depth)
-        lastRefill = now
+        refill(now: now)
         let price = cost &* 1_000_000_000
         guard tokens >= price else { return .drop }
         tokens &-= price
         guard marks else { return .pass }
         return thresholds.marks(ecn, deficit: depth &- tokens, depth: depth, random: &random) ? .mark : .pass
+    }
+
+    @inline(__always)
+    private mutating func refill(now: UInt64) {
+        let elapsed = min(now &- lastRefill, Self.burstNanoseconds)
+        tokens = min(tokens &+ elapsed &* rate, rate &* Self.burstNanoseconds)
+        lastRefill = now
+    }
+
+    /// The units that may pass elsewhere (the kernel fast path) before this bucket would mark
+    /// any datagram (`marks`: from where ECT(1) marking starts) or drop one (empty): past that
+    /// every datagram must meet `police`. 0 without a limit is never asked for.
+    mutating func credit(now: UInt64, marks: Bool, thresholds: ECNThresholds) -> UInt64 {
+        refill(now: now)
+        let depth = rate &* Self.burstNanoseconds
+        let floor = marks ? depth &- (depth >> 16) &* thresholds.l4s : 0
+        return tokens > floor ? (tokens &- floor) / 1_000_000_000 : 0
+    }
+
+    /// Takes `units` that passed elsewhere (what the kernel forwarded on credit).
+    mutating func charge(_ units: UInt64, now: UInt64) {
+        refill(now: now)
+        tokens &-= min(tokens, units &* 1_000_000_000)
     }
 }
 

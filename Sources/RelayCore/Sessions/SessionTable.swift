@@ -77,6 +77,8 @@ final class SessionTable<Engine: TableEngine> {
     let offload: (any FlowOffload)?
     /// The pairs the kernel carries, by the index of their group's first leg.
     var offloaded: [Int32: OffloadedPair] = [:]
+    /// The pairs among them forwarded on credit.
+    var creditedPairs: Set<Int32> = []
 
     init(engine: Engine, settings: RelaySettings, opener: PortOpener<Engine>, worker: Int, clock: WorkerClock,
          egress: EgressShare = EgressShare(nil)) {

@@ -17,8 +17,10 @@ struct OffloadedChannel: Equatable {
 /// first ChannelData after the success already finds its entry; each carries the channel's
 /// end, so the kernel stops forwarding when user space would, even if user space stalls.
 /// What the kernel does not do the same way stays here: clients over TCP or TLS, Send and Data
-/// indications, allocations with a bandwidth quota and everything while the egress cap is on
-/// (their policers are the worker's), peers of the other family than the client.
+/// indications, everything while the egress cap is on (the cap is shared by the worker's
+/// tables), peers of the other family than the client. An allocation with a bandwidth quota
+/// is forwarded on credit: the kernel carries what its bucket would pass unmarked, and hands
+/// the rest to the user-space policer.
 extension TurnTable {
     /// Writes the entries of every channel of `client`'s allocation as they now stand, and
     /// takes out those of channels it no longer has.
@@ -26,38 +28,81 @@ extension TurnTable {
         guard let offload, !client.isStream, let allocation = store.index(of: client) else { return }
         let now = clock.now
         var wanted: [UInt16: OffloadedChannel] = [:]
-        if !packets.egress.isOn && !store[allocation].bandwidth.isLimited, let local = listenerAddress(client) {
+        let credited = store[allocation].bandwidth.isLimited
+        if !packets.egress.isOn, let local = listenerAddress(client) {
             for binding in store[allocation].channels.entries where binding.expires > now && binding.permissionExpires > now {
                 guard let relayed = relayedAddress(allocation, toward: binding.peer) else { continue }
                 let expires = min(binding.expires, binding.permissionExpires, store[allocation].expires)
                 let pair = OffloadedPair(forward: FlowKey(source: client.address, destination: local, channel: binding.number),
-                                         backward: FlowKey(source: binding.peer, destination: relayed), written: now)
+                                         backward: FlowKey(source: binding.peer, destination: relayed), written: now,
+                                         forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
                 wanted[binding.number] = OffloadedChannel(pair: pair, expires: expires)
             }
         }
         let had = offloadedChannels[allocation] ?? [:]
-        for (number, old) in had where wanted[number]?.pair.forward != old.pair.forward || wanted[number]?.pair.backward != old.pair.backward {
+        for (number, old) in had where !(wanted[number].map { old.pair.sameKeys($0.pair) } ?? false) {
             takeOffloaded(allocation, number, old)
         }
         var kept: [UInt16: OffloadedChannel] = [:]
-        for (number, channel) in wanted {
-            if let old = had[number], old.pair.forward == channel.pair.forward, old.pair.backward == channel.pair.backward,
-               old.expires == channel.expires {
-                kept[number] = old
-                continue
+        for (number, var channel) in wanted {
+            if let old = had[number], old.pair.sameKeys(channel.pair) {
+                // A rewrite keeps the kernel's credit: so does the record of what was granted.
+                channel.pair.forwardCredit = old.pair.forwardCredit
+                channel.pair.backwardCredit = old.pair.backwardCredit
+                if old.expires == channel.expires {
+                    kept[number] = old
+                    continue
+                }
             }
             let policy = settings.marking
             let key = channel.pair
             guard offload.install(key.forward, .relay(from: key.backward.destination, to: key.backward.source, kind: .stripChannel(number),
-                                                      policy: policy, expiresAt: channel.expires)),
+                                                      policy: policy, expiresAt: channel.expires, credited: credited)),
                   offload.install(key.backward, .relay(from: key.forward.destination, to: client.address, kind: .addChannel(number),
-                                                       policy: policy, expiresAt: channel.expires)) else {
+                                                       policy: policy, expiresAt: channel.expires, credited: credited)) else {
                 takeOffloaded(allocation, number, channel)
                 continue
             }
             kept[number] = channel
         }
         offloadedChannels[allocation] = kept.isEmpty ? nil : kept
+        if credited && !kept.isEmpty {
+            creditedAllocations.insert(allocation)
+            grantCredit(allocation)
+        } else {
+            creditedAllocations.remove(allocation)
+        }
+    }
+
+    /// Every allocation forwarded on credit: what its entries spent since the last grant is
+    /// charged to its quota, and what the quota would now pass unmarked (`Policer.credit`) is
+    /// shared out among its entries. Past that the kernel hands the datagrams back, and the
+    /// user-space policer marks and drops them as it always has.
+    func grantCredit() {
+        for allocation in creditedAllocations { grantCredit(allocation) }
+    }
+
+    private func grantCredit(_ allocation: Int) {
+        guard let offload, var channels = offloadedChannels[allocation] else { return }
+        let now = clock.now
+        var spent: UInt64 = 0
+        for (number, channel) in channels {
+            if let granted = channel.pair.forwardCredit { spent &+= offload.takeBackCredit(channel.pair.forward, granted: granted) }
+            if let granted = channel.pair.backwardCredit { spent &+= offload.takeBackCredit(channel.pair.backward, granted: granted) }
+            channels[number]?.pair.forwardCredit = 0
+            channels[number]?.pair.backwardCredit = 0
+        }
+        store[allocation].bandwidth.charge(spent, now: now)
+        let credit = store[allocation].bandwidth.credit(now: now, marks: store[allocation].ecnMarking, thresholds: settings.ecnThresholds)
+        // Both directions share one quota: each entry gets an equal part.
+        let share = Int64(credit / UInt64(2 * channels.count))
+        for (number, channel) in channels {
+            _ = offload.exchangeCredit(channel.pair.forward, share)
+            _ = offload.exchangeCredit(channel.pair.backward, share)
+            channels[number]?.pair.forwardCredit = share
+            channels[number]?.pair.backwardCredit = share
+        }
+        offloadedChannels[allocation] = channels
     }
 
     /// Takes every entry of `allocation` out of the kernel, its counts added to the allocation's.
@@ -65,6 +110,7 @@ extension TurnTable {
         guard let channels = offloadedChannels[allocation] else { return }
         for (number, channel) in channels { takeOffloaded(allocation, number, channel) }
         offloadedChannels[allocation] = nil
+        creditedAllocations.remove(allocation)
     }
 
     /// Takes out the entries whose time has passed (the kernel stopped forwarding them then).
@@ -74,7 +120,10 @@ extension TurnTable {
                 takeOffloaded(allocation, number, channel)
                 offloadedChannels[allocation]?[number] = nil
             }
-            if offloadedChannels[allocation]?.isEmpty == true { offloadedChannels[allocation] = nil }
+            if offloadedChannels[allocation]?.isEmpty == true {
+                offloadedChannels[allocation] = nil
+                creditedAllocations.remove(allocation)
+            }
         }
     }
 
@@ -91,7 +140,12 @@ extension TurnTable {
 
     private func takeOffloaded(_ allocation: Int, _ number: UInt16, _ channel: OffloadedChannel) {
         guard let offload else { return }
-        let counts = channel.pair.remove(from: offload)
+        let pair = channel.pair
+        var spent: UInt64 = 0
+        if let granted = pair.forwardCredit { spent &+= offload.takeBackCredit(pair.forward, granted: granted) }
+        if let granted = pair.backwardCredit { spent &+= offload.takeBackCredit(pair.backward, granted: granted) }
+        if spent > 0 { store[allocation].bandwidth.charge(spent, now: clock.now) }
+        let counts = pair.remove(from: offload)
         if let toPeer = counts.forward { store[allocation].counters.addToPeers(toPeer) }
         if let toClient = counts.backward { store[allocation].counters.addToClient(toClient) }
     }

@@ -22,7 +22,8 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
     var refusing = false
     /// Called at every install, before it is recorded (to see what the engine had sent then).
     var onInstall: (FlowKey) -> Void = { _ in }
-    private var credit: [FlowKey: Int64] = [:]
+    /// Each entry's credit as the table last set it, less what `spend` took.
+    private(set) var credit: [FlowKey: Int64] = [:]
 
     func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool {
         onInstall(key)
@@ -35,6 +36,7 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
     func remove(_ key: FlowKey) {
         guard entries.removeValue(forKey: key) != nil else { return }
         counts[key] = nil
+        credit[key] = nil
         forwardedAt[key] = nil
         events.append(.remove(key))
     }
@@ -48,6 +50,9 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
         defer { credit[key] = bytes }
         return credit[key] ?? 0
     }
+
+    /// Takes `bytes` off `key`'s credit, as the kernel does for what it forwards on credit.
+    func spend(_ key: FlowKey, _ bytes: Int64) { credit[key, default: 0] -= bytes }
 
     /// Counters of `packets` datagrams of `bytes` bytes each that arrived and left with `ecn`.
     static func carried(_ packets: UInt64, bytes: UInt64, ecn: Int) -> FlowCounters {
