@@ -76,4 +76,15 @@ final class ForwardOffloadTests: XCTestCase {
         tables.send([1], from: client, to: listen)
         XCTAssertTrue(offload.entries.isEmpty)
     }
+
+    func testAReloadedIdleTimeoutRewritesTheEntries() throws {
+        let offload = InMemoryOffload()
+        let tables = try tables(offload, idleSeconds: 30)
+        tables.send([1], from: client, to: listen)
+        let installs = offload.events.count
+        tables.forwardRules.rules[0].shared.idleTimeoutSeconds.store(5, ordering: .relaxed)
+        tables.forwardRules.expireClients()
+        XCTAssertEqual(offload.events.count, installs + 2, "both entries written again with the new timeout")
+        XCTAssertEqual(tables.forwardRules.offloaded.values.first?.idleTimeout, 5_000_000_000)
+    }
 }

@@ -17,9 +17,9 @@ extension ForwardRuleTable {
         upstreamLocal.port = state.port
         let upstream = routes[rule].upstream
         let policy = routes[rule].policy
-        let idle = UInt64(rules[rule].shared.idleTimeoutSeconds.load(ordering: .relaxed)) &* 1_000_000_000
+        let idle = idleTimeout(rule)
         let pair = OffloadedPair(forward: FlowKey(source: state.source, destination: local),
-                                 backward: FlowKey(source: upstream, destination: upstreamLocal), written: now)
+                                 backward: FlowKey(source: upstream, destination: upstreamLocal), written: now, idleTimeout: idle)
         if let old = offloaded[Int32(client)], old.forward != pair.forward || old.backward != pair.backward {
             takeOffloaded(client)
         }
@@ -50,12 +50,17 @@ extension ForwardRuleTable {
 
     /// Writes again the entries of every client user space heard since they were written (the
     /// kernel handed its datagrams back), so a flow idle past its timeout in the kernel and
-    /// then heard again goes back to the kernel.
+    /// then heard again goes back to the kernel; and of every client whose rule's idle timeout
+    /// a reload changed.
     func refreshOffloaded() {
         for (client, pair) in offloaded {
             guard let state = clients[Int(client)] else { continue }
-            if state.lastHeard > pair.written { offloadClient(Int(client)) }
+            if state.lastHeard > pair.written || pair.idleTimeout != idleTimeout(Int(state.rule)) { offloadClient(Int(client)) }
         }
+    }
+
+    private func idleTimeout(_ rule: Int) -> UInt64 {
+        UInt64(rules[rule].shared.idleTimeoutSeconds.load(ordering: .relaxed)) &* 1_000_000_000
     }
 
     /// The address a rule's upstream sockets send from: they are bound to a wildcard address,

@@ -9,6 +9,8 @@ struct OffloadedPair: Equatable {
     var forward: FlowKey
     var backward: FlowKey
     var written: UInt64
+    /// The idle timeout the entries were written with (a reload may change a rule's).
+    var idleTimeout: UInt64?
     /// The credit last granted to each direction's entry, for a direction with a rate limit
     /// (nil: forwarded without credit). What it has left is read back before the next grant,
     /// and the difference charged to the limit's bucket.

@@ -22,6 +22,7 @@ extension SessionTable {
               let session = sessions[Int(legs[leg].session)] else { return }
         var pair = OffloadedPair(forward: FlowKey(source: peerA, destination: localA),
                                  backward: FlowKey(source: peerB, destination: localB), written: now,
+                                 idleTimeout: session.idleTimeout,
                                  forwardCredit: legs[a].limits.bytes.isLimited ? 0 : nil,
                                  backwardCredit: legs[b].limits.bytes.isLimited ? 0 : nil)
         if let old = offloaded[Int32(first)] {
