@@ -1,5 +1,6 @@
 // The layout shared by the BPF program (Sources/FastPath/bpf/relay.bpf.c) and the FastPath
-// module: the flow map's key and value and the per-CPU counters. One definition, read by both
+// module: the flow map's key and value, the per-CPU counters, and the per-slot state both sides
+// write (the time of the last datagram forwarded, the credit). One definition, read by both
 // compilers, so the two sides cannot disagree about an offset. Addresses and ports are in
 // network byte order, as they stand in the packet; an IPv4 address fills the first 4 bytes of
 // its 16 and the rest are zero.
@@ -51,8 +52,28 @@ enum mr_fp_handback {
     MR_FP_BACK_FRAGMENT = 5,
     /// A GSO or GRO packet (several datagrams in one buffer).
     MR_FP_BACK_GSO = 6,
-    MR_FP_BACK_COUNT = 7,
+    /// The entry leaves the route to the kernel and the kernel has none that sends the
+    /// rewritten datagram on (unreachable, blackhole, prohibited, forwarding off, a tunnel).
+    MR_FP_BACK_NO_ROUTE = 7,
+    /// The flow has been quiet longer than the entry's idle timeout: user space decides,
+    /// and the kernel forwards again only after a new install.
+    MR_FP_BACK_IDLE = 8,
+    /// The entry is credited and its credit does not cover the datagram as it would be sent.
+    MR_FP_BACK_CREDIT = 9,
+    MR_FP_BACK_COUNT = 10,
 };
+
+/// Where a rewritten datagram goes.
+enum mr_fp_egress {
+    /// The kernel's routing table decides, looked up for the rewritten addresses: out of the
+    /// interface of the route, or up this host's stack when the destination is local.
+    MR_FP_EGRESS_ROUTE = 0,
+    /// Out of `egress_ifindex`; 0: up this host's stack (TC_ACT_OK / XDP_PASS).
+    MR_FP_EGRESS_INTERFACE = 1,
+};
+
+/// The entry's credit (mr_fp_slot.credit) limits what it forwards.
+#define MR_FP_FLAG_CREDITED 0x01
 
 /// The exact 5-tuple of an arriving datagram (protocol UDP implied).
 struct mr_fp_key {
@@ -75,11 +96,21 @@ struct mr_fp_entry {
     __u8 dscp_value;        // DSCP for MR_FP_DSCP_CLASS (0-63)
     __u8 ecn_mode;          // enum mr_fp_ecn
     __u16 channel;          // ChannelData channel number (host order), for the channel kinds
-    __u16 reserved;
-    __u32 egress_ifindex;   // interface to send on; 0: deliver in this host (TC_ACT_OK)
-    __u32 counter_slot;     // index into the counters map
-    __u32 reserved2;
+    __u8 egress_mode;       // enum mr_fp_egress
+    __u8 flags;             // MR_FP_FLAG_*
+    __u32 egress_ifindex;   // for MR_FP_EGRESS_INTERFACE; 0: deliver in this host
+    __u32 counter_slot;     // index into the counters and slots maps
+    __u32 reserved;
     __u64 expires_ns;       // CLOCK_MONOTONIC; 0: no expiry
+    __u64 idle_ns;          // longest quiet time before the flow is handed back; 0: none
+};
+
+/// One slot's state, in a map user space maps into its memory (BPF_F_MMAPABLE), so that
+/// reading the time and exchanging the credit cost no system call. Both sides write it, so
+/// each access is a single aligned 64-bit load, store or atomic.
+struct mr_fp_slot {
+    __u64 last_forwarded_ns;  // CLOCK_MONOTONIC of the last datagram forwarded, or of install
+    __s64 credit;             // bytes a credited entry may still send on
 };
 
 /// One entry's counters on one CPU. `bytes` counts UDP payload bytes sent on.

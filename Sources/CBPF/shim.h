@@ -11,4 +11,21 @@
 #define MR_BPF_TCX_INGRESS 46
 #define MR_BPF_TCX_EGRESS 47
 
+// The user-space side of struct mr_fp_slot, which the BPF program reads and writes at the same
+// time: Swift has no atomics on memory it did not allocate, so these few are C's.
+static inline __u64 mr_fp_slot_last_forwarded(const struct mr_fp_slot *slot)
+{
+    return __atomic_load_n(&slot->last_forwarded_ns, __ATOMIC_RELAXED);
+}
+
+static inline void mr_fp_slot_set_last_forwarded(struct mr_fp_slot *slot, __u64 time)
+{
+    __atomic_store_n(&slot->last_forwarded_ns, time, __ATOMIC_RELAXED);
+}
+
+static inline __s64 mr_fp_slot_exchange_credit(struct mr_fp_slot *slot, __s64 credit)
+{
+    return __atomic_exchange_n(&slot->credit, credit, __ATOMIC_SEQ_CST);
+}
+
 #endif

@@ -1,12 +1,34 @@
 import CBPF
 
 /// One entry's counters summed over every CPU, as the kernel kept them since the entry was
-/// installed. `bytes` counts UDP payload bytes sent on (after a ChannelData header was removed
+/// installed (or, for KernelFastPath's `totals`, every entry's since the program was loaded). `bytes` counts UDP payload bytes sent on (after a ChannelData header was removed
 /// or added). ECN counts are indexed by codepoint: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
 public struct FlowCounters: Equatable, Sendable {
-    /// Why a matching datagram went to user space unmodified.
+    /// Why a matching datagram went to user space unmodified (fastpath_abi.h's
+    /// mr_fp_handback, in its order).
     public enum HandBack: Int, CaseIterable, Sendable {
-        case expired, stun, malformed, checksumState, tooLarge, fragment, gso
+        /// The entry's `expiresAt` has passed.
+        case expired
+        /// A STUN message (magic cookie): requests and indications are user space's.
+        case stun
+        /// A ChannelData header of another channel, or a length that does not add up.
+        case malformed
+        /// A change of length while the kernel holds checksum state for the datagram
+        /// (CHECKSUM_PARTIAL from a local sender, CHECKSUM_COMPLETE from a NIC).
+        case checksumState
+        /// Too large for the egress link once a ChannelData header is added.
+        case tooLarge
+        /// The first fragment of a fragmented IPv4 datagram.
+        case fragment
+        /// Several datagrams in one buffer (GSO or GRO).
+        case gso
+        /// The entry leaves the route to the kernel, and it has none that sends the datagram on.
+        case noRoute
+        /// The flow was quiet longer than the entry's `idleTimeout`; forwarding resumes only
+        /// with a new install.
+        case idle
+        /// The entry is credited and its credit does not cover the datagram.
+        case credit
     }
 
     public var packets: UInt64 = 0
@@ -18,6 +40,20 @@ public struct FlowCounters: Equatable, Sendable {
     public var failed: UInt64 = 0
 
     public init() {}
+
+    /// Both counts together: several entries folded into one figure.
+    public static func + (left: FlowCounters, right: FlowCounters) -> FlowCounters {
+        var sum = left
+        sum.packets &+= right.packets
+        sum.bytes &+= right.bytes
+        sum.failed &+= right.failed
+        for index in 0..<4 {
+            sum.ecnIn[index] &+= right.ecnIn[index]
+            sum.ecnOut[index] &+= right.ecnOut[index]
+        }
+        sum.handedBack.merge(right.handedBack, uniquingKeysWith: &+)
+        return sum
+    }
 
     mutating func add(_ cpu: mr_fp_counters) {
         packets &+= cpu.packets

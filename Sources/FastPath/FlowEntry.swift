@@ -3,10 +3,21 @@ import NetAddress
 
 /// What the kernel does with a datagram whose 5-tuple matches a FlowKey: send it on from
 /// `source` to `destination` (the same family as the key), with the ChannelData header removed
-/// or added as `kind` says, the traffic class byte by `dscp` and `ecn`, out of
-/// `egressInterface` (an interface index; 0 delivers it in this host). Past `expiresAt`
-/// (nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns) the kernel
-/// hands the flow's datagrams to user space unmodified instead.
+/// or added as `kind` says, and the traffic class byte by `dscp` and `ecn`.
+///
+/// Where it goes: with `egressInterface` nil, the kernel's routes decide, looked up for the
+/// rewritten addresses before the rewrite: a forwardable route sends it out of the route's
+/// interface to the route's next hop, a local destination delivers it up this host's stack,
+/// anything else (no route, forwarding off, a blackhole) hands it back as `.noRoute`. An
+/// explicit index sends it out of that interface; 0 delivers it in this host.
+///
+/// When the kernel hands the flow's datagrams to user space unmodified instead (times are
+/// nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns): past
+/// `expiresAt`; once the flow has been quiet (nothing forwarded) for longer than
+/// `idleTimeout`, counted from the last datagram forwarded or the install, until the next
+/// install; and when `credited` and the credit the owner granted (KernelFastPath's
+/// `exchangeCredit`, starting at 0) does not cover the datagram as it would be sent (after a
+/// ChannelData header is removed or added).
 public struct FlowEntry: Equatable, Sendable {
     /// What happens to the payload.
     public enum Kind: Equatable, Sendable {
@@ -37,11 +48,14 @@ public struct FlowEntry: Equatable, Sendable {
     public var kind: Kind
     public var dscp: DSCP
     public var ecn: ECN
-    public var egressInterface: UInt32
+    public var egressInterface: UInt32?
     public var expiresAt: UInt64?
+    public var idleTimeout: UInt64?
+    public var credited: Bool
 
     public init(source: Endpoint, destination: Endpoint, kind: Kind = .plain, dscp: DSCP = .mirror,
-                ecn: ECN = .copy, egressInterface: UInt32, expiresAt: UInt64? = nil) {
+                ecn: ECN = .copy, egressInterface: UInt32? = nil, expiresAt: UInt64? = nil,
+                idleTimeout: UInt64? = nil, credited: Bool = false) {
         self.source = source
         self.destination = destination
         self.kind = kind
@@ -49,6 +63,8 @@ public struct FlowEntry: Equatable, Sendable {
         self.ecn = ecn
         self.egressInterface = egressInterface
         self.expiresAt = expiresAt
+        self.idleTimeout = idleTimeout
+        self.credited = credited
     }
 
     /// Why this entry cannot go into the kernel for `key`, or nil when it can.
@@ -90,9 +106,16 @@ public struct FlowEntry: Equatable, Sendable {
         case .zero: entry.dscp_mode = UInt8(MR_FP_DSCP_ZERO.rawValue)
         }
         entry.ecn_mode = UInt8(ecn == .copy ? MR_FP_ECN_COPY.rawValue : MR_FP_ECN_CLEAR.rawValue)
-        entry.egress_ifindex = egressInterface
+        if let egressInterface {
+            entry.egress_mode = UInt8(MR_FP_EGRESS_INTERFACE.rawValue)
+            entry.egress_ifindex = egressInterface
+        } else {
+            entry.egress_mode = UInt8(MR_FP_EGRESS_ROUTE.rawValue)
+        }
+        entry.flags = credited ? UInt8(MR_FP_FLAG_CREDITED) : 0
         entry.counter_slot = slot
         entry.expires_ns = expiresAt.map { max($0, 1) } ?? 0
+        entry.idle_ns = idleTimeout.map { max($0, 1) } ?? 0
         return entry
     }
 }

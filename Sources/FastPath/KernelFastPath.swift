@@ -1,10 +1,11 @@
 import CBPF
 import Glibc
 import NetAddress
+import Synchronization
 import SystemSupport
 
 /// The kernel fast path of one process: the BPF program (relay.bpf.c, built with the package
-/// and embedded) loaded with its two maps, attached to the ingress of the interfaces given to
+/// and embedded) loaded with its maps, attached to the ingress of the interfaces given to
 /// `attach`, and the entries user space put in.
 ///
 /// Contract:
@@ -12,22 +13,36 @@ import SystemSupport
 ///   one line why (no CAP_BPF, no BTF, an old kernel, a missing interface) and leaves nothing
 ///   behind. Nothing is pinned: when this object ends, or the process does (kill -9 included),
 ///   the program and its maps are gone, so a restarted relay never inherits entries.
-/// - `install` puts an entry in or replaces it; a replaced entry keeps its counters, a new one
-///   starts at zero. `remove` takes it out. Each is one map operation, atomic for the packet
-///   path: a datagram sees the old entry or the new one, never a mix.
-/// - `counters` sums an entry's per-CPU counters.
-/// - Not thread-safe: one owner (a worker's tables) calls it. Never called per datagram.
-public final class KernelFastPath {
+/// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credit,
+///   a new one starts with zero counters and zero credit; either way its idle time starts
+///   again. A refused `put` throws and adds one to `refusals`. `remove` takes an entry out.
+///   Each is one map operation, atomic for the packet path: a datagram sees the old entry or
+///   the new one, never a mix.
+/// - `counters` sums an entry's per-CPU counters; `totals` every entry's since the load.
+/// - `lastForwarded` and `exchangeCredit` read and write memory shared with the kernel: no
+///   system call.
+/// - Safe from any thread: one lock guards which slot belongs to which flow and the map
+///   updates. Every method is per flow (or per housekeeping pass), never per datagram.
+public final class KernelFastPath: Sendable {
     /// The most entries the kernel map holds.
     public let capacity: Int
-    private let object: OpaquePointer
+    /// libbpf's object, closed by deinit only; every other use is of descriptors it owns.
+    nonisolated(unsafe) private let object: OpaquePointer
     private let program: Int32
     private let flows: Int32
     private let counterMap: Int32
+    private let totalsMap: Int32
     private let processors: Int
-    private var links: [InterfaceLink] = []
-    private var slots: [FlowKey: UInt32] = [:]
-    private var freeSlots: SlotPool
+    private let memory: SlotMemory
+    private let table: Mutex<Table>
+
+    /// Which flow holds which slot, and what came with them.
+    private struct Table: ~Copyable {
+        var links: [InterfaceLink] = []
+        var slots: [FlowKey: UInt32] = [:]
+        var freeSlots: SlotPool
+        var refusals = 0
+    }
 
     public init(capacity: Int = 65_536) throws(FastPathError) {
         precondition(capacity > 0 && capacity <= Int(UInt32.max), "fast path capacity \(capacity)")
@@ -44,24 +59,34 @@ public final class KernelFastPath {
             if case .failure = result { bpf_object__close(object) }
             return result.map { object }
         }
-        object = try opened.get()
+        let object = try opened.get()
+        do {
+            memory = try SlotMemory(map: bpf_map__fd(bpf_object__find_map_by_name(object, "slots")), count: capacity)
+        } catch {
+            bpf_object__close(object)
+            throw error
+        }
+        self.object = object
         program = bpf_program__fd(bpf_object__find_program_by_name(object, "mr_relay_ingress"))
         flows = bpf_map__fd(bpf_object__find_map_by_name(object, "flows"))
         counterMap = bpf_map__fd(bpf_object__find_map_by_name(object, "counters"))
+        totalsMap = bpf_map__fd(bpf_object__find_map_by_name(object, "totals"))
         processors = Int(libbpf_num_possible_cpus())
         self.capacity = capacity
-        freeSlots = SlotPool(capacity: capacity)
+        table = Mutex(Table(freeSlots: SlotPool(capacity: capacity)))
     }
 
     private static func prepareAndLoad(_ object: OpaquePointer, capacity: Int) -> Result<Void, FastPathError> {
-        guard let program = bpf_object__find_program_by_name(object, "mr_relay_ingress"),
-              let flows = bpf_object__find_map_by_name(object, "flows"),
-              let counters = bpf_object__find_map_by_name(object, "counters") else {
-            return .failure(FastPathError("fast path: the embedded BPF object lacks its program or maps (a build problem)"))
+        guard let program = bpf_object__find_program_by_name(object, "mr_relay_ingress") else {
+            return .failure(FastPathError("fast path: the embedded BPF object lacks its program (a build problem)"))
+        }
+        for name in ["flows", "counters", "slots"] {
+            guard let map = bpf_object__find_map_by_name(object, name) else {
+                return .failure(FastPathError("fast path: the embedded BPF object lacks its map \(name) (a build problem)"))
+            }
+            bpf_map__set_max_entries(map, UInt32(capacity))
         }
         bpf_program__set_expected_attach_type(program, bpf_attach_type(rawValue: UInt32(MR_BPF_TCX_INGRESS)))
-        bpf_map__set_max_entries(flows, UInt32(capacity))
-        bpf_map__set_max_entries(counters, UInt32(capacity))
         let loaded = bpf_object__load(object)
         guard loaded == 0 else {
             return .failure(.failed("loading the BPF program", code: -loaded, detail: LibbpfLog.last()))
@@ -70,58 +95,107 @@ public final class KernelFastPath {
     }
 
     deinit {
-        links.removeAll()
+        table.withLock { $0.links.removeAll() }
         bpf_object__close(object)
     }
 
     /// Attaches the program to `interface`'s ingress (in the calling thread's network
-    /// namespace) and returns its index, which entries name as their egress. Attaching twice
-    /// to one interface is a no-op.
+    /// namespace) and returns its index. Attaching twice to one interface is a no-op. Turns
+    /// forwarding on for that namespace's `lo` first (LoopbackForwarding): entries without
+    /// an egress interface need it for their route lookups.
     @discardableResult
     public func attach(interface: String) throws(FastPathError) -> UInt32 {
-        if let link = links.first(where: { $0.interface == interface }) { return link.index }
-        let link = try InterfaceLink(program: program, interface: interface)
-        links.append(link)
-        return link.index
+        let program = program
+        return try table.withLock { (table) throws(FastPathError) -> UInt32 in
+            if let link = table.links.first(where: { $0.interface == interface }) { return link.index }
+            try LoopbackForwarding.enable()
+            let link = try InterfaceLink(program: program, interface: interface)
+            table.links.append(link)
+            return link.index
+        }
     }
 
     /// The interfaces attached so far.
-    public var interfaces: [String] { links.map(\.interface) }
+    public var interfaces: [String] { table.withLock { $0.links.map(\.interface) } }
 
     /// The number of entries installed.
-    public var count: Int { slots.count }
+    public var count: Int { table.withLock { $0.slots.count } }
 
-    /// Puts `entry` in for `key`, or replaces the entry there (its counters kept).
-    public func install(_ key: FlowKey, _ entry: FlowEntry) throws(FastPathError) {
+    /// How many `put`s were refused since the load (table full, an entry the kernel cannot
+    /// carry, a map update that failed).
+    public var refusals: Int { table.withLock { $0.refusals } }
+
+    /// Puts `entry` in for `key`, or replaces the entry there (its counters and credit kept).
+    public func put(_ key: FlowKey, _ entry: FlowEntry) throws(FastPathError) {
+        try table.withLock { (table) throws(FastPathError) in
+            do throws(FastPathError) {
+                try put(key, entry, in: &table)
+            } catch {
+                table.refusals += 1
+                throw error
+            }
+        }
+    }
+
+    private func put(_ key: FlowKey, _ entry: FlowEntry, in table: inout Table) throws(FastPathError) {
         if let refusal = entry.refusal(for: key) { throw FastPathError("fast path: \(refusal)") }
-        let existing = slots[key]
-        guard let slot = existing ?? freeSlots.take() else {
+        let existing = table.slots[key]
+        guard let slot = existing ?? table.freeSlots.take() else {
             throw FastPathError("fast path: \(key): the table is full (\(capacity) entries)")
         }
         if existing == nil { zeroCounters(slot) }
+        // Before the entry is in: the kernel must never see a new entry with the last
+        // occupant's idle time or credit.
+        memory.start(slot, at: MonotonicClock.now(), clearCredit: existing == nil)
         var kernelKey = key.kernelKey
         var value = entry.kernelEntry(slot: slot)
         let result = bpf_map_update_elem(flows, &kernelKey, &value, UInt64(BPF_ANY))
         guard result == 0 else {
-            if existing == nil { freeSlots.give(slot) }
+            if existing == nil { table.freeSlots.give(slot) }
             throw .failed("installing \(key)", code: -result)
         }
-        slots[key] = slot
+        table.slots[key] = slot
     }
 
     /// Takes the entry for `key` out; its datagrams go to user space from now on.
     public func remove(_ key: FlowKey) {
-        guard let slot = slots.removeValue(forKey: key) else { return }
-        var kernelKey = key.kernelKey
-        _ = bpf_map_delete_elem(flows, &kernelKey)
-        freeSlots.give(slot)
+        table.withLock { table in
+            guard let slot = table.slots.removeValue(forKey: key) else { return }
+            var kernelKey = key.kernelKey
+            _ = bpf_map_delete_elem(flows, &kernelKey)
+            table.freeSlots.give(slot)
+        }
     }
 
     /// The entry's counters summed over every CPU, or nil when `key` has no entry.
     public func counters(_ key: FlowKey) -> FlowCounters? {
-        guard var slot = slots[key] else { return nil }
+        table.withLock { table in
+            guard let slot = table.slots[key] else { return nil }
+            return sum(counterMap, slot)
+        }
+    }
+
+    /// Every datagram that matched an entry since the load, removed entries included, summed
+    /// over every CPU: one system call.
+    public var totals: FlowCounters { sum(totalsMap, 0) ?? FlowCounters() }
+
+    /// When (MonotonicClock nanoseconds) the kernel last forwarded a datagram of `key`, or when
+    /// the entry was installed if it has forwarded none since; nil without an entry.
+    public func lastForwarded(_ key: FlowKey) -> UInt64? {
+        table.withLock { table in table.slots[key].map { memory.lastForwarded($0) } }
+    }
+
+    /// Sets the entry's credit (bytes it may still send on before its datagrams are handed
+    /// back) to `bytes` and returns what was left of the previous credit, below zero when
+    /// CPUs forwarding at once took a little more than there was; nil without an entry.
+    public func exchangeCredit(_ key: FlowKey, _ bytes: Int64) -> Int64? {
+        table.withLock { table in table.slots[key].map { memory.exchangeCredit($0, bytes) } }
+    }
+
+    private func sum(_ map: Int32, _ slot: UInt32) -> FlowCounters? {
+        var slot = slot
         var perCPU = [mr_fp_counters](repeating: mr_fp_counters(), count: processors)
-        guard bpf_map_lookup_elem(counterMap, &slot, &perCPU) == 0 else { return nil }
+        guard bpf_map_lookup_elem(map, &slot, &perCPU) == 0 else { return nil }
         var total = FlowCounters()
         for cpu in perCPU { total.add(cpu) }
         return total

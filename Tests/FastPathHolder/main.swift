@@ -18,7 +18,7 @@ do {
     let fastPath = try KernelFastPath(capacity: 16)
     try fastPath.attach(interface: arguments[1])
     let egress = try fastPath.attach(interface: arguments[6])
-    try fastPath.install(FlowKey(source: source, destination: destination),
+    try fastPath.put(FlowKey(source: source, destination: destination),
                          FlowEntry(source: newSource, destination: newDestination, egressInterface: egress))
     print("ready")
     fflush(nil)

@@ -101,8 +101,8 @@ final class ChannelDataTests: XCTestCase {
         do {
             let fastPath = try XCTUnwrap(harness.fastPath)
             try harness.triangle.setChecksumOffload(checksumOffload)
-            try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
-            try fastPath.install(harness.toClient, harness.entryToClient(.addChannel(channel)))
+            try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
+            try fastPath.put(harness.toClient, harness.entryToClient(.addChannel(channel)))
             return (harness, fastPath)
         } catch {
             harness.remove()

@@ -13,7 +13,7 @@ final class HandBackTests: XCTestCase {
         let harness = try FastPathHarness(ipv6: false)
         defer { harness.remove() }
         let fastPath = try XCTUnwrap(harness.fastPath)
-        try fastPath.install(harness.toPeer, harness.entryToPeer())
+        try fastPath.put(harness.toPeer, harness.entryToPeer())
         let stranger = try harness.triangle.inside(.client) { try ProbeSocket(Endpoint(host: "10.71.1.2", port: 40001)!) }
         try stranger.send([7, 7, 7], to: harness.relayClientSide.local, trafficClass: 0x03)
         XCTAssertEqual(harness.relayClientSide.receive(), .init(source: stranger.local, trafficClass: 0x03, payload: [7, 7, 7]))
@@ -28,7 +28,7 @@ final class HandBackTests: XCTestCase {
         let fastPath = try XCTUnwrap(harness.fastPath)
         let bindingRequest: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42] + [UInt8](repeating: 0x5a, count: 12)
         for kind in [FlowEntry.Kind.plain, .stripChannel(0x4001)] {
-            try fastPath.install(harness.toPeer, harness.entryToPeer(kind))
+            try fastPath.put(harness.toPeer, harness.entryToPeer(kind))
             try harness.client.send(bindingRequest, to: harness.relayClientSide.local)
             XCTAssertEqual(harness.relayClientSide.receive()?.payload, bindingRequest, "\(kind)")
             XCTAssertNil(harness.peer.receive(timeout: 0.05), "\(kind)")
@@ -44,7 +44,7 @@ final class HandBackTests: XCTestCase {
             let harness = try FastPathHarness(ipv6: ipv6)
             defer { harness.remove() }
             let fastPath = try XCTUnwrap(harness.fastPath)
-            try fastPath.install(harness.toPeer, harness.entryToPeer())
+            try fastPath.put(harness.toPeer, harness.entryToPeer())
             harness.client.allowFragments()
             let large = (0..<3000).map { UInt8(truncatingIfNeeded: $0) }
             try harness.client.send(large, to: harness.relayClientSide.local)
@@ -63,7 +63,7 @@ final class HandBackTests: XCTestCase {
         defer { harness.remove() }
         let fastPath = try XCTUnwrap(harness.fastPath)
         let expiry = MonotonicClock.now() + MonotonicClock.nanoseconds(0.3)
-        try fastPath.install(harness.toPeer, harness.entryToPeer(expiresAt: expiry))
+        try fastPath.put(harness.toPeer, harness.entryToPeer(expiresAt: expiry))
         try harness.client.send([1], to: harness.relayClientSide.local)
         XCTAssertEqual(harness.peer.receive()?.payload, [1], "forwarded before its expiry")
         MonotonicClock.sleep(until: expiry + MonotonicClock.nanoseconds(0.05))
@@ -71,7 +71,7 @@ final class HandBackTests: XCTestCase {
         XCTAssertEqual(harness.relayClientSide.receive()?.payload, [2], "handed back after its expiry")
         XCTAssertNil(harness.peer.receive(timeout: 0.05))
 
-        try fastPath.install(harness.toPeer, harness.entryToPeer(expiresAt: MonotonicClock.now() + MonotonicClock.nanoseconds(60)))
+        try fastPath.put(harness.toPeer, harness.entryToPeer(expiresAt: MonotonicClock.now() + MonotonicClock.nanoseconds(60)))
         try harness.client.send([3], to: harness.relayClientSide.local)
         XCTAssertEqual(harness.peer.receive()?.payload, [3], "forwarded again once renewed")
         let counters = try XCTUnwrap(fastPath.counters(harness.toPeer))
@@ -123,10 +123,10 @@ final class HandBackTests: XCTestCase {
             XCTAssertFalse("\(error)".contains("\n"))
         }
         let mixed = FlowKey(source: harness.client.local, destination: Endpoint(host: "fd71:1::1", port: 3478)!)
-        XCTAssertThrowsError(try fastPath.install(mixed, harness.entryToPeer())) { error in
+        XCTAssertThrowsError(try fastPath.put(mixed, harness.entryToPeer())) { error in
             XCTAssertTrue("\(error)".contains("differ in family"), "\(error)")
         }
-        XCTAssertThrowsError(try fastPath.install(harness.toPeer, harness.entryToPeer(.stripChannel(0x3fff)))) { error in
+        XCTAssertThrowsError(try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(0x3fff)))) { error in
             XCTAssertTrue("\(error)".contains("outside 0x4000-0x7FFF"), "\(error)")
         }
         XCTAssertEqual(fastPath.count, 0)

@@ -17,7 +17,7 @@ final class PlainForwardingTests: XCTestCase {
         defer { harness.remove() }
         let fastPath = try XCTUnwrap(harness.fastPath)
         let newSource = Endpoint(host: "10.71.1.2", port: 41000)!
-        try fastPath.install(harness.toPeer, FlowEntry(source: newSource, destination: harness.relayPeerSide.local,
+        try fastPath.put(harness.toPeer, FlowEntry(source: newSource, destination: harness.relayPeerSide.local,
                                                        dscp: .value(26), egressInterface: 0))
         try harness.client.send([4, 5, 6], to: harness.relayClientSide.local, trafficClass: 0x02)
         XCTAssertEqual(harness.relayPeerSide.receive(), .init(source: newSource, trafficClass: 26 << 2 | 2, payload: [4, 5, 6]))
@@ -41,8 +41,8 @@ final class PlainForwardingTests: XCTestCase {
             fastPath.remove(harness.toClient)
             var sent = 0
             for (dscp, ecn, expectedDSCP, clears) in policies {
-                try fastPath.install(harness.toPeer, harness.entryToPeer(dscp: dscp, ecn: ecn))
-                try fastPath.install(harness.toClient, harness.entryToClient(dscp: dscp, ecn: ecn))
+                try fastPath.put(harness.toPeer, harness.entryToPeer(dscp: dscp, ecn: ecn))
+                try fastPath.put(harness.toClient, harness.entryToClient(dscp: dscp, ecn: ecn))
                 for codepoint in UInt8(0)...3 {
                     let tos = 10 << 2 | codepoint
                     let expected = expectedDSCP << 2 | (clears ? 0 : codepoint)

@@ -6,8 +6,10 @@
 //
 // Rules it keeps:
 // - Anything it is not sure of goes to user space unmodified: non-UDP, IP options, fragments,
-//   IPv6 extension headers, GSO/GRO packets, unknown 5-tuples, STUN messages, expired entries,
-//   lengths that do not add up. Handing back is always safe: user space does what it does today.
+//   IPv6 extension headers, GSO/GRO packets, unknown 5-tuples, STUN messages, expired or idle
+//   entries, credit that does not cover the datagram, no route for it, lengths that do not add
+//   up. Handing back is always safe: user space does what it does today. What decides (the
+//   entry, its checks, route, credit and counts) is flow.h, shared with the XDP program.
 // - Every checksum is updated from differences (RFC 1624), never recomputed over the payload.
 //   When a datagram changes length and the kernel holds checksum state for it (the sender
 //   left the checksum to the kernel, CHECKSUM_PARTIAL, which would be finished at the old
@@ -27,26 +29,9 @@
 
 #include "fastpath_abi.h"
 #include "rewrite.h"
+#include "flow.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-// Sizes are set by the loader before the maps are created. The flows map allocates on update
-// (no preallocation) so that a replaced entry is freed only after every reader is done with
-// it: a preallocated element could be reused while the program copies it.
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(map_flags, BPF_F_NO_PREALLOC);
-    __uint(max_entries, 1);
-    __type(key, struct mr_fp_key);
-    __type(value, struct mr_fp_entry);
-} flows SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct mr_fp_counters);
-} counters SEC(".maps");
 
 // The kernel's sk_buff, only the field read here; CO-RE finds its place in this kernel.
 struct sk_buff___mr {
@@ -56,7 +41,6 @@ struct sk_buff___mr {
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 #define MR_CHECKSUM_COMPLETE 2
-#define MR_STUN_COOKIE 0x2112A442
 
 static __always_inline int parse(struct __sk_buff *skb, struct mr_packet *packet)
 {
@@ -131,16 +115,9 @@ static __always_inline void payload_head(struct __sk_buff *skb, const struct mr_
         bpf_skb_load_bytes(skb, offset, head, 4);
 }
 
-static __always_inline int is_stun(const struct mr_packet *packet, const __u8 head[8])
+static __always_inline int hand_back(struct mr_flow *flow, int reason)
 {
-    __u32 cookie;
-    __builtin_memcpy(&cookie, head + 4, 4);
-    return packet->payload >= 20 && (head[0] & 0xc0) == 0 && cookie == bpf_htonl(MR_STUN_COOKIE);
-}
-
-static __always_inline int hand_back(struct mr_fp_counters *count, enum mr_fp_handback reason)
-{
-    count->handed_back[reason] += 1;
+    count_hand_back(flow, reason);
     return TC_ACT_UNSPEC;
 }
 
@@ -150,61 +127,55 @@ int mr_relay_ingress(struct __sk_buff *skb)
     struct mr_packet packet = {};
     if (parse(skb, &packet) < 0)
         return TC_ACT_UNSPEC;
-    struct mr_fp_entry *found = bpf_map_lookup_elem(&flows, &packet.key);
-    if (!found)
+    struct mr_flow flow;
+    if (find_flow(&packet.key, &flow) < 0)
         return TC_ACT_UNSPEC;
-    // A copy, so that an update by user space in the middle cannot mix two entries.
-    struct mr_fp_entry entry = *found;
-    struct mr_fp_counters *count = bpf_map_lookup_elem(&counters, &entry.counter_slot);
-    if (!count)
-        return TC_ACT_UNSPEC;
-    if (entry.expires_ns != 0 && bpf_ktime_get_ns() >= entry.expires_ns)
-        return hand_back(count, MR_FP_BACK_EXPIRED);
-    if (packet.more_fragments)
-        return hand_back(count, MR_FP_BACK_FRAGMENT);
+    int reason = flow_refusal(&flow, &packet);
+    if (reason >= 0)
+        return hand_back(&flow, reason);
     if (skb->gso_size != 0 || skb->gso_segs > 1)
-        return hand_back(count, MR_FP_BACK_GSO);
+        return hand_back(&flow, MR_FP_BACK_GSO);
 
     __u8 head[8] = {};
     payload_head(skb, &packet, head);
-    __u8 tos = traffic_class(&entry, packet.tos);
-    __u32 sent = packet.payload;
-    int result;
-    if (is_stun(&packet, head))
-        return hand_back(count, MR_FP_BACK_STUN);
-    if (entry.kind == MR_FP_KIND_CHANNEL_STRIP) {
-        if (packet.payload < MR_CHANNEL_HEADER)
-            return hand_back(count, MR_FP_BACK_MALFORMED);
-        __u16 channel = ((__u16)head[0] << 8) | head[1];
-        __u16 length = ((__u16)head[2] << 8) | head[3];
-        if (channel != entry.channel || length > packet.payload - MR_CHANNEL_HEADER
-            || packet.payload - MR_CHANNEL_HEADER - length > 3)
-            return hand_back(count, MR_FP_BACK_MALFORMED);
-        if (checksum_pending(skb))
-            return hand_back(count, MR_FP_BACK_CHECKSUM_STATE);
-        sent = length;
-        result = strip_channel(skb, &packet, &entry, tos, head);
-    } else if (entry.kind == MR_FP_KIND_CHANNEL_ADD) {
-        if (checksum_pending(skb))
-            return hand_back(count, MR_FP_BACK_CHECKSUM_STATE);
+    __u8 tos = traffic_class(&flow.entry, packet.tos);
+    struct mr_sizes sizes;
+    reason = payload_refusal(&flow.entry, &packet, head, &sizes);
+    if (reason >= 0)
+        return hand_back(&flow, reason);
+    if (flow.entry.kind != MR_FP_KIND_PLAIN && checksum_pending(skb))
+        return hand_back(&flow, MR_FP_BACK_CHECKSUM_STATE);
+
+    struct mr_route route;
+    reason = find_route(skb, packet.key.family, &flow.entry, BPF_FIB_LOOKUP_SKIP_NEIGH, &route);
+    if (reason >= 0)
+        return hand_back(&flow, reason);
+    if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD) {
         __u32 mtu = 0;
-        if (bpf_check_mtu(skb, entry.egress_ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
-            return hand_back(count, MR_FP_BACK_TOO_LARGE);
-        result = add_channel(skb, &packet, &entry, tos);
-    } else {
-        result = rewrite_plain(skb, &packet, &entry, tos);
+        if (bpf_check_mtu(skb, route.ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
+            return hand_back(&flow, MR_FP_BACK_TOO_LARGE);
     }
+    if (!take_credit(&flow, sizes.sent))
+        return hand_back(&flow, MR_FP_BACK_CREDIT);
+
+    int result;
+    if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP)
+        result = strip_channel(skb, &packet, &flow.entry, tos, head);
+    else if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD)
+        result = add_channel(skb, &packet, &flow.entry, tos);
+    else
+        result = rewrite_plain(skb, &packet, &flow.entry, tos);
     // A helper failed; the datagram may be half rewritten, neither the old one nor the new.
     if (result < 0) {
-        count->failed += 1;
+        flow.count->failed += 1;
+        flow.total->failed += 1;
         return TC_ACT_SHOT;
     }
 
-    count->packets += 1;
-    count->bytes += sent;
-    count->ecn_in[packet.tos & 3] += 1;
-    count->ecn_out[tos & 3] += 1;
-    if (entry.egress_ifindex == 0)
+    forwarded(&flow, &packet, tos, sizes.counted);
+    if (route.local)
         return TC_ACT_OK;
-    return bpf_redirect_neigh(entry.egress_ifindex, NULL, 0, 0);
+    if (route.has_next_hop)
+        return bpf_redirect_neigh(route.ifindex, &route.next_hop, sizeof(route.next_hop), 0);
+    return bpf_redirect_neigh(route.ifindex, NULL, 0, 0);
 }

@@ -71,17 +71,18 @@ final class FastPathHarness {
     var toPeer: FlowKey { FlowKey(source: client.local, destination: relayClientSide.local) }
     var toClient: FlowKey { FlowKey(source: peer.local, destination: relayPeerSide.local) }
 
-    /// Client to peer, sent on from the relay's peer-side address.
+    /// Client to peer, sent on from the relay's peer-side address: out of the peer-side device,
+    /// or, when `routed`, wherever the kernel's routes say.
     func entryToPeer(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                     expiresAt: UInt64? = nil) -> FlowEntry {
+                     routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayPeerSide.local, destination: peer.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: peerSide, expiresAt: expiresAt)
+                  egressInterface: routed ? nil : peerSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
     }
 
     /// Peer to client, sent on from the relay's client-side address.
     func entryToClient(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                       expiresAt: UInt64? = nil) -> FlowEntry {
+                       routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayClientSide.local, destination: client.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: clientSide, expiresAt: expiresAt)
+                  egressInterface: routed ? nil : clientSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
     }
 }
