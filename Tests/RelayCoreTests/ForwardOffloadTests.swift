@@ -29,6 +29,8 @@ final class ForwardOffloadTests: XCTestCase {
         let down = try XCTUnwrap(offload.entries[FlowKey(source: upstream, destination: up.source)])
         XCTAssertEqual(down.source, listen)
         XCTAssertEqual(down.destination, client)
+        XCTAssertEqual(up.idleTimeout, 30_000_000_000)
+        XCTAssertEqual(down.idleTimeout, 30_000_000_000)
     }
 
     func testTheKernelsTrafficKeepsTheClientAndItsCountsReachTheRecord() throws {

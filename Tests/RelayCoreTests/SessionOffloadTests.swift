@@ -30,6 +30,9 @@ final class SessionOffloadTests: XCTestCase {
         XCTAssertEqual(forward.source, legs[1])
         XCTAssertEqual(forward.destination, peerB)
         XCTAssertEqual(forward.kind, .plain)
+        XCTAssertEqual(forward.idleTimeout, 60_000_000_000, "the session's idle timeout, enforced by the kernel too")
+        XCTAssertNil(forward.egressInterface, "the kernel's routes find the way")
+        XCTAssertFalse(forward.credited)
         let backward = try XCTUnwrap(offload.entries[FlowKey(source: peerB, destination: legs[1])])
         XCTAssertEqual(backward.source, legs[0])
         XCTAssertEqual(backward.destination, peerA)
@@ -144,6 +147,7 @@ final class SessionOffloadTests: XCTestCase {
         tables.send([1], from: peerA, to: legs[0])
         tables.send([1], from: peerB, to: legs[1])
         let forward = FlowKey(source: peerA, destination: legs[0])
+        XCTAssertEqual(offload.entries[forward]?.credited, true)
         // One datagram of a byte passed the user-space bucket before the pair went to the kernel.
         XCTAssertEqual(Double(offload.credit[forward] ?? 0), 10_000 - 1, accuracy: 1)
         offload.spend(forward, 9_000)

@@ -43,6 +43,8 @@ final class TurnOffloadTests: XCTestCase {
         // The permission (300 s) ends before the channel (600 s): the entry stops with it.
         XCTAssertEqual(toPeer.expiresAt, channel.harness.now + 300 * 1_000_000_000)
         XCTAssertEqual(toClient.expiresAt, toPeer.expiresAt)
+        XCTAssertNil(toPeer.idleTimeout, "a channel ends at fixed times, not when idle")
+        XCTAssertFalse(toPeer.credited)
         XCTAssertEqual(offload.entries.count, 2)
     }
 
@@ -100,6 +102,8 @@ final class TurnOffloadTests: XCTestCase {
         let channel = try bound(offload) { $0.bandwidthPerAllocation = 100_000 }
         let toPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)
         let toClient = FlowKey(source: channel.peerAddress, destination: channel.relayed)
+        XCTAssertEqual(offload.entries[toPeer]?.credited, true)
+        XCTAssertEqual(offload.entries[toClient]?.credited, true)
         // A full bucket passes a quarter of its burst before ECT(1) marking starts; the two
         // directions share it.
         XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1)

@@ -3,7 +3,7 @@ import NetAddress
 
 extension FlowEntry {
     /// The entry for a flow the relay has decided: from `source` to `destination` with
-    /// `policy`'s marking, the route found by the kernel, forwarding until `expiresAt` (nil:
+    /// `policy`'s marking, the way the kernel's routes find, forwarding until `expiresAt` (nil:
     /// no fixed end) and while a datagram comes at least every `idleTimeout` nanoseconds;
     /// `credited`: only as far as the credit its table grants (a flow with a rate limit).
     static func relay(from source: Endpoint, to destination: Endpoint, kind: Kind = .plain, policy: MarkingPolicy,
@@ -13,7 +13,7 @@ extension FlowEntry {
         case .class: .value(policy.serviceClass.dscp)
         case .zero: .zero
         }
-        return FlowEntry(source: source, destination: destination, kind: kind, dscp: dscp,
-                         ecn: policy.ecn == .preserve ? .copy : .clear, egressInterface: 0, expiresAt: expiresAt)
+        return FlowEntry(source: source, destination: destination, kind: kind, dscp: dscp, ecn: policy.ecn == .preserve ? .copy : .clear,
+                         egressInterface: nil, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
     }
 }
