@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "CSSL", "NetAddress", "STUN", "SystemSupport"]),
         // Watching a relay from outside: the one launcher of the relay executable (and of the C
         // reference forwarder), the one HTTP client, the control API, /v1/stats read with StatsKeys.
-        .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
+        .target(name: "RelayObservation", dependencies: ["ClientSockets", "JSONSyntax", "StatsKeys", "SystemSupport"]),
         // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
         // the generator's options.
         .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONSyntax", "NetAddress", "OptionTokens", "RelayObservation",
@@ -76,7 +76,7 @@ let package = Package(
         // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
         // compare`, engines against each other at several loads, with its CSV, table and charts.
         .target(name: "BenchSupport", dependencies: ["ClientSockets", "SystemSupport"], path: "bench/support"),
-        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "LoadGen", "RelayObservation"],
+        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "JSONSyntax", "LoadGen", "RelayObservation"],
                 path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
@@ -89,7 +89,7 @@ let package = Package(
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
         // The relay executable is started and read through RelayObservation (its launcher, HTTP
         // client and stats keys); none of the load generator's traffic code.
-        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "NetAddress", "RelayObservation",
+        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "JSONSyntax", "NetAddress", "RelayObservation",
                                                                "StatsKeys", "SystemSupport"], path: "bench/engine-bench"),
         // The kernel fast path (issue 30; DESIGN "The kernel fast path").
         // CBPF: libbpf (Debian: libbpf-dev) and the map layout shared with the BPF program; only
@@ -117,9 +117,10 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "OptionTokensTests", dependencies: ["OptionTokens"]),
+        .testTarget(name: "JSONSyntaxTests", dependencies: ["JSONSyntax"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["JSONSyntax", "RelayHTTP", "TestSupport"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
+        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "JSONSyntax", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
                                                      "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // The load generator's modules too: ClientSockets is the independent observer of the marks
