@@ -50,8 +50,8 @@ let package = Package(
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "FastPath", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         .target(name: "RelayHTTP", dependencies: ["JSONSyntax", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
-        // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
-        // has its own TLS client, an outside check).
+        // worker's engine stays the only I/O. The package's only importer of CSSL: its client
+        // sessions serve the TURN client library (TurnClientKit) and the tests.
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks.
@@ -63,8 +63,9 @@ let package = Package(
         .target(name: "ClientSockets", dependencies: ["CLoadGen", "NetAddress", "SystemSupport"]),
         // A TURN client library over UDP, TCP and TLS (allocate, permissions, channels, refresh,
         // a 300 followed, the stream framed with STUN's StreamFrame): what the load generator's
-        // clients and the tests speak TURN with. libssl directly (CSSL), never the relay's TLS code.
-        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "CSSL", "NetAddress", "STUN", "SystemSupport"]),
+        // clients and the tests speak TURN with. TLS through the TLS module's client session
+        // (OpenSSL over memory) carried over its own socket.
+        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         // Watching a relay from outside: the one launcher of the relay executable (and of the C
         // reference forwarder), the one HTTP client, the control API, /v1/stats read with StatsKeys.
         .target(name: "RelayObservation", dependencies: ["ClientSockets", "JSONSyntax", "StatsKeys", "SystemSupport"]),
