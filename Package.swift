@@ -127,10 +127,10 @@ let package = Package(
         // The load generator's modules too: ClientSockets is the independent observer of the marks
         // on the wire, TurnClientKit the TURN client library the tests speak TURN with, and
         // RelayObservation starts the relay (ServerProcess) and speaks HTTP to it.
-        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
+        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "JSONSyntax", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
                                                      "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
-        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["JSONSyntax", "mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         // Sessions pumped against each other in memory, and against openssl s_client and
         // s_server over loopback TCP; MallocCounter holds the data path to no allocation.

@@ -14,13 +14,14 @@ import TLS
 /// during the run), and one reader at a time (the control thread before and after the run,
 /// the receiving thread during it) reads. Writes go through one lock per connection, so that
 /// a message is never interleaved with another and one left half-written by a full socket is
-/// finished before the next. An SSL object may be used by one thread at a time only, so with
-/// TLS the reads take the same lock, per SSL_read. Nothing is allocated per message: the
-/// output buffer and the framer's input buffer are allocated once, when the connection opens.
+/// finished before the next. A TLS session has one user at a time, so with TLS the reads take
+/// the same lock, per read. Nothing is allocated per message: the output buffer, the framer's
+/// input buffer and TLS's staging buffers (TLSOverSocket) are allocated once, when the
+/// connection opens.
 ///
 /// A connection that fails (closed or reset by the server, a framing or TLS error) stays
 /// failed, with its first reason in `failure`; its client counts as failed. The descriptor
-/// and the SSL object are freed in deinit.
+/// is closed and the session freed in deinit (after a close_notify, if the connection works).
 package final class TurnStreamConnection: @unchecked Sendable {
     package let fd: Int32
     package let server: SocketAddress

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import JSONSyntax
 
 /// The Kubernetes version whose API schemas the manifests are checked against: the oldest the
 /// manifests are meant for. Everything they use is GA there (DaemonSet maxSurge, policy/v1).
@@ -76,7 +77,7 @@ final class KubernetesManifestTests: XCTestCase {
         let script = try XCTUnwrap(command.last)
         XCTAssertTrue(script.hasPrefix("kill -TERM 1;"), "the hook must start the drain itself: \(script)")
         let sleep = try XCTUnwrap(script.firstMatch(of: /sleep (\d+)/).flatMap { Int($0.output.1) }, "no sleep in \(script)")
-        let drain = try XCTUnwrap(manifests.relayConfig("config.json").object["drain_seconds"] as? Int)
+        let drain = try XCTUnwrap(manifests.relayConfig("config.json").object["drain_seconds"]?.integer.map { Int($0) })
         let grace = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.terminationGracePeriodSeconds") as? Int)
         XCTAssertGreaterThanOrEqual(sleep, drain, "the kubelet's SIGTERM after the hook would cut the drain short")
         XCTAssertGreaterThanOrEqual(grace, sleep + 10, "the grace period must leave the relay time to exit after the drain")
@@ -121,8 +122,8 @@ final class KubernetesManifestTests: XCTestCase {
         let mounts = manifests.relayContainer?["volumeMounts"] as? [[String: Any]] ?? []
         let mountPath = try XCTUnwrap(mounts.first { $0["name"] as? String == volume["name"] as? String }?["mountPath"] as? String)
         let config = try manifests.relayConfig("config.json").object
-        XCTAssertEqual(config["tls_cert"] as? String, mountPath + "/tls.crt")
-        XCTAssertEqual(config["tls_key"] as? String, mountPath + "/tls.key")
+        XCTAssertEqual(config["tls_cert"]?.string, mountPath + "/tls.crt")
+        XCTAssertEqual(config["tls_key"]?.string, mountPath + "/tls.key")
     }
 
     /// The ConfigMap holds the config the relays run and nothing else: the keys of TURN over

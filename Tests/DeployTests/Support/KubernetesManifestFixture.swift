@@ -1,4 +1,5 @@
 import Foundation
+import JSONSyntax
 
 /// One document of a file under deploy/kubernetes, as the JSON object PyYAML reads it as.
 struct ManifestDocument {
@@ -66,12 +67,11 @@ struct KubernetesManifestFixture {
         document(kind: "DaemonSet", name: "mediarelay")?.value(at: "spec.template.spec.containers.0") as? [String: Any]
     }
 
-    /// A file of the ConfigMap `mediarelay-config`, parsed as the JSON object the relay reads.
-    func relayConfig(_ key: String) throws -> (text: String, object: [String: Any]) {
+    /// A file of the ConfigMap `mediarelay-config`, parsed by the relay's own JSON reader.
+    func relayConfig(_ key: String) throws -> (text: String, object: JSONValue) {
         // Not value(at:): the key itself has a dot.
         let data = document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"] as? [String: Any]
         let text = data?[key] as? String ?? ""
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
-        return (text, object)
+        return (text, try JSONValue(parsing: Array(text.utf8)))
     }
 }
