@@ -91,17 +91,17 @@ final class DeployFilesTests: XCTestCase {
 
     func testTheDashboardIsAGrafanaDashboard() throws {
         let data = try Data(contentsOf: repoRoot.appendingPathComponent("deploy/grafana/mediarelay.json"))
-        let dashboard = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
-        XCTAssertGreaterThanOrEqual(dashboard["schemaVersion"] as? Int ?? 0, 36)
-        let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
-        XCTAssertTrue(variables.contains { $0["type"] as? String == "datasource" && $0["query"] as? String == "prometheus" })
-        let panels = try XCTUnwrap(dashboard["panels"] as? [[String: Any]])
-        let ids = panels.compactMap { $0["id"] as? Int }
+        let dashboard = try JSONValue(parsing: data)
+        XCTAssertGreaterThanOrEqual(dashboard["schemaVersion"]?.integer ?? 0, 36)
+        let variables = dashboard["templating"]?["list"]?.elements ?? []
+        XCTAssertTrue(variables.contains { $0["type"]?.string == "datasource" && $0["query"]?.string == "prometheus" })
+        let panels = try XCTUnwrap(dashboard["panels"]?.elements)
+        let ids = panels.compactMap { $0["id"]?.integer }
         XCTAssertEqual(Set(ids).count, panels.count, "panel ids must be unique")
         for panel in panels {
-            let targets = panel["targets"] as? [[String: Any]] ?? []
-            XCTAssertFalse(targets.isEmpty, "\(panel["title"] ?? "?") has no query")
-            XCTAssertTrue(targets.allSatisfy { ($0["expr"] as? String)?.contains("mediarelay_") == true })
+            let targets = panel["targets"]?.elements ?? []
+            XCTAssertFalse(targets.isEmpty, "\(panel["title"]?.string ?? "?") has no query")
+            XCTAssertTrue(targets.allSatisfy { $0["expr"]?.string?.contains("mediarelay_") == true })
         }
     }
 
