@@ -115,7 +115,7 @@ enum ConfigFile {
             }
             // 2.0 and 1e3 are not integers as JSON spells them: say which number, as "got a
             // number" alone would puzzle whoever was asked for an integer.
-            let got = if case .number = value { "a number with a fraction or exponent (\(value.rendered))" } else { value.typeName }
+            let got = if case .number(let number) = value { "a number with a fraction or exponent (\(number))" } else { value.typeName }
             throw OptionError(subject: subject, problem: "expected \(wanted) (\(key.accepted)), got \(got)")
         }
     }
