@@ -4,6 +4,7 @@
 /// Contract: `description` is `line L, column C: PROBLEM`. A key given twice in one object is
 /// `duplicateKey`, with the key unescaped, so a reader can word that refusal its own way.
 public struct JSONReadError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// What kind of problem stopped the reader.
     public enum Kind: Equatable, Sendable {
         /// Not JSON as RFC 8259 writes it, or past a bound (size, depth).
         case syntax
