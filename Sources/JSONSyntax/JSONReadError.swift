@@ -17,12 +17,5 @@ public struct JSONReadError: Error, CustomStringConvertible, Equatable, Sendable
     public let column: Int
     public let problem: String
 
-    public init(kind: Kind, line: Int, column: Int, problem: String) {
-        self.kind = kind
-        self.line = line
-        self.column = column
-        self.problem = problem
-    }
-
     public var description: String { "line \(line), column \(column): \(problem)" }
 }
