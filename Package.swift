@@ -50,8 +50,8 @@ let package = Package(
         .target(name: "RelayCore", dependencies: ["DatagramEngine", "FastPath", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         .target(name: "RelayHTTP", dependencies: ["JSONSyntax", "NetAddress", "SystemSupport"]),
         // TURN over TLS: OpenSSL's TLS as an in-memory state machine over a BIO pair, so the
-        // worker's engine stays the only I/O. The relay's only importer of CSSL (the load generator
-        // has its own TLS client, an outside check).
+        // worker's engine stays the only I/O. The package's only importer of CSSL: its client
+        // sessions serve the TURN client library (TurnClientKit) and the tests.
         .target(name: "TLS", dependencies: ["CSSL"]),
         // The load generator's own C shim (CMSG macros, mmsghdr): it shares no packet code with
         // the relay, so it stays an outside check of the marks.
@@ -63,11 +63,12 @@ let package = Package(
         .target(name: "ClientSockets", dependencies: ["CLoadGen", "NetAddress", "SystemSupport"]),
         // A TURN client library over UDP, TCP and TLS (allocate, permissions, channels, refresh,
         // a 300 followed, the stream framed with STUN's StreamFrame): what the load generator's
-        // clients and the tests speak TURN with. libssl directly (CSSL), never the relay's TLS code.
-        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "CSSL", "NetAddress", "STUN", "SystemSupport"]),
+        // clients and the tests speak TURN with. TLS through the TLS module's client session
+        // (OpenSSL over memory) carried over its own socket.
+        .target(name: "TurnClientKit", dependencies: ["ClientSockets", "CLoadGen", "NetAddress", "STUN", "SystemSupport", "TLS"]),
         // Watching a relay from outside: the one launcher of the relay executable (and of the C
         // reference forwarder), the one HTTP client, the control API, /v1/stats read with StatsKeys.
-        .target(name: "RelayObservation", dependencies: ["ClientSockets", "StatsKeys", "SystemSupport"]),
+        .target(name: "RelayObservation", dependencies: ["ClientSockets", "JSONSyntax", "StatsKeys", "SystemSupport"]),
         // Traffic generation: profiles, pacing, sending, receiving, latency, a run's results and
         // the generator's options.
         .target(name: "LoadGen", dependencies: ["BenchSupport", "ClientSockets", "CLoadGen", "JSONSyntax", "NetAddress", "OptionTokens", "RelayObservation",
@@ -76,7 +77,7 @@ let package = Package(
         // for engine-bench and the comparison runs alike. LoadComparison: `mediarelay-load
         // compare`, engines against each other at several loads, with its CSV, table and charts.
         .target(name: "BenchSupport", dependencies: ["ClientSockets", "SystemSupport"], path: "bench/support"),
-        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "LoadGen", "RelayObservation"],
+        .target(name: "LoadComparison", dependencies: ["BenchSupport", "ClientSockets", "JSONSyntax", "LoadGen", "RelayObservation"],
                 path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
@@ -89,7 +90,7 @@ let package = Package(
         // The engine benchmark (bench/README.md): a forwarder process per backend, ours and C's side by side.
         // The relay executable is started and read through RelayObservation (its launcher, HTTP
         // client and stats keys); none of the load generator's traffic code.
-        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "NetAddress", "RelayObservation",
+        .executableTarget(name: "engine-bench", dependencies: ["BenchSupport", "CURing", "DatagramEngine", "JSONSyntax", "NetAddress", "RelayObservation",
                                                                "StatsKeys", "SystemSupport"], path: "bench/engine-bench"),
         // The kernel fast path (issue 30; DESIGN "The kernel fast path").
         // CBPF: libbpf (Debian: libbpf-dev) and the map layout shared with the BPF program; only
@@ -117,18 +118,19 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "DatagramEngine", "NetAddress", "STUN", "TLS", "MallocCounter", "TestPorts", "TestSupport"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress"]),
         .testTarget(name: "OptionTokensTests", dependencies: ["OptionTokens"]),
+        .testTarget(name: "JSONSyntaxTests", dependencies: ["JSONSyntax"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "NetAddress"]),
         .testTarget(name: "RelayHTTPTests", dependencies: ["JSONSyntax", "RelayHTTP", "TestSupport"]),
-        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
+        .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "JSONSyntax", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
                                                      "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
         .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
         // The load generator's modules too: ClientSockets is the independent observer of the marks
         // on the wire, TurnClientKit the TURN client library the tests speak TURN with, and
         // RelayObservation starts the relay (ServerProcess) and speaks HTTP to it.
-        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
+        .testTarget(name: "EndToEndTests", dependencies: ["ClientSockets", "DatagramEngine", "JSONSyntax", "NetAddress", "LoadGen", "RelayObservation", "STUN", "StatsKeys", "TLS",
                                                      "TestPorts", "TestSupport", "TurnClientKit"]),
         // mediarelay too: the DaemonSet's command line is parsed by the relay's own option parser.
-        .testTarget(name: "DeployTests", dependencies: ["mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["JSONSyntax", "mediarelay", "NetAddress", "RelayObservation", "TestPorts", "TestSupport"]),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         // Sessions pumped against each other in memory, and against openssl s_client and
         // s_server over loopback TCP; MallocCounter holds the data path to no allocation.

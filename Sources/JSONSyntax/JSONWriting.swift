@@ -2,8 +2,8 @@
 /// requires (`"`, `\` and the control characters below U+0020; everything else written as
 /// UTF-8) and a number in the form JSONSerialization writes (whole numbers without a fraction,
 /// others in Swift's shortest form that reads back to the same Double). The relay's API
-/// (RelayHTTP's JSONText, keys sorted) and the load generator's results (LoadGen's JSONValue,
-/// keys in a fixed order) differ in how they order an object, never in how a value is written.
+/// (RelayHTTP's JSONText, keys sorted) and `JSONValue.rendered` (the load generator's results,
+/// members in order) differ in how they order an object, never in how a value is written.
 /// In JSONSyntax, a leaf: no imports, no Foundation.
 public enum JSONWriting {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)

@@ -1,3 +1,4 @@
+import JSONSyntax
 import RelayObservation
 import STUN
 import TurnClientKit

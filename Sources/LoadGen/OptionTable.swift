@@ -1,5 +1,5 @@
 import ClientSockets
-import Foundation
+import JSONSyntax
 import OptionTokens
 import STUN
 import TurnClientKit
@@ -85,7 +85,7 @@ extension RunOptionParser {
         OptionRow(switch: "--no-progress") { $0.progress = false },
         OptionRow("--congestion-control") { o, v throws(LoadError) in o.congestionControl = try choice("--congestion-control", v) },
         OptionRow("--session") { o, v throws(LoadError) in
-            guard let object = (try? JSONSerialization.jsonObject(with: Data(v.utf8))) as? [String: Any] else {
+            guard let object = try? JSONValue(parsing: Array(v.utf8)), object.members != nil else {
                 throw LoadError("--session \(v): expected a JSON object of session fields, e.g. {\"max_packets_per_second\": 2000}")
             }
             guard object["legs"] == nil else { throw LoadError("--session: \"legs\" is the generator's (2 per session)") }

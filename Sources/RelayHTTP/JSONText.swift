@@ -60,9 +60,13 @@ enum JSONText {
         case is NSNull:
             out.append(contentsOf: "null".utf8)
         case let number as NSNumber:
-            if JSONObjectReader.isBoolean(number) { return write(number.boolValue, into: &out, depth: depth) }
-            if let integer = JSONObjectReader.exactInteger(number) { return write(integer, into: &out, depth: depth) }
-            return write(number.doubleValue, into: &out, depth: depth)
+            // Foundation hands booleans back as NSNumber whose Objective-C type is "c" (char).
+            switch String(cString: number.objCType) {
+            case "c": return write(number.boolValue, into: &out, depth: depth)
+            case "s", "i", "l", "q": return write(number.int64Value, into: &out, depth: depth)
+            case "S", "I", "L", "Q": return write(number.uint64Value, into: &out, depth: depth)
+            default: return write(number.doubleValue, into: &out, depth: depth)
+            }
         default:
             return false
         }

@@ -1,5 +1,5 @@
 import ClientSockets
-import Foundation
+import JSONSyntax
 
 /// One session the relay created: its id and the address of each leg.
 public struct RelaySession: Sendable {
@@ -56,13 +56,13 @@ public struct RelayControl: Sendable {
         guard response.status == 201 else {
             throw LoadError("POST /v1/sessions: relay answered \(response.status) \(response.text.prefix(200))")
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
-              let id = object["id"] as? String,
-              let legList = object["legs"] as? [[String: Any]]
+        guard let object = try? JSONValue(parsing: response.body),
+              let id = object["id"]?.string,
+              let legList = object["legs"]?.elements
         else { throw LoadError("POST /v1/sessions: answer lacks id or legs: \(response.text.prefix(200))") }
         var legs: [SocketAddress] = []
         for leg in legList {
-            guard let address = leg["address"] as? String, let port = (leg["port"] as? NSNumber)?.intValue,
+            guard let address = leg["address"]?.string, let port = leg["port"]?.integer,
                   let p = UInt16(exactly: port)
             else { throw LoadError("POST /v1/sessions: leg without address/port: \(response.text.prefix(200))") }
             legs.append(try SocketAddress(host: address, port: p))

@@ -1,5 +1,5 @@
 import ClientSockets
-import Foundation
+import JSONSyntax
 import StatsKeys
 
 /// The figures of the relay's GET /v1/stats that a run needs (the stats contract: README, "Stats").
@@ -22,14 +22,18 @@ public struct RelayStats: Sendable, Equatable {
 
     /// Parses the JSON body; throws naming the first missing or mistyped field.
     public init(json: [UInt8]) throws(LoadError) {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else {
-            throw LoadError("/v1/stats: answer is not a JSON object")
+        let object: JSONValue
+        do {
+            object = try JSONValue(parsing: json)
+        } catch {
+            throw LoadError("/v1/stats: answer is not JSON (\(error))")
         }
+        guard object.members != nil else { throw LoadError("/v1/stats: answer is \(object.typeName), not a JSON object") }
         func number(_ key: String) throws(LoadError) -> Double {
-            guard let n = object[key] as? NSNumber else { throw LoadError("/v1/stats: field \(key) missing or not a number") }
-            return n.doubleValue
+            guard let n = object[key]?.double else { throw LoadError("/v1/stats: field \(key) missing or not a number") }
+            return n
         }
-        engine = object[StatsKey.engine] as? String ?? "unknown"
+        engine = object[StatsKey.engine]?.string ?? "unknown"
         packetsIn = try number(StatsKey.packetsIn)
         packetsOut = try number(StatsKey.packetsOut)
         cpuUserSeconds = try number(StatsKey.cpuUserSeconds)

@@ -120,6 +120,13 @@ public final class TLSSession {
         return max(0, Int(BIO_write(network, base, Int32(room))))
     }
 
+    /// Whether received input waits inside the session (ciphertext not yet decrypted, or
+    /// plaintext not yet read): a loop that stops reading early must come back for it, as no
+    /// socket will say so.
+    public var hasUnreadInput: Bool {
+        mr_bio_pending(libraryHalf) > 0 || SSL_has_pending(ssl) == 1
+    }
+
     /// Bytes of ciphertext waiting for the network.
     public var pendingCiphertext: Int {
         Int(mr_bio_pending(network))
@@ -268,6 +275,13 @@ public final class TLSSession {
         return CertificateFields.serial(certificate)
     }
 
+    /// On a client, why the server's certificate was not accepted ("certificate has
+    /// expired"), or nil when it was (or was not checked).
+    public var certificateVerdict: String? {
+        let verdict = SSL_get_verify_result(ssl)
+        return isServer || verdict == X509_V_OK ? nil : String(cString: X509_verify_cert_error_string(verdict))
+    }
+
     // MARK: Failing
 
     @discardableResult
@@ -281,10 +295,7 @@ public final class TLSSession {
     /// verdict on a client, and empties the thread's error queue.
     private func failFromLibrary() -> TLSFailure {
         var detail = ErrorQueue.summary(ErrorQueue.take())
-        let verdict = SSL_get_verify_result(ssl)
-        if !isServer && verdict != X509_V_OK {
-            detail += " (\(String(cString: X509_verify_cert_error_string(verdict))))"
-        }
+        if let verdict = certificateVerdict { detail += " (\(verdict))" }
         return fail(.protocolError, detail: detail)
     }
 

@@ -146,7 +146,7 @@ package final class TurnAllocationClient {
         guard !redirected else { return false }
         redirected = true
         if case .stream(let old) = link {
-            let target = TurnConnector.Target(server: alternate, host: alternate.host, tls: old.tls,
+            let target = TurnConnector.Target(server: alternate, host: alternate.host, tls: old.context,
                                               inputCapacity: old.framer.capacity, outputCapacity: old.outputCapacity)
             switch TurnConnector(target: target).openOne() {
             case .success(let connection): link = .stream(connection)

@@ -91,7 +91,7 @@ package final class TurnClients {
         let login = credential.login(validUntil: expiry)
         var links: [TurnLink] = []
         if settings.transport.isStream {
-            let tls = settings.transport == .tls ? try SocketTLSContext(caFile: settings.tlsCA) : nil
+            let tls = settings.transport == .tls ? try TLSOverSocket.context(caFile: settings.tlsCA) : nil
             let target = TurnConnector.Target(server: server, host: settings.host ?? server.host, tls: tls,
                                               inputCapacity: settings.inputCapacity, outputCapacity: settings.outputCapacity)
             let opened = TurnConnector(target: target).open(count)

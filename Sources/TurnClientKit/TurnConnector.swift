@@ -1,7 +1,7 @@
 import ClientSockets
-import CSSL
 import Glibc
 import SystemSupport
+import TLS
 
 /// Opens many TURN clients' connections to one server at once, without blocking: non-blocking
 /// connects, then (for TLS) handshakes, all driven by one poll loop, at most `inFlight` under
@@ -15,7 +15,7 @@ struct TurnConnector: Sendable {
         /// The host as the user named the server (TLS: SNI and the certificate's name).
         let host: String
         /// nil for TCP.
-        let tls: SocketTLSContext?
+        let tls: TLSClientContext?
         let inputCapacity: Int
         let outputCapacity: Int
 
@@ -30,10 +30,10 @@ struct TurnConnector: Sendable {
     private struct Attempt {
         let index: Int
         let fd: Int32
-        var ssl: OpaquePointer?
+        var tls: TLSOverSocket?
         var events = Int16(POLLOUT)
         let deadline: UInt64
-        var handshaking: Bool { ssl != nil }
+        var handshaking: Bool { tls != nil }
     }
 
     /// Opens `count` connections; each result is the connection or why it could not open.
@@ -107,46 +107,64 @@ struct TurnConnector: Sendable {
                 results[attempt.index] = .failure(LoadError("\(what): connect: \(errnoText(code))\(advice(code))"))
                 return nil
             }
-            guard let tls = target.tls else {
+            guard let context = target.tls else {
                 results[attempt.index] = .success(connection(attempt))
                 return nil
             }
             do {
-                attempt.ssl = try tls.session(fd: attempt.fd, host: target.host)
+                attempt.tls = try TLSOverSocket(fd: attempt.fd, context: context, host: target.host)
             } catch {
                 abandon(attempt)
                 results[attempt.index] = .failure(error)
                 return nil
             }
         }
-        guard let ssl = attempt.ssl else { return nil }
-        let done = SSL_connect(ssl)
-        if done == 1 {
+        guard let tls = attempt.tls else { return nil }
+        switch Self.handshake(tls) {
+        case .opened:
             results[attempt.index] = .success(connection(attempt))
             return nil
-        }
-        let error = SSL_get_error(ssl, done)
-        let code = errno
-        switch error {
-        case SSL_ERROR_WANT_READ: attempt.events = Int16(POLLIN)
-        case SSL_ERROR_WANT_WRITE: attempt.events = Int16(POLLOUT)
-        default:
-            let fallback = error == SSL_ERROR_SYSCALL && code != 0 ? errnoText(code) : "the server closed the connection"
-            let why = SocketTLSContext.handshakeFailure(ssl, fallback: fallback)
+        case .waiting(let events):
+            attempt.events = events
+            return attempt
+        case .failed(let why):
             abandon(attempt)
             results[attempt.index] = .failure(LoadError("\(what): TLS handshake: \(why)"))
             return nil
         }
-        return attempt
+    }
+
+    private enum Handshake { case opened, waiting(Int16), failed(String) }
+
+    /// Moves a handshake on (its flights sent, the server's fed in) until it is done or waits
+    /// on the socket.
+    private static func handshake(_ tls: TLSOverSocket) -> Handshake {
+        while true {
+            let step = tls.session.handshake()
+            if case .failed = step {
+                _ = tls.flush()  // the alert, if the socket takes it now
+                return .failed(tls.handshakeFailure)
+            }
+            switch tls.flush() {
+            case .failed(let why): return .failed("send: \(why)")
+            case .wouldBlock: return .waiting(Int16(POLLOUT))
+            case .done: if step == .done { return .opened }
+            }
+            switch tls.fill() {
+            case .fed: continue
+            case .wouldBlock: return .waiting(Int16(POLLIN))
+            case .closed: return .failed("the server closed the connection")
+            case .failed(let why): return .failed("recv: \(why)")
+            }
+        }
     }
 
     private func connection(_ attempt: Attempt) -> TurnStreamConnection {
-        TurnStreamConnection(fd: attempt.fd, ssl: attempt.ssl, server: target.server, host: target.host, tls: target.tls,
+        TurnStreamConnection(fd: attempt.fd, tls: attempt.tls, server: target.server, host: target.host, context: target.tls,
                        inputCapacity: target.inputCapacity, outputCapacity: target.outputCapacity)
     }
 
     private func abandon(_ attempt: Attempt) {
-        if let ssl = attempt.ssl { SSL_free(ssl) }
         SystemCall.close(attempt.fd)
     }
 

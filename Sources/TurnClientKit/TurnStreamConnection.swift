@@ -1,9 +1,9 @@
 import ClientSockets
 import CLoadGen
-import CSSL
 import Glibc
 import Synchronization
 import SystemSupport
+import TLS
 
 /// One TURN client's connection to its server over TCP, or TLS over TCP (`--turn-transport
 /// tcp|tls`): the connection is the client's 5-tuple, so it carries the client's requests and
@@ -14,31 +14,33 @@ import SystemSupport
 /// during the run), and one reader at a time (the control thread before and after the run,
 /// the receiving thread during it) reads. Writes go through one lock per connection, so that
 /// a message is never interleaved with another and one left half-written by a full socket is
-/// finished before the next. An SSL object may be used by one thread at a time only, so with
-/// TLS the reads take the same lock, per SSL_read. Nothing is allocated per message: the
-/// output buffer and the framer's input buffer are allocated once, when the connection opens.
+/// finished before the next. A TLS session has one user at a time, so with TLS the reads take
+/// the same lock, per read. Nothing is allocated per message: the output buffer, the framer's
+/// input buffer and TLS's staging buffers (TLSOverSocket) are allocated once, when the
+/// connection opens.
 ///
 /// A connection that fails (closed or reset by the server, a framing or TLS error) stays
 /// failed, with its first reason in `failure`; its client counts as failed. The descriptor
-/// and the SSL object are freed in deinit.
+/// is closed and the session freed in deinit (after a close_notify, if the connection works).
 package final class TurnStreamConnection: @unchecked Sendable {
     package let fd: Int32
     package let server: SocketAddress
     /// The host as the user named the server (TLS: SNI and the certificate's name).
     package let host: String
-    package let tls: SocketTLSContext?
+    /// The TLS settings the connection was opened with (a client following a 300 reuses
+    /// them); nil for TCP.
+    package let context: TLSClientContext?
     /// nil for TCP; with TLS, used only under `output`'s lock.
-    private let ssl: OpaquePointer?
+    private let tls: TLSOverSocket?
     /// The reader's side; one thread at a time (see above).
     let framer: StreamFramer
     private let buffer: UnsafeMutableRawPointer
     package let outputCapacity: Int
     /// Bytes `start..<end` of `buffer` are written by the caller and not yet taken by the
-    /// kernel (TCP) or the library (TLS); `retry` is the length of a TLS write to repeat.
+    /// kernel (TCP) or sealed by the session (TLS).
     private struct Output {
         var start = 0
         var end = 0
-        var retry = 0
     }
     private let output = Mutex(Output())
     private let failed = Atomic<Bool>(false)
@@ -48,15 +50,15 @@ package final class TurnStreamConnection: @unchecked Sendable {
     /// the library holds decrypted bytes that poll cannot see).
     static let readsPerTurn = 16
 
-    /// Takes ownership of `fd`, a connected non-blocking TCP socket, and of `ssl`, a session
-    /// whose handshake on it is done.
-    package init(fd: Int32, ssl: OpaquePointer?, server: SocketAddress, host: String, tls: SocketTLSContext?,
+    /// Takes ownership of `fd`, a connected non-blocking TCP socket, and of `tls`, a session
+    /// over it whose handshake is done (under `context`).
+    package init(fd: Int32, tls: TLSOverSocket?, server: SocketAddress, host: String, context: TLSClientContext?,
          inputCapacity: Int, outputCapacity: Int) {
         self.fd = fd
-        self.ssl = ssl
+        self.tls = tls
         self.server = server
         self.host = host
-        self.tls = tls
+        self.context = context
         framer = StreamFramer(capacity: inputCapacity)
         self.outputCapacity = outputCapacity
         buffer = .allocate(byteCount: outputCapacity, alignment: 16)
@@ -64,11 +66,10 @@ package final class TurnStreamConnection: @unchecked Sendable {
     }
 
     deinit {
-        if let ssl {
+        if let tls, !isFailed {
             // close_notify if the socket takes it now; a failed connection gets none.
-            if !isFailed { _ = SSL_shutdown(ssl) }
-            SSL_free(ssl)
-            ERR_clear_error()
+            tls.session.shutdown()
+            _ = tls.flush()
         }
         SystemCall.close(fd)
         buffer.deallocate()
@@ -125,7 +126,7 @@ package final class TurnStreamConnection: @unchecked Sendable {
         guard !isFailed else { return true }
         return output.withLock { out in
             flush(&out)
-            return out.start == out.end || isFailed
+            return (out.start == out.end && tls?.hasUnsent != true) || isFailed
         }
     }
 
@@ -140,25 +141,8 @@ package final class TurnStreamConnection: @unchecked Sendable {
     }
 
     private func flush(_ out: inout Output) {
+        if let tls { return flush(&out, over: tls) }
         while out.start < out.end {
-            if let ssl {
-                // A write WANT_WRITE interrupted is repeated with the same length (SSL_write(3)).
-                let length = out.retry > 0 ? out.retry : min(out.end - out.start, Int(Int32.max))
-                let written = SSL_write(ssl, buffer + out.start, Int32(length))
-                if written > 0 {
-                    out.start += Int(written)
-                    out.retry = 0
-                    continue
-                }
-                let error = SSL_get_error(ssl, written)
-                let code = errno
-                if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ {
-                    out.retry = length
-                    return
-                }
-                fail(Self.tlsFailure(error, errno: code, doing: "write"))
-                return
-            }
             let outcome = SystemCall.outcome {
                 Glibc.send(fd, buffer + out.start, out.end - out.start, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
             }
@@ -174,6 +158,31 @@ package final class TurnStreamConnection: @unchecked Sendable {
         out.end = 0
     }
 
+    /// Seals what is queued a record at a time, sending each before the next so the session's
+    /// buffer always has room for a whole record.
+    private func flush(_ out: inout Output, over tls: TLSOverSocket) {
+        while true {
+            switch tls.flush() {
+            case .done: break
+            case .wouldBlock: return
+            case .failed(let why):
+                fail("TLS write to \(server): \(why)")
+                return
+            }
+            guard out.start < out.end else {
+                out.start = 0
+                out.end = 0
+                return
+            }
+            let length = min(out.end - out.start, TLSRecord.maximumPlaintextPerRecord)
+            guard tls.session.writePlaintext(UnsafeRawBufferPointer(start: buffer + out.start, count: length)) else {
+                fail("TLS write to \(server): \(tls.session.failureDetail ?? "the session refused \(length) bytes")")
+                return
+            }
+            out.start += length
+        }
+    }
+
     // MARK: reading
 
     /// Reads what the server sent, as far as the socket has it now (at most `readsPerTurn`
@@ -186,22 +195,12 @@ package final class TurnStreamConnection: @unchecked Sendable {
         while true {
             let space = framer.space
             var count = 0
-            if let ssl {
-                let (read, error, code) = output.withLock { _ in
-                    let n = SSL_read(ssl, space.baseAddress, Int32(space.count))
-                    if n > 0 { return (n, SSL_ERROR_NONE, Int32(0)) }
-                    let error = SSL_get_error(ssl, n)
-                    return (n, error, errno)
-                }
-                if read > 0 {
-                    count = Int(read)
-                } else if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE {
-                    return true
-                } else if error == SSL_ERROR_ZERO_RETURN {
-                    fail("closed by the server (TLS close_notify)")
-                    return false
-                } else {
-                    fail(Self.tlsFailure(error, errno: code, doing: "read"))
+            if let tls {
+                switch output.withLock({ _ in read(into: space, from: tls) }) {
+                case .bytes(let n): count = n
+                case .nothing: return true
+                case .ended(let why):
+                    fail(why)
                     return false
                 }
             } else {
@@ -225,20 +224,37 @@ package final class TurnStreamConnection: @unchecked Sendable {
             }
             reads += 1
             if reads >= Self.readsPerTurn {
-                // Decrypted bytes the library holds are invisible to poll: read them now.
-                guard let ssl, output.withLock({ _ in SSL_pending(ssl) }) > 0 else { return true }
+                // Input the session holds is invisible to poll: read it now.
+                guard let tls, output.withLock({ _ in tls.hasUntakenInput || tls.session.hasUnreadInput }) else { return true }
             }
         }
     }
 
-    /// Why a TLS read or write failed; the thread's error queue is emptied.
-    private static func tlsFailure(_ error: Int32, errno code: Int32, doing what: String) -> String {
-        if error == SSL_ERROR_SYSCALL {
-            let queued = SocketTLSContext.errorQueueText()
-            if !queued.isEmpty { return "TLS \(what): \(queued)" }
-            return code == 0 ? "TLS \(what): the server closed the connection without close_notify" : "TLS \(what): \(errnoText(code))"
+    private enum Input {
+        case bytes(Int)
+        /// Nothing more now: wait for the socket.
+        case nothing
+        case ended(String)
+    }
+
+    /// Plaintext from the session into `space`, feeding it what the socket has until it gives
+    /// some or the socket has no more; what reading made the session send (an answer to a
+    /// KeyUpdate) goes out too.
+    private func read(into space: UnsafeMutableRawBufferPointer, from tls: TLSOverSocket) -> Input {
+        defer { _ = tls.flush() }
+        while true {
+            switch tls.session.readPlaintext(into: space) {
+            case .bytes(let n): return .bytes(n)
+            case .closed: return .ended("closed by the server (TLS close_notify)")
+            case .failed: return .ended("TLS read from \(server): \(tls.session.failureDetail ?? "failed")")
+            case .wantMore: break
+            }
+            switch tls.fill() {
+            case .fed: continue
+            case .wouldBlock: return .nothing
+            case .closed: return .ended("TLS read from \(server): the server closed the connection without close_notify")
+            case .failed(let why): return .ended("TLS read from \(server): \(why)")
+            }
         }
-        let queued = SocketTLSContext.errorQueueText()
-        return "TLS \(what): \(queued.isEmpty ? "SSL_get_error \(error)" : queued)"
     }
 }

@@ -26,7 +26,7 @@ enum ConfigFile {
         } catch let failure as ConfigFileReader.Failure {
             throw OptionError(subject: subject, problem: failure.description)
         } catch {
-            throw OptionError(subject: subject, problem: "cannot read it (\(reason(error))); expected \(expected)")
+            throw OptionError(subject: subject, problem: "cannot read it (\(error)); expected \(expected)")
         }
         guard data.count <= maxBytes else {
             throw OptionError(subject: subject, problem: "larger than 1 MiB; expected \(expected) of at most 1 MiB")
@@ -34,32 +34,30 @@ enum ConfigFile {
         return data
     }
 
-    /// Reads and decodes the file into its top-level object.
-    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: ConfigValue] {
+    /// Reads the file and parses it (JSONSyntax's reader) into its top-level object.
+    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [String: JSONValue] {
         let subject = "config \(OptionError.quoted(path))"
         let data = try readSmallFile(path, subject: subject, expected: "a readable JSON file", readFile: readFile)
-        // Decoding keeps one of two equal keys without a word; refuse the file instead, since
-        // either choice could silently run a setting the operator did not mean.
-        if let key = JSONDuplicateKey.first(in: data) {
-            throw OptionError(
-                subject: "\(subject): key \"\(OptionError.quoted(key))\"",
-                problem: "appears more than once; give each key once")
-        }
-        let value: ConfigValue
+        let value: JSONValue
         do {
-            value = try JSONDecoder().decode(ConfigValue.self, from: data)
+            value = try JSONValue(parsing: data)
         } catch {
-            throw OptionError(subject: subject, problem: "not valid JSON (\(reason(error)))")
+            // Other parsers keep one of two equal keys without a word; either choice could
+            // silently run a setting the operator did not mean.
+            if case .duplicateKey(let key) = error.kind {
+                throw OptionError(subject: "\(subject): key \"\(OptionError.quoted(key))\"", problem: "appears more than once; give each key once")
+            }
+            throw OptionError(subject: subject, problem: "not valid JSON (\(error))")
         }
-        guard case .object(let object) = value else {
+        guard let members = value.members else {
             throw OptionError(subject: subject, problem: "expected a JSON object at the top level, got \(value.typeName)")
         }
-        return object
+        return Dictionary(members, uniquingKeysWith: { first, _ in first })
     }
 
     /// Applies every key of `object` to `options` and returns which options it set.
     static func apply(
-        _ object: [String: ConfigValue], path: String, to options: inout ServerOptions
+        _ object: [String: JSONValue], path: String, to options: inout ServerOptions
     ) throws(OptionError) -> Set<OptionKey> {
         let keys = Dictionary(uniqueKeysWithValues: OptionKey.allCases.map { ($0.configKey, $0) })
         var given = Set<OptionKey>()
@@ -91,7 +89,7 @@ enum ConfigFile {
     }
 
     /// The value as the text the flag would take, after checking its JSON type.
-    private static func strings(_ value: ConfigValue, for key: OptionKey, subject: String) throws(OptionError) -> [String] {
+    private static func strings(_ value: JSONValue, for key: OptionKey, subject: String) throws(OptionError) -> [String] {
         switch (key.configType, value) {
         case (.string, .string(let text)):
             return [text]
@@ -115,55 +113,10 @@ enum ConfigFile {
             case .number: "a number"
             case .stringArray: "an array of strings"
             }
-            throw OptionError(subject: subject, problem: "expected \(wanted) (\(key.accepted)), got \(value.typeName)")
-        }
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            if let underlying = context.underlyingError as NSError?,
-                let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String {
-                return detail
-            }
-            return context.debugDescription
-        }
-        return String(describing: error)
-    }
-}
-
-/// A decoded JSON value, keeping integers apart from other numbers and booleans so a config
-/// with `"workers": true` or `"workers": 1.5` is refused instead of guessed at.
-enum ConfigValue: Decodable, Equatable, Sendable {
-    case null, bool(Bool), integer(Int), number(Double), string(String)
-    case array([ConfigValue]), object([String: ConfigValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([ConfigValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: ConfigValue].self))
-        }
-    }
-
-    var typeName: String {
-        switch self {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .integer, .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
+            // 2.0 and 1e3 are not integers as JSON spells them: say which number, as "got a
+            // number" alone would puzzle whoever was asked for an integer.
+            let got = if case .number(let number) = value { "a number with a fraction or exponent (\(number))" } else { value.typeName }
+            throw OptionError(subject: subject, problem: "expected \(wanted) (\(key.accepted)), got \(got)")
         }
     }
 }

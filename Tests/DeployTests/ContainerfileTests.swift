@@ -1,4 +1,5 @@
 import Foundation
+import JSONSyntax
 import TestSupport
 import XCTest
 
@@ -85,7 +86,7 @@ final class ContainerfileTests: XCTestCase {
         let run = try XCTUnwrap(ContainerfileFixture().runStage)
         let exposed = Set(run.instructions.filter { $0.hasPrefix("EXPOSE ") }.flatMap { $0.split(separator: " ").dropFirst().map { $0.lowercased() } })
         let container = try XCTUnwrap(KubernetesManifestFixture().relayContainer)
-        let declared = (container["ports"] as? [[String: Any]] ?? []).map { "\($0["containerPort"] ?? "?")/\(($0["protocol"] as? String ?? "TCP").lowercased())" }
+        let declared = (container["ports"]?.elements ?? []).map { "\($0["containerPort"]?.text ?? "?")/\(($0["protocol"]?.string ?? "TCP").lowercased())" }
         XCTAssertFalse(declared.isEmpty)
         XCTAssertEqual(Set(declared).subtracting(exposed), [], "declared by the DaemonSet, not exposed by the image")
         XCTAssertTrue(exposed.contains("40000-40999/udp"), "the relayed port range")

@@ -1,4 +1,5 @@
 import Foundation
+import JSONSyntax
 @testable import mediarelay
 import NetAddress
 import TestSupport
@@ -46,7 +47,7 @@ final class DaemonSetCommandTests: XCTestCase {
         let listening = Set(options.turnListeners.map { "\($0.port)/UDP" }
             + (options.turnTCPListeners + options.turnTLSListeners + [options.http]).map { "\($0.port)/TCP" })
         let container = try XCTUnwrap(KubernetesManifestFixture().relayContainer)
-        let declared = Set((container["ports"] as? [[String: Any]] ?? []).map { "\($0["containerPort"] ?? "?")/\($0["protocol"] ?? "TCP")" })
+        let declared = Set((container["ports"]?.elements ?? []).map { "\($0["containerPort"]?.text ?? "?")/\($0["protocol"]?.text ?? "TCP")" })
         XCTAssertEqual(listening, declared)
     }
 
@@ -127,9 +128,9 @@ struct DaemonSetCommandRun {
     init(nodeIP: String, nodeName: String, publicAddress: String?, nextSecret: String?, standIns: StandIns = .parsing) throws {
         let manifests = try KubernetesManifestFixture()
         let container = try XCTUnwrap(manifests.relayContainer)
-        let command = try XCTUnwrap(container["command"] as? [String])
+        let command = try XCTUnwrap(container["command"]?.strings)
         XCTAssertEqual(command, ["/bin/sh", "-c"])
-        var script = try XCTUnwrap((container["args"] as? [String])?.first)
+        var script = try XCTUnwrap(container["args"]?.strings?.first)
 
         certificates = try CertificateFixture()
         let scratch = URL(fileURLWithPath: certificates.directory).appendingPathComponent("daemonset-\(UUID().uuidString)")
@@ -154,9 +155,9 @@ struct DaemonSetCommandRun {
             try publicAddress.write(to: addresses.appendingPathComponent(nodeName), atomically: true, encoding: .utf8)
         }
         // The paths the pod has, swapped for the stand-ins; each must be there to be swapped.
-        let mounts = container["volumeMounts"] as? [[String: Any]] ?? []
-        let addressMount = try XCTUnwrap(mounts.first { $0["name"] as? String == "public-address" }?["mountPath"] as? String)
-        let tlsMount = try XCTUnwrap(mounts.first { $0["name"] as? String == "tls" }?["mountPath"] as? String)
+        let mounts = container["volumeMounts"]?.elements ?? []
+        let addressMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "public-address" }?["mountPath"]?.string)
+        let tlsMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "tls" }?["mountPath"]?.string)
         for (path, standIn) in [("exec /usr/local/bin/mediarelay ", "exec \(stub.path) "), (addressMount + "/", addresses.path + "/"),
                                 (tlsMount + "/", tls.path + "/")] {
             XCTAssertTrue(script.contains(path), "the command no longer uses \(path)")
@@ -165,16 +166,16 @@ struct DaemonSetCommandRun {
 
         // The image's tools, with the stand-in `sleep` found first.
         var environment = ["PATH": "\(tools.path):/usr/bin:/bin"]
-        for variable in container["env"] as? [[String: Any]] ?? [] {
-            let name = try XCTUnwrap(variable["name"] as? String)
-            let source = variable["valueFrom"] as? [String: Any]
-            if let value = variable["value"] as? String {
+        for variable in container["env"]?.elements ?? [] {
+            let name = try XCTUnwrap(variable["name"]?.string)
+            let source = variable["valueFrom"]
+            if let value = variable["value"]?.string {
                 environment[name] = value
-            } else if let field = (source?["fieldRef"] as? [String: Any])?["fieldPath"] as? String {
+            } else if let field = source?["fieldRef"]?["fieldPath"]?.string {
                 environment[name] = try XCTUnwrap(["status.hostIP": nodeIP, "spec.nodeName": nodeName][field], "no test value for \(field)")
-            } else if let secret = source?["secretKeyRef"] as? [String: Any], let key = secret["key"] as? String {
+            } else if let secret = source?["secretKeyRef"], let key = secret["key"]?.string {
                 // An optional key that is absent leaves the variable unset, as the kubelet does.
-                if secret["optional"] as? Bool == true { environment[name] = nextSecret } else { environment[name] = "\(key)-value" }
+                if secret["optional"]?.bool == true { environment[name] = nextSecret } else { environment[name] = "\(key)-value" }
             } else {
                 XCTFail("\(name): a source this test does not fill in")
             }
@@ -191,7 +192,7 @@ struct DaemonSetCommandRun {
         sighups = count("sighups", lines: true)
         sleeps = count("sleeps", lines: false)
 
-        let configMount = try XCTUnwrap(mounts.first { $0["name"] as? String == "config" }?["mountPath"] as? String)
+        let configMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "config" }?["mountPath"]?.string)
         configPath = configMount + "/config.json"
         let config = try manifests.relayConfig("config.json").text
         XCTAssertTrue(config.contains(tlsMount + "/"), "config.json no longer reads the certificate from \(tlsMount)")

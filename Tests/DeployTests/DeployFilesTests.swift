@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+import JSONSyntax
 
 /// The metric names of the stats contract (README, "Stats"; docs/ARCHITECTURE.md), typed out so
 /// a dashboard or rule that uses a made-up name fails here even before a server exists.
@@ -54,7 +55,8 @@ final class DeployFilesTests: XCTestCase {
         let files = deployFiles(withExtensions: ["json"])
         XCTAssertGreaterThanOrEqual(files.count, 2, "expected the example config and the dashboard")
         for file in files {
-            XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(contentsOf: file)), file.path)
+            // The relay's reader, stricter than Grafana's or kubectl's: a key given twice is refused.
+            XCTAssertNoThrow(try JSONValue(parsing: Data(contentsOf: file)), file.path)
         }
     }
 
@@ -83,23 +85,23 @@ final class DeployFilesTests: XCTestCase {
         let script = "import yaml,sys; sys.stdout.write(yaml.safe_load(open(sys.argv[1]))['data']['config.json'])"
         let result = try runTool("/usr/bin/env", ["python3", "-c", script, file.path])
         XCTAssertEqual(result.status, 0, result.output)
-        let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
-        XCTAssertEqual(object?["ports"] as? String, "40000-40999")
+        let object = try JSONValue(parsing: Array(result.output.utf8))
+        XCTAssertEqual(object["ports"]?.string, "40000-40999")
     }
 
     func testTheDashboardIsAGrafanaDashboard() throws {
         let data = try Data(contentsOf: repoRoot.appendingPathComponent("deploy/grafana/mediarelay.json"))
-        let dashboard = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
-        XCTAssertGreaterThanOrEqual(dashboard["schemaVersion"] as? Int ?? 0, 36)
-        let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
-        XCTAssertTrue(variables.contains { $0["type"] as? String == "datasource" && $0["query"] as? String == "prometheus" })
-        let panels = try XCTUnwrap(dashboard["panels"] as? [[String: Any]])
-        let ids = panels.compactMap { $0["id"] as? Int }
+        let dashboard = try JSONValue(parsing: data)
+        XCTAssertGreaterThanOrEqual(dashboard["schemaVersion"]?.integer ?? 0, 36)
+        let variables = dashboard["templating"]?["list"]?.elements ?? []
+        XCTAssertTrue(variables.contains { $0["type"]?.string == "datasource" && $0["query"]?.string == "prometheus" })
+        let panels = try XCTUnwrap(dashboard["panels"]?.elements)
+        let ids = panels.compactMap { $0["id"]?.integer }
         XCTAssertEqual(Set(ids).count, panels.count, "panel ids must be unique")
         for panel in panels {
-            let targets = panel["targets"] as? [[String: Any]] ?? []
-            XCTAssertFalse(targets.isEmpty, "\(panel["title"] ?? "?") has no query")
-            XCTAssertTrue(targets.allSatisfy { ($0["expr"] as? String)?.contains("mediarelay_") == true })
+            let targets = panel["targets"]?.elements ?? []
+            XCTAssertFalse(targets.isEmpty, "\(panel["title"]?.string ?? "?") has no query")
+            XCTAssertTrue(targets.allSatisfy { $0["expr"]?.string?.contains("mediarelay_") == true })
         }
     }
 
@@ -124,8 +126,8 @@ final class DeployFilesTests: XCTestCase {
         }
         // The stop timeout must outlast the example config's drain.
         let stop = try XCTUnwrap(settings.first { $0.hasPrefix("TimeoutStopSec=") }.flatMap { Int($0.dropFirst("TimeoutStopSec=".count)) })
-        let config = try JSONSerialization.jsonObject(with: Data(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/config.json"))) as? [String: Any]
-        XCTAssertGreaterThan(stop, try XCTUnwrap(config?["drain_seconds"] as? Int))
+        let config = try JSONValue(parsing: Data(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/config.json")))
+        XCTAssertGreaterThan(Int64(stop), try XCTUnwrap(config["drain_seconds"]?.integer))
     }
 
     func testSystemdAnalyzeVerifyAcceptsTheUnit() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import JSONSyntax
 
 /// The Kubernetes version whose API schemas the manifests are checked against: the oldest the
 /// manifests are meant for. Everything they use is GA there (DaemonSet maxSurge, policy/v1).
@@ -34,7 +35,7 @@ final class KubernetesManifestTests: XCTestCase {
                 XCTAssertTrue(passed || lines.contains { $0.hasPrefix("WARN \(document.file.path) Couldn't find schema for kind \(document.kind)") },
                               "\(document.kind) (\(origin)) was neither validated nor reported without a schema: \(result.output)")
                 XCTAssertFalse(document.name.isEmpty, "\(document.file.lastPathComponent): \(document.kind) without metadata.name")
-                XCTAssertNotNil(document.object["spec"] as? [String: Any], "\(document.file.lastPathComponent): \(document.kind) without spec")
+                XCTAssertNotNil(document.object["spec"]?.members, "\(document.file.lastPathComponent): \(document.kind) without spec")
             } else {
                 XCTAssertTrue(passed, "\(document.file.lastPathComponent): \(document.kind)/\(document.name) was not validated against \(kubernetesVersion): \(result.output)")
             }
@@ -48,21 +49,21 @@ final class KubernetesManifestTests: XCTestCase {
     func testTheDaemonSetRunsOneRelayPerNodeOnTheNodesNetwork() throws {
         let manifests = try KubernetesManifestFixture()
         let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
-        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.hostNetwork") as? Bool, true)
-        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.dnsPolicy") as? String, "ClusterFirstWithHostNet")
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.hostNetwork")?.bool, true)
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.dnsPolicy")?.string, "ClusterFirstWithHostNet")
         // The next pod binds the same node ports: no surge, one node at a time.
-        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxSurge") as? Int, 0)
-        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxUnavailable") as? Int, 1)
+        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxSurge")?.integer, 0)
+        XCTAssertEqual(daemonSet.value(at: "spec.updateStrategy.rollingUpdate.maxUnavailable")?.integer, 1)
         // The preStop hook signals PID 1; a shared process namespace would make that the pause process.
-        XCTAssertNotEqual(daemonSet.value(at: "spec.template.spec.shareProcessNamespace") as? Bool, true)
+        XCTAssertNotEqual(daemonSet.value(at: "spec.template.spec.shareProcessNamespace")?.bool, true)
 
         let container = try XCTUnwrap(manifests.relayContainer)
-        let ports = (container["ports"] as? [[String: Any]] ?? []).map { "\($0["containerPort"] ?? "?")/\($0["protocol"] ?? "TCP")" }
+        let ports = (container["ports"]?.elements ?? []).map { "\($0["containerPort"]?.text ?? "?")/\($0["protocol"]?.text ?? "TCP")" }
         XCTAssertEqual(Set(ports), ["9480/TCP", "3478/UDP", "3478/TCP", "443/TCP"])
-        XCTAssertEqual((container["readinessProbe"] as? [String: Any]).flatMap { $0["httpGet"] as? [String: Any] }?["path"] as? String, "/readyz")
-        XCTAssertEqual((container["livenessProbe"] as? [String: Any]).flatMap { $0["httpGet"] as? [String: Any] }?["path"] as? String, "/healthz")
+        XCTAssertEqual(container["readinessProbe"]?["httpGet"]?["path"]?.string, "/readyz")
+        XCTAssertEqual(container["livenessProbe"]?["httpGet"]?["path"]?.string, "/healthz")
         for probe in ["readinessProbe", "livenessProbe"] {
-            XCTAssertEqual(((container[probe] as? [String: Any])?["httpGet"] as? [String: Any])?["port"] as? Int, 9480, "\(probe) must ask the control port")
+            XCTAssertEqual(container[probe]?["httpGet"]?["port"]?.integer, 9480, "\(probe) must ask the control port")
         }
     }
 
@@ -71,13 +72,13 @@ final class KubernetesManifestTests: XCTestCase {
     func testThePreStopHookDrainsForDrainSecondsWithinTheGracePeriod() throws {
         let manifests = try KubernetesManifestFixture()
         let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
-        let command = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.containers.0.lifecycle.preStop.exec.command") as? [String])
+        let command = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.containers.0.lifecycle.preStop.exec.command")?.strings)
         XCTAssertEqual(Array(command.prefix(2)), ["/bin/sh", "-c"])
         let script = try XCTUnwrap(command.last)
         XCTAssertTrue(script.hasPrefix("kill -TERM 1;"), "the hook must start the drain itself: \(script)")
         let sleep = try XCTUnwrap(script.firstMatch(of: /sleep (\d+)/).flatMap { Int($0.output.1) }, "no sleep in \(script)")
-        let drain = try XCTUnwrap(manifests.relayConfig("config.json").object["drain_seconds"] as? Int)
-        let grace = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.terminationGracePeriodSeconds") as? Int)
+        let drain = try XCTUnwrap(manifests.relayConfig("config.json").object["drain_seconds"]?.integer.map { Int($0) })
+        let grace = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.terminationGracePeriodSeconds")?.integer.map { Int($0) })
         XCTAssertGreaterThanOrEqual(sleep, drain, "the kubelet's SIGTERM after the hook would cut the drain short")
         XCTAssertGreaterThanOrEqual(grace, sleep + 10, "the grace period must leave the relay time to exit after the drain")
     }
@@ -88,20 +89,20 @@ final class KubernetesManifestTests: XCTestCase {
         let manifests = try KubernetesManifestFixture()
         let budget = try XCTUnwrap(manifests.document(kind: "PodDisruptionBudget", name: "mediarelay"))
         XCTAssertNil(budget.value(at: "spec.maxUnavailable"))
-        XCTAssertNotNil(budget.value(at: "spec.minAvailable") as? Int, "minAvailable must be an integer, not a percentage")
+        XCTAssertNotNil(budget.value(at: "spec.minAvailable")?.integer, "minAvailable must be an integer, not a percentage")
         let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
-        XCTAssertEqual(budget.value(at: "spec.selector.matchLabels") as? [String: String],
-                       daemonSet.value(at: "spec.selector.matchLabels") as? [String: String])
+        XCTAssertEqual(budget.value(at: "spec.selector.matchLabels")?.stringMap,
+                       daemonSet.value(at: "spec.selector.matchLabels")?.stringMap)
     }
 
     func testTheHeadlessServiceNamesEveryRelayPort() throws {
         let manifests = try KubernetesManifestFixture()
         let service = try XCTUnwrap(manifests.document(kind: "Service", name: "mediarelay"))
-        XCTAssertEqual(service.value(at: "spec.clusterIP") as? String, "None")
-        let servicePorts = (service.value(at: "spec.ports") as? [[String: Any]] ?? []).map { "\($0["name"] ?? "?") \($0["port"] ?? "?")/\($0["protocol"] ?? "TCP")" }
-        let containerPorts = (manifests.relayContainer?["ports"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "?") \($0["containerPort"] ?? "?")/\($0["protocol"] ?? "TCP")" }
+        XCTAssertEqual(service.value(at: "spec.clusterIP")?.string, "None")
+        let servicePorts = (service.value(at: "spec.ports")?.elements ?? []).map { "\($0["name"]?.text ?? "?") \($0["port"]?.text ?? "?")/\($0["protocol"]?.text ?? "TCP")" }
+        let containerPorts = (manifests.relayContainer?["ports"]?.elements ?? []).map { "\($0["name"]?.text ?? "?") \($0["containerPort"]?.text ?? "?")/\($0["protocol"]?.text ?? "TCP")" }
         XCTAssertEqual(Set(servicePorts), Set(containerPorts))
-        XCTAssertEqual(service.value(at: "spec.selector") as? [String: String], ["app.kubernetes.io/name": "mediarelay"])
+        XCTAssertEqual(service.value(at: "spec.selector")?.stringMap, ["app.kubernetes.io/name": "mediarelay"])
     }
 
     /// The certificate lands where the DaemonSet mounts it and where config.json reads it, and
@@ -109,27 +110,27 @@ final class KubernetesManifestTests: XCTestCase {
     func testTheTLSSecretFollowsCertManagersLayout() throws {
         let manifests = try KubernetesManifestFixture()
         let certificate = try XCTUnwrap(manifests.document(kind: "Certificate", name: "mediarelay-tls"))
-        let secretName = try XCTUnwrap(certificate.value(at: "spec.secretName") as? String)
+        let secretName = try XCTUnwrap(certificate.value(at: "spec.secretName")?.string)
         let daemonSet = try XCTUnwrap(manifests.document(kind: "DaemonSet", name: "mediarelay"))
-        let volumes = daemonSet.value(at: "spec.template.spec.volumes") as? [[String: Any]] ?? []
-        let volume = try XCTUnwrap(volumes.first { ($0["secret"] as? [String: Any])?["secretName"] as? String == secretName })
-        XCTAssertNotEqual((volume["secret"] as? [String: Any])?["optional"] as? Bool, true, "config.json runs TLS: the Secret is not optional")
+        let volumes = daemonSet.value(at: "spec.template.spec.volumes")?.elements ?? []
+        let volume = try XCTUnwrap(volumes.first { $0["secret"]?["secretName"]?.string == secretName })
+        XCTAssertNotEqual(volume["secret"]?["optional"]?.bool, true, "config.json runs TLS: the Secret is not optional")
         // Group-readable only: fsGroup gives the relay's group the key, nobody else.
-        XCTAssertEqual((volume["secret"] as? [String: Any])?["defaultMode"] as? Int, 0o440)
-        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup") as? Int,
-                       daemonSet.value(at: "spec.template.spec.securityContext.runAsGroup") as? Int)
-        let mounts = manifests.relayContainer?["volumeMounts"] as? [[String: Any]] ?? []
-        let mountPath = try XCTUnwrap(mounts.first { $0["name"] as? String == volume["name"] as? String }?["mountPath"] as? String)
+        XCTAssertEqual(volume["secret"]?["defaultMode"]?.integer, 0o440)
+        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup")?.integer,
+                       daemonSet.value(at: "spec.template.spec.securityContext.runAsGroup")?.integer)
+        let mounts = manifests.relayContainer?["volumeMounts"]?.elements ?? []
+        let mountPath = try XCTUnwrap(mounts.first { $0["name"]?.string == volume["name"]?.string }?["mountPath"]?.string)
         let config = try manifests.relayConfig("config.json").object
-        XCTAssertEqual(config["tls_cert"] as? String, mountPath + "/tls.crt")
-        XCTAssertEqual(config["tls_key"] as? String, mountPath + "/tls.key")
+        XCTAssertEqual(config["tls_cert"]?.string, mountPath + "/tls.crt")
+        XCTAssertEqual(config["tls_key"]?.string, mountPath + "/tls.key")
     }
 
     /// The ConfigMap holds the config the relays run and nothing else: the keys of TURN over
     /// TCP and TLS have left the config.next.json that waited for them.
     func testTheConfigMapHoldsOnlyTheRunningConfig() throws {
         let manifests = try KubernetesManifestFixture()
-        let data = manifests.document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"] as? [String: Any]
-        XCTAssertEqual(data.map { Set($0.keys) }, ["config.json"])
+        let data = manifests.document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"]?.members
+        XCTAssertEqual(data.map { Set($0.map(\.0)) }, ["config.json"])
     }
 }

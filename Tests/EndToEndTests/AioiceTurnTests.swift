@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+import JSONSyntax
 
 /// A TURN client that is not ours and not coturn's: aioice (the ICE library under aiortc, from
 /// PyPI, installed by `make test-deps` into .build/test-tools) allocates on the real relay over
@@ -17,9 +18,9 @@ final class AioiceTurnTests: XCTestCase {
                                                         seconds: 30)
             XCTAssertEqual(status, 0, "\(transport): \(output)")
             let line = output.split(separator: "\n").last { $0.hasPrefix("{") }.map(String.init) ?? ""
-            let verdict = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-            XCTAssertEqual(verdict?["echoed"] as? Int, 50, "\(transport): \(output)")
-            XCTAssertEqual((verdict?["relayed"] as? [Any])?.first as? String, "127.0.0.1", "\(transport): \(output)")
+            let verdict = try? JSONValue(parsing: Array(line.utf8))
+            XCTAssertEqual(verdict?["echoed"]?.integer, 50, "\(transport): \(output)")
+            XCTAssertEqual(verdict?["relayed"]?.elements?.first?.string, "127.0.0.1", "\(transport): \(output)")
         }
         let turn = try XCTUnwrap(server.relay.stats()["turn"] as? [String: Any])
         let transports = try XCTUnwrap(turn["transports"] as? [String: Any])

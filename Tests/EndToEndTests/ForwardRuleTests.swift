@@ -3,6 +3,7 @@ import Foundation
 import NetAddress
 import TestPorts
 import XCTest
+import JSONSyntax
 
 /// Forward rules through the real server: a UDP proxy in front of an upstream.
 final class ForwardRuleTests: XCTestCase {
@@ -79,10 +80,9 @@ final class ForwardRuleTests: XCTestCase {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         client.waitUntilExit()
         XCTAssertEqual(client.terminationStatus, 0, String(decoding: data, as: UTF8.self))
-        let report = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let sum = try XCTUnwrap((report["end"] as? [String: Any])?["sum"] as? [String: Any])
-        let packets = try XCTUnwrap(sum["packets"] as? Int)
-        let lost = try XCTUnwrap(sum["lost_packets"] as? Int)
+        let report = try JSONValue(parsing: data)
+        let packets = try XCTUnwrap(report["end"]?["sum"]?["packets"]?.integer)
+        let lost = try XCTUnwrap(report["end"]?["sum"]?["lost_packets"]?.integer)
         // What is claimed is that an unmodified application works through the rule, not a rate
         // or loss figure (those belong in bench/): on a loaded machine iperf3 may send far
         // fewer than 20 Mbit/s calls for, and lose some; a broken rule delivers nothing.

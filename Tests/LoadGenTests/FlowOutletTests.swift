@@ -17,7 +17,7 @@ final class FlowOutletTests: XCTestCase {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         XCTAssertEqual(socketpair(AF_UNIX, type, 0, &fds), 0)
         defer { close(fds[1]) }
-        let connection = TurnStreamConnection(fd: fds[0], ssl: nil, server: receiver.localAddress, host: "127.0.0.1", tls: nil,
+        let connection = TurnStreamConnection(fd: fds[0], tls: nil, server: receiver.localAddress, host: "127.0.0.1", context: nil,
                                         inputCapacity: 8192, outputCapacity: 65536)
         let peer = try SocketAddress(hostPort: "192.0.2.1:5004")
         let flows = [

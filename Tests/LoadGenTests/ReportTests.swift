@@ -1,5 +1,6 @@
 @testable import BenchSupport
 import Foundation
+import JSONSyntax
 #if canImport(FoundationXML)
 import FoundationXML
 #endif

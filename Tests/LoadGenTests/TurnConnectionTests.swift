@@ -14,8 +14,8 @@ final class TurnConnectionTests: XCTestCase {
         var fds: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { throw LoadError("socketpair: errno \(errno)") }
-        let connection = TurnStreamConnection(fd: fds[0], ssl: nil, server: try SocketAddress(hostPort: "127.0.0.1:3478"), host: "127.0.0.1",
-                                        tls: nil, inputCapacity: 8192, outputCapacity: 16384)
+        let connection = TurnStreamConnection(fd: fds[0], tls: nil, server: try SocketAddress(hostPort: "127.0.0.1:3478"), host: "127.0.0.1",
+                                        context: nil, inputCapacity: 8192, outputCapacity: 16384)
         return (connection, fds[1])
     }
 

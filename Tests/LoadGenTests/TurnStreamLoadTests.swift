@@ -72,9 +72,7 @@ final class TurnStreamLoadTests: XCTestCase {
     /// Over TLS with the certificate checked against the test CA, and refreshes (allocation,
     /// permission, channel) written on the same connections as the data while it flows.
     func testTLSChannelDataEchoedWholeWithRefreshes() throws {
-        let certificates = try CertificateFixture()
-        let coturn = try CoturnServer(credentials: Self.credentials,
-                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
+        let (certificates, coturn) = try coturnOverTLS()
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -87,11 +85,17 @@ final class TurnStreamLoadTests: XCTestCase {
         XCTAssertEqual(r.turnFailedRefreshes, 0)
     }
 
+    /// coturn listening for TLS too, with a certificate of the test CA.
+    private func coturnOverTLS(relayPorts: Int = 10) throws -> (CertificateFixture, CoturnServer) {
+        let certificates = try CertificateFixture()
+        let coturn = try CoturnServer(credentials: Self.credentials, realm: "turnload.test",
+                                      relayPorts: PortBlock(count: relayPorts), tls: certificates)
+        return (certificates, coturn)
+    }
+
     /// Without --tls-ca the certificate is not checked, as coturn's uclient does not.
     func testTLSSendIndicationsEchoedWhole() throws {
-        let certificates = try CertificateFixture()
-        let coturn = try CoturnServer(credentials: Self.credentials,
-                                      realm: "turnload.test", relayPorts: PortBlock(count: 10), tls: certificates)
+        let (_, coturn) = try coturnOverTLS()
         let peer = try EchoPeerFixture()
         let r = try run(try XCTUnwrap(coturn.tlsAddress), .tls) {
             $0.turnPeer = peer.address
@@ -125,9 +129,7 @@ final class TurnStreamLoadTests: XCTestCase {
     }
 
     func testACertificateFromAnotherCAIsRefused() throws {
-        let certificates = try CertificateFixture()
-        let coturn = try CoturnServer(credentials: Self.credentials,
-                                      realm: "turnload.test", relayPorts: PortBlock(count: 4), tls: certificates)
+        let (certificates, coturn) = try coturnOverTLS(relayPorts: 4)
         XCTAssertThrowsError(try run(try XCTUnwrap(coturn.tlsAddress), .tls) { $0.tlsCA = certificates.otherCACertificate }) { error in
             let message = (error as? LoadError)?.message ?? "\(error)"
             XCTAssertTrue(message.contains("TLS handshake: certificate not accepted"), message)

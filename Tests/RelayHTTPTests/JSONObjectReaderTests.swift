@@ -50,10 +50,17 @@ final class JSONObjectReaderTests: XCTestCase {
         }
     }
 
+    /// The reason (line, column, what was expected) follows; it was "body is not valid JSON" alone.
     func testInvalidJSON() {
-        for text in ["{", "{\"legs\": }", "legs=3", "{'legs': 3}", "\u{0}"] {
-            XCTAssertEqual(failure { _ = try reader(text) }, "body is not valid JSON", text)
+        for text in ["{", "{\"legs\": }", "legs=3", "{'legs': 3}", "\u{0}", "{\"legs\": 2} x"] {
+            XCTAssertTrue(failure { _ = try reader(text) }.hasPrefix("body is not valid JSON (line 1, column "), text)
         }
+        XCTAssertEqual(failure { _ = try reader("{\"legs\": 2,}") }, "body is not valid JSON (line 1, column 12: expected a string key after ',', found '}')")
+    }
+
+    func testNestingIsBounded() {
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        XCTAssertEqual(failure { _ = try reader("{\"legs\": \(deep)}") }, "body is not valid JSON (line 1, column 73: nesting deeper than 64 levels)")
     }
 
     func testUnknownFieldIsNamed() {

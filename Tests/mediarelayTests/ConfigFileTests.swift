@@ -168,6 +168,19 @@ final class ConfigFileTests: XCTestCase {
         refusal(["--config", "c.json"], files: ["c.json": ""], mentions: ["config c.json:", "not valid JSON"])
     }
 
+    /// JSONDecoder said "The given data was not valid JSON" with Foundation's own wording; the
+    /// package's reader says where and what it expected.
+    func testNotJSONSaysWhereAndWhy() {
+        refusal(["--config", "c.json"], files: ["c.json": "{\n  \"engine\": \"mmsg\",\n  \"workers\": 2,\n}"],
+                mentions: ["mediarelay: config c.json: not valid JSON (line 4, column 1: expected a string key after ',', found '}')"])
+        refusal(["--config", "c.json"], files: ["c.json": "{\"engine\": \"mmsg\"} trailing"],
+                mentions: ["not valid JSON (line 1, column 20: unexpected 't' after the JSON value"])
+        refusal(["--config", "c.json"], files: ["c.json": String(repeating: "[", count: 100)],
+                mentions: ["not valid JSON (line 1, column 65: nesting deeper than 64 levels)"])
+        refusal(["--config", "c.json"], files: ["c.json": #"{"workers": 2.0}"#],
+                mentions: [#"key "workers": expected an integer"#, "got a number with a fraction or exponent (2.0)"])
+    }
+
     func testAbsurdSizesAreRefused() {
         let big = "{\"engine\": \"auto\"" + String(repeating: " ", count: 1 << 20) + "}"
         refusal(["--config", "c.json"], files: ["c.json": big], mentions: ["config c.json:", "larger than 1 MiB"])

@@ -1,5 +1,6 @@
 import BenchSupport
 import ClientSockets
+import JSONSyntax
 import LoadGen
 import RelayObservation
 import SystemSupport

@@ -33,7 +33,7 @@ struct BenchOptions {
     /// The C reference forwarder; by default .build/reference/forwarder when it was built.
     var reference: String? = access(BenchOptions.defaultReference, X_OK) == 0 ? BenchOptions.defaultReference : nil
     static let defaultExecutable = ".build/release/mediarelay"
-    /// The relay executable, measured beside the harness with a forward rule (RelayProcess); by
+    /// The relay executable, measured beside the harness with a forward rule (RelayForwarder); by
     /// default .build/release/mediarelay when it was built.
     var executable: String? = access(BenchOptions.defaultExecutable, X_OK) == 0 ? BenchOptions.defaultExecutable : nil
 

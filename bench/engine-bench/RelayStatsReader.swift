@@ -1,4 +1,4 @@
-import Foundation
+import JSONSyntax
 import RelayObservation
 import StatsKeys
 
@@ -7,12 +7,14 @@ import StatsKeys
 enum RelayStatsReader {
     static func counters(port: UInt16) throws -> ForwarderCounters {
         let response = try HTTPClient(url: "http://127.0.0.1:\(port)").request("GET", "/v1/stats")
-        guard response.status == 200, let stats = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] else {
+        guard response.status == 200, let stats = try? JSONValue(parsing: response.body), stats.members != nil else {
             throw BenchError("GET http://127.0.0.1:\(port)/v1/stats answered \(response.status): \(response.text.prefix(200))")
         }
         func count(_ key: String) throws -> UInt64 {
-            guard let value = stats[key] as? NSNumber else { throw BenchError("/v1/stats has no number \(key)") }
-            return value.uint64Value
+            guard let value = stats[key]?.integer.flatMap({ UInt64(exactly: $0) }) else {
+                throw BenchError("/v1/stats has no count \(key) (a whole number, not negative)")
+            }
+            return value
         }
         return ForwarderCounters(forwarded: try count(StatsKey.packetsOut), syscalls: try count(StatsKey.syscalls), gso: try count(StatsKey.gsoSegments))
     }

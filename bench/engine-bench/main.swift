@@ -14,7 +14,7 @@ import SystemSupport
 // come from each forwarder's own counter (one io_uring_enter counts one). Configurations are
 // interleaved inside each repeat so machine drift falls on all. With `--executable`, the relay
 // itself (`mediarelay`, one worker, a forward rule) runs as a third side in every repeat,
-// measured the same way plus its worker thread alone (RelayProcess), in a table of its own.
+// measured the same way plus its worker thread alone (RelayForwarder), in a table of its own.
 // Every per-run line ends with the load's side of the run, the same for every forwarder
 // (LoadReading): what the source sent, where the kernel dropped, the forwarder's and the
 // generator's CPU, and what limited the run (`Limit`), which bench/throughput.sh reads.
@@ -91,7 +91,7 @@ enum Side {
         case .reference(let path):
             try ForwarderProcess(command: wrapped([path], in: wrap), backend: configuration.name, destination: destination)
         case .executable(let path, let listen):
-            try RelayProcess(command: wrapped([path], in: wrap), wrapped: !wrap.isEmpty, configuration: configuration,
+            try RelayForwarder(command: wrapped([path], in: wrap), wrapped: !wrap.isEmpty, configuration: configuration,
                              destination: destination, listen: listen)
         }
     }

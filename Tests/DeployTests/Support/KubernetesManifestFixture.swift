@@ -1,31 +1,59 @@
 import Foundation
+import JSONSyntax
 
-/// One document of a file under deploy/kubernetes, as the JSON object PyYAML reads it as.
+/// One document of a file under deploy/kubernetes, as PyYAML reads it (passed on as JSON and
+/// read with the relay's JSON reader).
 struct ManifestDocument {
     let file: URL
-    let object: [String: Any]
+    let object: JSONValue
 
-    var kind: String { object["kind"] as? String ?? "" }
-    var apiVersion: String { object["apiVersion"] as? String ?? "" }
-    var name: String { (object["metadata"] as? [String: Any])?["name"] as? String ?? "" }
+    var kind: String { object["kind"]?.string ?? "" }
+    var apiVersion: String { object["apiVersion"]?.string ?? "" }
+    var name: String { object["metadata"]?["name"]?.string ?? "" }
 
     /// The value at a dotted path such as `spec.template.spec.containers.0.args`; numbers
     /// index arrays.
-    func value(at path: String) -> Any? {
-        var current: Any? = object
+    func value(at path: String) -> JSONValue? {
+        var current: JSONValue? = object
         for step in path.split(separator: ".") {
-            if let index = Int(step), let array = current as? [Any] {
+            if let index = Int(step), let array = current?.elements {
                 current = array.indices.contains(index) ? array[index] : nil
             } else {
-                current = (current as? [String: Any])?[String(step)]
+                current = current?[String(step)]
             }
         }
         return current
     }
 }
 
+extension JSONValue {
+    /// A scalar as a manifest's author wrote it: a string as itself, a number or a boolean as
+    /// JSON spells it; nil for null, arrays and objects.
+    var text: String? {
+        switch self {
+        case .string(let text): text
+        case .integer, .number, .bool: rendered
+        default: nil
+        }
+    }
+
+    /// An array of strings only, or nil.
+    var strings: [String]? {
+        guard let elements else { return nil }
+        let strings = elements.compactMap(\.string)
+        return strings.count == elements.count ? strings : nil
+    }
+
+    /// An object whose values are all strings (labels, selectors), or nil.
+    var stringMap: [String: String]? {
+        guard let members else { return nil }
+        let pairs = members.compactMap { key, value in value.string.map { (key, $0) } }
+        return pairs.count == members.count ? Dictionary(pairs, uniquingKeysWith: { first, _ in first }) : nil
+    }
+}
+
 /// Every Kubernetes manifest of deploy/kubernetes, read once through PyYAML (the parser the
-/// other deploy checks use) into Foundation values.
+/// other deploy checks use).
 struct KubernetesManifestFixture {
     static var directory: URL { repoRoot.appendingPathComponent("deploy/kubernetes") }
 
@@ -50,10 +78,11 @@ struct KubernetesManifestFixture {
     init() throws {
         let output = try Self.pyYAMLOutput.get()
         files = output.files
-        guard let byFile = try JSONSerialization.jsonObject(with: Data(output.json.utf8)) as? [String: [[String: Any]]] else {
+        let byFile = try JSONValue(parsing: Array(output.json.utf8))
+        guard byFile.members != nil else {
             throw YAMLFailure(description: "PyYAML's output for deploy/kubernetes is not an object of documents")
         }
-        documents = files.flatMap { file in (byFile[file.path] ?? []).map { ManifestDocument(file: file, object: $0) } }
+        documents = files.flatMap { file in (byFile[file.path]?.elements ?? []).map { ManifestDocument(file: file, object: $0) } }
     }
 
     /// The one document of this kind and name.
@@ -62,16 +91,14 @@ struct KubernetesManifestFixture {
     }
 
     /// The DaemonSet's relay container, where most of the fleet's settings live.
-    var relayContainer: [String: Any]? {
-        document(kind: "DaemonSet", name: "mediarelay")?.value(at: "spec.template.spec.containers.0") as? [String: Any]
+    var relayContainer: JSONValue? {
+        document(kind: "DaemonSet", name: "mediarelay")?.value(at: "spec.template.spec.containers.0")
     }
 
-    /// A file of the ConfigMap `mediarelay-config`, parsed as the JSON object the relay reads.
-    func relayConfig(_ key: String) throws -> (text: String, object: [String: Any]) {
+    /// A file of the ConfigMap `mediarelay-config`, parsed by the relay's own JSON reader.
+    func relayConfig(_ key: String) throws -> (text: String, object: JSONValue) {
         // Not value(at:): the key itself has a dot.
-        let data = document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"] as? [String: Any]
-        let text = data?[key] as? String ?? ""
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
-        return (text, object)
+        let text = document(kind: "ConfigMap", name: "mediarelay-config")?.object["data"]?[key]?.string ?? ""
+        return (text, try JSONValue(parsing: Array(text.utf8)))
     }
 }

@@ -2,7 +2,7 @@
 import XCTest
 @testable import LoadGen
 
-final class TurnCredentialTests: XCTestCase {
+final class TurnClientCredentialTests: XCTestCase {
     /// coturn's REST API: username EXPIRY:USER, password base64(HMAC-SHA1(secret, username));
     /// the expected password is openssl's: printf '%s' 1700000000:mediarelay-load |
     /// openssl dgst -binary -sha1 -hmac secret | base64

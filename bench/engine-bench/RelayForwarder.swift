@@ -17,7 +17,7 @@ import RelayObservation
 /// workers' /v1/stats snapshot, published every 100 ms: too stale to count a one-second window,
 /// so the window's datagrams are counted at the sink, and syscalls and GSO segments per
 /// datagram are the snapshot's ratios over the whole run.
-final class RelayProcess: ForwarderUnderTest {
+final class RelayForwarder: ForwarderUnderTest {
     let server: ServerProcess
     let target: Endpoint
     private let clock: clockid_t
