@@ -45,20 +45,23 @@ struct HostInterfaces {
         return HostInterfaces(found)
     }
 
-    /// The UP interfaces that carry one of `addresses` (ports ignored); with a wildcard among
-    /// them, every UP interface that has an address at all, loopback included.
+    /// The UP interfaces that carry one of `addresses` (ports ignored). A wildcard takes every
+    /// UP interface with an address of its family (`::` both, being dual-stack), loopback
+    /// included; an IPv6 link-local address does not count there (media never comes from one,
+    /// and on a node every container's veth has one).
     func carrying(_ addresses: [Endpoint]) -> [String] {
-        let wildcard = addresses.contains { $0.isWildcard }
-        return all.filter { interface in
-            guard interface.isUp, !interface.addresses.isEmpty else { return false }
-            if wildcard { return true }
-            return interface.addresses.contains { own in addresses.contains { $0.sameHost(as: own) } }
+        all.filter { interface in
+            interface.isUp && addresses.contains { wanted in
+                interface.addresses.contains { own in
+                    guard wanted.isWildcard else { return own.high == wanted.high && own.low == wanted.low }
+                    return !own.isLinkLocalIPv6 && (own.isIPv4 || !wanted.isIPv4)
+                }
+            }
         }.map(\.name)
     }
 }
 
 private extension Endpoint {
-    /// The same address whatever the port; an IPv6 scope is not part of it (a link-local
-    /// address given without one still names this interface's).
-    func sameHost(as other: Endpoint) -> Bool { high == other.high && low == other.low }
+    /// fe80::/10.
+    var isLinkLocalIPv6: Bool { !isIPv4 && high >> 54 == 0x3FA }
 }

@@ -97,21 +97,52 @@ final class FastPathServerTests: XCTestCase {
         XCTAssertEqual(try fixture.get("/healthz").status, 200)
     }
 
-    /// What the systemd unit and the DaemonSet grant (deploy/): CAP_BPF, CAP_NET_ADMIN and
-    /// CAP_PERFMON to a user that is not root. Without CAP_PERFMON the verifier refuses the
-    /// program (it reads the kernel's socket buffer through a BTF pointer).
-    func testTheCapabilitiesTheDeployFilesGrantAreEnoughAndNoneIsSpare() throws {
+    /// The DaemonSet's container (root with only its `capabilities.add`) runs the relay through
+    /// the command's own setpriv arguments: as uid 10001 with ambient capabilities that load it.
+    func testTheDaemonSetsCapabilitiesLoadTheFastPath() throws {
         try HostRequirement.requireTools(["/usr/bin/setpriv"])
-        for (capabilities, loads) in [("+bpf,+net_admin,+perfmon", true), ("+bpf,+net_admin", false), ("+bpf,+perfmon", false)] {
-            let fixture = try FastPathRelayFixture("caps")
-            defer { fixture.remove() }
-            let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all,\(capabilities)",
-                            "--ambient-caps=-all,\(capabilities)", "--bounding-set=-all,\(capabilities)", "--"]
-            try fixture.start(["--fast-path", "tc", "--fast-path-interface", "lo"] + Self.ports, prefix: asNobody)
-            let stats = try fixture.fastPathStats()
-            XCTAssertEqual(stats["on"] as? Bool, loads, "\(capabilities): \(stats)")
-            XCTAssertEqual(fixture.fastPathLines.count, 1, "\(capabilities): \(fixture.fastPathLines)")
+        let container = try XCTUnwrap(try KubernetesManifestFixture().relayContainer)
+        let security = try XCTUnwrap(container["securityContext"] as? [String: Any])
+        let added = try XCTUnwrap((security["capabilities"] as? [String: Any])?["add"] as? [String])
+        let command = try DaemonSetCommandRun(nodeIP: "10.0.0.5", nodeName: "relay-node-1", publicAddress: nil, nextSecret: nil)
+        XCTAssertTrue(command.setprivArguments.contains("--reuid=10001"), "\(command.setprivArguments)")
+        let asTheContainer = ["setpriv", "--bounding-set=-all," + added.map { "+" + $0.lowercased() }.joined(separator: ","), "--inh-caps=-all", "--"]
+        try expectLoads(true, prefix: asTheContainer + ["setpriv"] + command.setprivArguments + ["--"], "the DaemonSet's")
+    }
+
+    /// The systemd unit's ambient capabilities, given to an unprivileged user as the unit's
+    /// DynamicUser is, load it.
+    func testTheSystemdUnitsCapabilitiesLoadTheFastPath() throws {
+        let unit = try String(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/mediarelay.service"), encoding: .utf8)
+        let line = try XCTUnwrap(unit.split(separator: "\n").first { $0.hasPrefix("AmbientCapabilities=") })
+        let capabilities = line.dropFirst("AmbientCapabilities=".count).split(separator: " ")
+            .map { "+" + $0.dropFirst("CAP_".count).lowercased() }.joined(separator: ",")
+        try expectLoads(true, prefix: Self.unprivileged(capabilities), "the unit's")
+    }
+
+    /// Why CAP_PERFMON is in both: without it the verifier refuses the program (it reads the
+    /// kernel's socket buffer through a BTF pointer), and without CAP_NET_ADMIN it cannot load
+    /// a tc program at all.
+    func testNeitherPerfmonNorNetAdminIsSpare() throws {
+        for capabilities in ["+bpf,+net_admin", "+bpf,+perfmon"] {
+            try expectLoads(false, prefix: Self.unprivileged(capabilities), capabilities)
         }
+    }
+
+    /// setpriv as uid 65534 with exactly `capabilities` (ambient, so they survive the exec).
+    private static func unprivileged(_ capabilities: String) -> [String] {
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all,\(capabilities)",
+         "--ambient-caps=-all,\(capabilities)", "--bounding-set=-all,\(capabilities)", "--"]
+    }
+
+    private func expectLoads(_ loads: Bool, prefix: [String], _ what: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try HostRequirement.requireTools(["/usr/bin/setpriv"])
+        let fixture = try FastPathRelayFixture("caps")
+        defer { fixture.remove() }
+        try fixture.start(["--fast-path", "tc", "--fast-path-interface", "lo"] + Self.ports, prefix: prefix)
+        let stats = try fixture.fastPathStats()
+        XCTAssertEqual(stats["on"] as? Bool, loads, "\(what): \(stats)", file: file, line: line)
+        XCTAssertEqual(fixture.fastPathLines.count, 1, "\(what): \(fixture.fastPathLines)", file: file, line: line)
     }
 
     func testWithoutInterfacesItTakesTheUpOnesCarryingTheRelaysAddresses() throws {
