@@ -4,7 +4,8 @@ import SystemSupport
 
 /// This host's network interfaces as getifaddrs(3) sees them in the process's namespace: each
 /// name once, whether it is UP, and its IPv4 and IPv6 addresses (port 0). Start-up only: it
-/// allocates. The fast path picks the interfaces to attach to from it.
+/// allocates. The fast path picks the interfaces to attach to from it; the TURN peer policy and
+/// session latching take every address of it as the relay's own.
 struct HostInterfaces {
     struct Interface: Equatable {
         let name: String
@@ -16,6 +17,9 @@ struct HostInterfaces {
     let all: [Interface]
 
     init(_ all: [Interface]) { self.all = all }
+
+    /// Every interface's addresses, down ones included (IPv6 ones keep their scope).
+    var addresses: [Endpoint] { all.flatMap(\.addresses) }
 
     /// Reads them now.
     static func read() throws(SystemCallError) -> HostInterfaces {

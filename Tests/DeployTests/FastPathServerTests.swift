@@ -48,10 +48,7 @@ final class FastPathServerTests: XCTestCase {
         XCTAssertEqual(try fixture.fastPathStats()["on"] as? Bool, true)
         XCTAssertEqual(try fixture.links(), links)
 
-        server.signal(SIGTERM)
-        XCTAssertEqual(server.waitForExit(timeout: 10), 0, server.log)
-        XCTAssertFalse(try FastPathRelayFixture.stillExists("link", id: link.linkID), "the tcx link outlived the relay")
-        XCTAssertFalse(try FastPathRelayFixture.stillExists("prog", id: link.programID), "the program outlived the relay")
+        try fixture.expectGone(link, after: SIGTERM, exitStatus: 0)
     }
 
     func testKillNineLeavesNoProgramOnTheInterface() throws {
@@ -59,11 +56,7 @@ final class FastPathServerTests: XCTestCase {
         defer { fixture.remove() }
         try fixture.start(["--fast-path", "tc", "--fast-path-interface", "lo"] + Self.ports)
         let link = try XCTUnwrap(try fixture.links().first, "no tcx link; log: \(fixture.fastPathLines)")
-        let server = try XCTUnwrap(fixture.server)
-        server.signal(SIGKILL)
-        XCTAssertEqual(server.waitForExit(timeout: 10), 128 + SIGKILL)
-        XCTAssertFalse(try FastPathRelayFixture.stillExists("link", id: link.linkID), "the tcx link outlived kill -9")
-        XCTAssertFalse(try FastPathRelayFixture.stillExists("prog", id: link.programID), "the program outlived kill -9")
+        try fixture.expectGone(link, after: SIGKILL, exitStatus: 128 + SIGKILL)
     }
 
     func testAMissingInterfaceLeavesItOffWithOneLineAndTheRelayRuns() throws {

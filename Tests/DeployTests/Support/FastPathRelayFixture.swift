@@ -72,6 +72,16 @@ final class FastPathRelayFixture {
         return found
     }
 
+    /// Sends `signal`, waits for the relay's exit with `exitStatus`, and checks that `link` and
+    /// its program are gone from the kernel.
+    func expectGone(_ link: Link, after signal: Int32, exitStatus: Int32, file: StaticString = #filePath, line: UInt = #line) throws {
+        let server = try XCTUnwrap(server, file: file, line: line)
+        server.signal(signal)
+        XCTAssertEqual(server.waitForExit(timeout: 10), exitStatus, server.log, file: file, line: line)
+        XCTAssertFalse(try Self.stillExists("link", id: link.linkID), "the tcx link outlived the relay (signal \(signal))", file: file, line: line)
+        XCTAssertFalse(try Self.stillExists("prog", id: link.programID), "the program outlived the relay (signal \(signal))", file: file, line: line)
+    }
+
     /// Whether the kernel still has the BPF link or program with this id (bpftool answers 0
     /// only for one that exists). The kernel frees them shortly after the last descriptor
     /// goes, so this waits up to 5 s for them to go.
