@@ -62,17 +62,20 @@ struct FastPathReport {
         return result
     }
 
-    /// The kernel's series. Datagrams and bytes sent, and ECN codepoints, go into the families
-    /// the workers' counts are in, with `path="kernel"` beside their `path="user"`, so a sum
-    /// over a family is everything the relay forwarded.
+    /// The kernel's series. Datagrams and bytes sent go into the families the workers' counts
+    /// are in, with `path="kernel"` beside their `path="user"`, so a sum over a family is
+    /// everything the relay sent. The ECN families keep their labels as they were (scripts
+    /// match them by text), so the kernel's codepoints have their own.
     func prometheus(into text: inout PrometheusText) {
         let kernel: PrometheusText.Labels = [("path", "kernel")]
         text.counter("mediarelay_packets_out_total", help: StatsReport.packetsOutHelp, labels: kernel, value: totals.packets)
         text.counter("mediarelay_bytes_out_total", help: StatsReport.bytesOutHelp, labels: kernel, value: totals.bytes)
         for codepoint in ECN.allCases {
-            let labels = kernel + [("codepoint", codepoint.name)]
-            text.counter("mediarelay_ecn_in_total", help: StatsReport.ecnInHelp, labels: labels, value: totals.ecnIn[Int(codepoint.rawValue)])
-            text.counter("mediarelay_ecn_out_total", help: StatsReport.ecnOutHelp, labels: labels, value: totals.ecnOut[Int(codepoint.rawValue)])
+            let labels: PrometheusText.Labels = [("codepoint", codepoint.name)]
+            text.counter("mediarelay_fast_path_ecn_in_total", help: "Datagrams the kernel fast path forwarded, by ECN codepoint as they arrived.",
+                         labels: labels, value: totals.ecnIn[Int(codepoint.rawValue)])
+            text.counter("mediarelay_fast_path_ecn_out_total", help: "Datagrams the kernel fast path forwarded, by ECN codepoint as they left.",
+                         labels: labels, value: totals.ecnOut[Int(codepoint.rawValue)])
         }
         for mode in [FastPathAttachment.tc, .xdp] {
             text.gauge("mediarelay_fast_path_interfaces", help: "Interfaces the kernel fast path is attached to, by mode.",

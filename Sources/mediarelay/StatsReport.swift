@@ -71,8 +71,6 @@ struct StatsReport {
 
     static let packetsOutHelp = "Datagrams sent, by path: user (a worker, by worker) or kernel (the fast path)."
     static let bytesOutHelp = "Payload bytes sent, by path: user (a worker, by worker) or kernel (the fast path)."
-    static let ecnInHelp = "Datagrams received by ECN codepoint, by path (user: by worker; kernel: the fast path's)."
-    static let ecnOutHelp = "Datagrams sent by ECN codepoint, by path (user: by worker; kernel: the fast path's)."
 
     static let bucketNames = EngineCounters.batchSizeBounds.map(String.init) + ["+Inf"]
 
@@ -165,9 +163,9 @@ struct StatsReport {
             text.histogram("mediarelay_batch_size", help: "Datagrams per receive call.", labels: label,
                            buckets: buckets, sum: Double(engine.datagramsIn))
             for codepoint in ECN.allCases {
-                let labels = user + [("codepoint", codepoint.name)]
-                text.counter("mediarelay_ecn_in_total", help: Self.ecnInHelp, labels: labels, value: engine.ecnIn(codepoint))
-                text.counter("mediarelay_ecn_out_total", help: Self.ecnOutHelp, labels: labels, value: engine.ecnOut(codepoint))
+                let labels = label + [("codepoint", codepoint.name)]
+                text.counter("mediarelay_ecn_in_total", help: "Datagrams received by ECN codepoint.", labels: labels, value: engine.ecnIn(codepoint))
+                text.counter("mediarelay_ecn_out_total", help: "Datagrams sent by ECN codepoint.", labels: labels, value: engine.ecnOut(codepoint))
             }
             for cause in CEMarkCause.allCases {
                 text.counter("mediarelay_ce_marks_total",

@@ -27,6 +27,7 @@ let contractMetricFamilies: Set<String> = [
     // The kernel fast path (its datagrams and bytes are in packets_out and bytes_out, path="kernel").
     "mediarelay_fast_path_interfaces", "mediarelay_fast_path_entries", "mediarelay_fast_path_capacity",
     "mediarelay_fast_path_refusals_total", "mediarelay_fast_path_handed_back_total", "mediarelay_fast_path_failed_total",
+    "mediarelay_fast_path_ecn_in_total", "mediarelay_fast_path_ecn_out_total",
 ]
 
 /// A histogram's samples belong to the family named without these suffixes.

@@ -171,7 +171,8 @@ final class FastPathServerTests: XCTestCase {
         let metrics = try fixture.get("/metrics").body
         for series in [#"mediarelay_packets_out_total{path="kernel"} "#, #"mediarelay_packets_out_total{worker="0",path="user"} "#,
                        "mediarelay_fast_path_entries 0", "mediarelay_fast_path_refusals_total ",
-                       #"mediarelay_fast_path_interfaces{mode="tc"} 1"#, #"mediarelay_fast_path_handed_back_total{reason="expired"} "#] {
+                       #"mediarelay_fast_path_interfaces{mode="tc"} 1"#, #"mediarelay_fast_path_handed_back_total{reason="expired"} "#,
+                       #"mediarelay_fast_path_ecn_out_total{codepoint="ce"} "#, #"mediarelay_ecn_out_total{worker="0",codepoint="ce"} "#] {
             XCTAssertTrue(metrics.contains(series), "no \(series) in /metrics")
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("fastpath-metrics-\(getpid()).txt")
