@@ -3,8 +3,8 @@ import NetAddress
 
 /// Start-up of the kernel fast path for `--fast-path` and `--fast-path-interface`: picks the
 /// interfaces, loads the program once for the process and attaches it, and logs what came of
-/// it. Where it cannot run (no CAP_BPF or CAP_NET_ADMIN, no BTF, an old kernel, no such
-/// interface) it logs one line saying why and the relay runs on the user-space path.
+/// it. Where it cannot run (no CAP_BPF, CAP_NET_ADMIN or CAP_PERFMON, no BTF, an old kernel, no
+/// such interface) it logs one line saying why and the relay runs on the user-space path.
 enum FastPathStartup {
     /// `addresses`: every address the relay's datagram sockets bind (the relay address, UDP
     /// listeners, forward-rule listeners, TURN relayed addresses); with none given, the

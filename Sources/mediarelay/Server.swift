@@ -141,7 +141,8 @@ struct Server {
         }
         http.stop()
         relay.stop()
-        // Its links go with it, and so does the program; the process's end would do the same.
+        // The workers' tables remove entries until they stop; then its links, and with them the
+        // program, may go (the process's end takes them too).
         withExtendedLifetime(fastPath) {}
         log.info("stopped")
         return 0
