@@ -24,7 +24,9 @@ enum FastPathStartup {
                 return off(requested, "fast path: no UP interface carries the relay's addresses (\(shown)); name one with --fast-path-interface", log)
             }
         } else {
-            names = options.fastPathInterfaces
+            // An interface named twice is attached once.
+            var seen = Set<String>()
+            names = options.fastPathInterfaces.filter { seen.insert($0).inserted }
         }
         let kernel: KernelFastPath
         do {
