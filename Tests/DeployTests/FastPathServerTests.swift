@@ -54,8 +54,12 @@ final class FastPathServerTests: XCTestCase {
     func testKillNineLeavesNoProgramOnTheInterface() throws {
         let fixture = try FastPathRelayFixture("kill")
         defer { fixture.remove() }
-        try fixture.start(["--fast-path", "tc", "--fast-path-interface", "lo"] + Self.ports)
-        let link = try XCTUnwrap(try fixture.links().first, "no tcx link; log: \(fixture.fastPathLines)")
+        // Named twice, attached once.
+        try fixture.start(["--fast-path", "tc", "--fast-path-interface", "lo", "--fast-path-interface", "lo"] + Self.ports)
+        let links = try fixture.links()
+        XCTAssertEqual(links.count, 1, "\(links)")
+        XCTAssertEqual((try fixture.fastPathStats()["interfaces"] as? [[String: Any]])?.count, 1)
+        let link = try XCTUnwrap(links.first, "no tcx link; log: \(fixture.fastPathLines)")
         try fixture.expectGone(link, after: SIGKILL, exitStatus: 128 + SIGKILL)
     }
 
