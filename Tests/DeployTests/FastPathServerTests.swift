@@ -79,6 +79,21 @@ final class FastPathServerTests: XCTestCase {
         XCTAssertEqual(try fixture.links(), [])
     }
 
+    /// lo has no native XDP: `xdp` gives it tc and says so in one line, `auto` silently.
+    func testAnInterfaceWithoutNativeXDPGetsTCSaidOnceUnderXDPAndSilentlyUnderAuto() throws {
+        for (mode, lines) in [("xdp", ["lo refused XDP, so tc there instead", "fast path xdp: tc on lo"]), ("auto", ["fast path auto: tc on lo"])] {
+            let fixture = try FastPathRelayFixture("xdp")
+            defer { fixture.remove() }
+            try fixture.start(["--fast-path", mode, "--fast-path-interface", "lo"] + Self.ports)
+            let stats = try fixture.fastPathStats()
+            XCTAssertEqual(stats["on"] as? Bool, true, "\(mode): \(stats)")
+            XCTAssertEqual((stats["interfaces"] as? [[String: Any]])?.map { $0["mode"] as? String }, ["tc"], "\(mode): \(stats)")
+            let logged = fixture.fastPathLines
+            XCTAssertEqual(logged.count, lines.count, "\(mode): \(logged)")
+            for (line, expected) in zip(logged, lines) { XCTAssertTrue(line.contains(expected), "\(mode): \(line)") }
+        }
+    }
+
     func testWithoutCapabilitiesItSaysWhyInOneLineAndTheRelayRuns() throws {
         try HostRequirement.requireTools(["/usr/bin/setpriv"])
         let fixture = try FastPathRelayFixture("nocap")
