@@ -115,10 +115,12 @@ final class KubernetesManifestTests: XCTestCase {
         let volumes = daemonSet.value(at: "spec.template.spec.volumes")?.elements ?? []
         let volume = try XCTUnwrap(volumes.first { $0["secret"]?["secretName"]?.string == secretName })
         XCTAssertNotEqual(volume["secret"]?["optional"]?.bool, true, "config.json runs TLS: the Secret is not optional")
-        // Group-readable only: fsGroup gives the relay's group the key, nobody else.
+        // Group-readable only: fsGroup gives the relay's group (the one setpriv runs it as) the
+        // key, nobody else.
         XCTAssertEqual(volume["secret"]?["defaultMode"]?.integer, 0o440)
-        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup")?.integer,
-                       daemonSet.value(at: "spec.template.spec.securityContext.runAsGroup")?.integer)
+        let command = try DaemonSetCommandRun(nodeIP: "10.0.0.5", nodeName: "relay-node-1", publicAddress: nil, nextSecret: nil)
+        let fsGroup = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup")?.integer)
+        XCTAssertTrue(command.setprivArguments.contains("--regid=\(fsGroup)"), "\(command.setprivArguments)")
         let mounts = manifests.relayContainer?["volumeMounts"]?.elements ?? []
         let mountPath = try XCTUnwrap(mounts.first { $0["name"]?.string == volume["name"]?.string }?["mountPath"]?.string)
         let config = try manifests.relayConfig("config.json").object
