@@ -12,7 +12,7 @@ public struct RelaySettings: Sendable {
     public var relayAddress: Endpoint
     /// The address put in session answers (port ignored).
     public var advertiseAddress: Endpoint
-    /// This host's interface addresses (`Endpoint.hostAddresses()`, read once at start): with a
+    /// This host's interface addresses (read once at start by the executable): with a
     /// wildcard `relayAddress` the relay's sockets send from them, so they are its own too.
     public var hostAddresses: [Endpoint] = []
     public var rules: [ForwardRule] = []
