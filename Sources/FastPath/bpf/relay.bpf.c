@@ -143,6 +143,10 @@ int mr_relay_xdp(struct xdp_md *context)
     struct mr_sizes sizes;
     if (common_refusal(&flow, &packet, head, &sizes) >= 0)
         return XDP_PASS;
+    if (checksum_left_to_finish(&packet)) {
+        count_hand_back(&flow, MR_FP_BACK_CHECKSUM_STATE);
+        return XDP_PASS;
+    }
 
     // bpf_redirect needs the next hop's Ethernet address, which only the route lookup gives:
     // an entry's own interface is looked up too, and must be where the route leads.

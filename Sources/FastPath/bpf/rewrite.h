@@ -117,6 +117,34 @@ static __always_inline __u16 new_checksum(const struct mr_packet *packet, const 
     return result == 0 ? 0xffff : result;
 }
 
+/// Whether the UDP checksum field holds only the pseudo-header's sum, as it does while the
+/// checksum is left to the kernel or the NIC to finish (CHECKSUM_PARTIAL: a local sender on
+/// veth with offload on). XDP sees no socket buffer to ask, and a frame it redirects arrives
+/// as one whose checksum is complete, so such a datagram must go to user space instead. A
+/// finished checksum equals this value once in 65,536: that datagram is handed back too, which
+/// is always safe.
+static __always_inline int checksum_left_to_finish(const struct mr_packet *packet)
+{
+    __u16 check = packet->udp.check;
+    if (check == 0 && packet->key.family == 4)
+        return 0;
+    __u32 addresses[8] = {};
+    __builtin_memcpy(addresses, packet->key.source, 16);
+    __builtin_memcpy(addresses + 4, packet->key.destination, 16);
+    __s64 sum;
+    if (packet->key.family == 4) {
+        addresses[1] = addresses[4];
+        sum = bpf_csum_diff(NULL, 0, addresses, 8, 0);
+    } else {
+        sum = bpf_csum_diff(NULL, 0, addresses, 32, 0);
+    }
+    if (sum < 0)
+        return 1;
+    __u16 pseudo = (__u16)fold((__u64)(__u32)sum + bpf_htons(IPPROTO_UDP) + packet->udp.len);
+    // 0 and 0xffff are the same number in ones' complement.
+    return check == pseudo || (check == 0xffff && pseudo == 0) || (check == 0 && pseudo == 0xffff);
+}
+
 /// The UDP header that carries the payload of `length` bytes on to the entry's destination.
 static __always_inline struct udphdr rewritten_udp(const struct mr_fp_entry *entry, __u32 length)
 {

@@ -4,7 +4,8 @@ import NetAddress
 import TestSupport
 
 /// A relay in the middle of a NamespaceTriangle, for one address family: the fast path loaded
-/// and attached to the relay's two devices (unless `attach` is false), and a plain UDP socket
+/// and attached to the relay's two devices by `mode` (unless `attach` is false; for XDP with GRO
+/// on at the far ends, which native XDP redirects on veth need), and a plain UDP socket
 /// at each of the four places a datagram can arrive: the client, the peer, and the relay's
 /// user-space sockets on the client side and on the peer side (where whatever the kernel hands
 /// back lands). `toPeer` and `toClient` are the two keys of a relayed flow.
@@ -18,7 +19,7 @@ final class FastPathHarness {
     let relayClientSide: ProbeSocket
     let relayPeerSide: ProbeSocket
 
-    init(ipv6: Bool, attach: Bool = true) throws {
+    init(ipv6: Bool, attach: Bool = true, mode: KernelFastPath.AttachMode = .tc) throws {
         triangle = try NamespaceTriangle()
         do {
             // Host `host` on link `link` of the triangle.
@@ -35,10 +36,11 @@ final class FastPathHarness {
                 (fastPath, clientSide, peerSide) = (nil, 0, 0)
                 return
             }
+            if mode == .xdp { try triangle.setOuterGRO(true) }
             let loaded: (KernelFastPath, UInt32, UInt32) = try triangle.inside(.relay) {
                 do {
                     let fastPath = try KernelFastPath(capacity: 64)
-                    return (fastPath, try fastPath.attach(interface: "rc"), try fastPath.attach(interface: "rp"))
+                    return (fastPath, try fastPath.attach(interface: "rc", mode: mode), try fastPath.attach(interface: "rp", mode: mode))
                 } catch {
                     try HostRequirement.require(false, "\(error)")
                     throw error
