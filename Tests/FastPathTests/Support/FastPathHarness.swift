@@ -32,11 +32,11 @@ final class FastPathHarness {
             peer = try triangle.inside(.peer) { try ProbeSocket(endpoint(link: 2, host: 2, port: 60000)) }
             try Self.exchange(client, relayClientSide)
             try Self.exchange(peer, relayPeerSide)
+            if mode == .xdp { try triangle.setOuterGRO(true) }
             guard attach else {
                 (fastPath, clientSide, peerSide) = (nil, 0, 0)
                 return
             }
-            if mode == .xdp { try triangle.setOuterGRO(true) }
             let loaded: (KernelFastPath, UInt32, UInt32) = try triangle.inside(.relay) {
                 do {
                     let fastPath = try KernelFastPath(capacity: 64)
