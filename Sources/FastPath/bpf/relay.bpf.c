@@ -55,14 +55,21 @@ static __always_inline int common_refusal(struct mr_flow *flow, const struct mr_
     return reason;
 }
 
-/// The datagram is going: its size taken off the credit if the entry is credited; -1 (counted)
-/// when the credit does not cover it.
-static __always_inline int charge(struct mr_flow *flow, const struct mr_sizes *sizes)
+/// The last checks, once the way out is known (`reason` is what finding it said): room for an
+/// added ChannelData header on that way, then the credit, taken only when everything else
+/// allows the datagram through. -1 to go on, else the hand-back reason (counted here).
+static __always_inline int departure_refusal(void *context, struct mr_flow *flow, int reason,
+                                             const struct mr_route *route, const struct mr_sizes *sizes)
 {
-    if (take_credit(flow, sizes->sent))
-        return 0;
-    count_hand_back(flow, MR_FP_BACK_CREDIT);
-    return -1;
+    __u32 mtu = 0;
+    if (reason < 0 && flow->entry.kind == MR_FP_KIND_CHANNEL_ADD
+        && bpf_check_mtu(context, route->ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
+        reason = MR_FP_BACK_TOO_LARGE;
+    if (reason < 0 && !take_credit(flow, sizes->sent))
+        reason = MR_FP_BACK_CREDIT;
+    if (reason >= 0)
+        count_hand_back(flow, reason);
+    return reason;
 }
 
 static __always_inline int rewrite_failed(struct mr_flow *flow)
@@ -97,15 +104,7 @@ int mr_relay_ingress(struct __sk_buff *skb)
     }
     struct mr_route route;
     int reason = find_route(skb, packet.key.family, &flow.entry, BPF_FIB_LOOKUP_SKIP_NEIGH, &route);
-    __u32 mtu = 0;
-    if (reason < 0 && flow.entry.kind == MR_FP_KIND_CHANNEL_ADD
-        && bpf_check_mtu(skb, route.ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
-        reason = MR_FP_BACK_TOO_LARGE;
-    if (reason >= 0) {
-        count_hand_back(&flow, reason);
-        return TC_ACT_UNSPEC;
-    }
-    if (charge(&flow, &sizes) < 0)
+    if (departure_refusal(skb, &flow, reason, &route, &sizes) >= 0)
         return TC_ACT_UNSPEC;
 
     __u8 tos = traffic_class(&flow.entry, packet.tos);
@@ -158,15 +157,7 @@ int mr_relay_xdp(struct xdp_md *context)
     int reason = find_route(context, packet.key.family, &lookup, 0, &route);
     if (reason < 0 && named && (route.local || route.ifindex != flow.entry.egress_ifindex))
         reason = MR_FP_BACK_NO_ROUTE;
-    __u32 mtu = 0;
-    if (reason < 0 && flow.entry.kind == MR_FP_KIND_CHANNEL_ADD
-        && bpf_check_mtu(context, route.ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
-        reason = MR_FP_BACK_TOO_LARGE;
-    if (reason >= 0) {
-        count_hand_back(&flow, reason);
-        return XDP_PASS;
-    }
-    if (charge(&flow, &sizes) < 0)
+    if (departure_refusal(context, &flow, reason, &route, &sizes) >= 0)
         return XDP_PASS;
 
     __u8 tos = traffic_class(&flow.entry, packet.tos);
