@@ -113,7 +113,8 @@ struct mr_fp_slot {
     __s64 credit;             // bytes a credited entry may still send on
 };
 
-/// One entry's counters on one CPU. `bytes` counts UDP payload bytes sent on.
+/// One entry's counters on one CPU. `bytes` counts the application's payload forwarded,
+/// without any ChannelData header.
 struct mr_fp_counters {
     __u64 packets;
     __u64 bytes;

@@ -8,8 +8,10 @@ import NetAddress
 /// Where it goes: with `egressInterface` nil, the kernel's routes decide, looked up for the
 /// rewritten addresses before the rewrite: a forwardable route sends it out of the route's
 /// interface to the route's next hop, a local destination delivers it up this host's stack,
-/// anything else (no route, forwarding off, a blackhole) hands it back as `.noRoute`. An
-/// explicit index sends it out of that interface; 0 delivers it in this host.
+/// anything else (no route, a blackhole, a local address no socket takes) hands it back as
+/// `.noRoute`. An explicit index sends it out of that interface; 0 delivers it in this host.
+/// (Under XDP an explicit index is looked up too, for the next hop's Ethernet address, and
+/// the route must leave by that interface.)
 ///
 /// When the kernel hands the flow's datagrams to user space unmodified instead (times are
 /// nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns): past
