@@ -72,6 +72,9 @@ public struct FlowEntry: Equatable, Sendable {
     /// Why this entry cannot go into the kernel for `key`, or nil when it can.
     func refusal(for key: FlowKey) -> String? {
         guard key.isSameFamily else { return "\(key): source and destination differ in family" }
+        guard key.channel == 0 || (0x4000...0x7FFF).contains(key.channel) else {
+            return "\(key): channel \(key.channel) is outside 0x4000-0x7FFF"
+        }
         guard source.isIPv4 == key.source.isIPv4, destination.isIPv4 == source.isIPv4 else {
             return "\(key): the rewrite to \(source) -> \(destination) changes family"
         }

@@ -135,7 +135,12 @@ final class HandBackTests: XCTestCase {
         XCTAssertThrowsError(try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(0x3fff)))) { error in
             XCTAssertTrue("\(error)".contains("outside 0x4000-0x7FFF"), "\(error)")
         }
+        let badChannel = FlowKey(source: harness.client.local, destination: harness.relayClientSide.local, channel: 0x3000)
+        XCTAssertThrowsError(try fastPath.put(badChannel, harness.entryToPeer())) { error in
+            XCTAssertTrue("\(error)".contains("channel 12288 is outside 0x4000-0x7FFF"), "\(error)")
+        }
         XCTAssertEqual(fastPath.count, 0)
+        XCTAssertEqual(fastPath.refusals, 3)
     }
 
     /// Without capabilities (root's bounding set emptied by setpriv) loading fails with one

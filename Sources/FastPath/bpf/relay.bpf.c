@@ -86,15 +86,15 @@ int mr_relay_ingress(struct __sk_buff *skb)
     struct mr_packet packet = {};
     if (parse_frame((void *)(long)skb->data, (void *)(long)skb->data_end, skb->len, &packet) < 0)
         return TC_ACT_UNSPEC;
+    __u8 head[8] = {};
+    skb_payload_head(skb, &packet, head);
     struct mr_flow flow;
-    if (find_flow(&packet.key, &flow) < 0)
+    if (find_flow(&packet, head, &flow) < 0)
         return TC_ACT_UNSPEC;
     if (skb->gso_size != 0 || skb->gso_segs > 1) {
         count_hand_back(&flow, MR_FP_BACK_GSO);
         return TC_ACT_UNSPEC;
     }
-    __u8 head[8] = {};
-    skb_payload_head(skb, &packet, head);
     struct mr_sizes sizes;
     if (common_refusal(&flow, &packet, head, &sizes) >= 0)
         return TC_ACT_UNSPEC;
@@ -134,11 +134,11 @@ int mr_relay_xdp(struct xdp_md *context)
     struct mr_packet packet = {};
     if (parse_frame(data, end, end - data, &packet) < 0)
         return XDP_PASS;
-    struct mr_flow flow;
-    if (find_flow(&packet.key, &flow) < 0)
-        return XDP_PASS;
     __u8 head[8] = {};
     xdp_payload_head(context, &packet, head);
+    struct mr_flow flow;
+    if (find_flow(&packet, head, &flow) < 0)
+        return XDP_PASS;
     struct mr_sizes sizes;
     if (common_refusal(&flow, &packet, head, &sizes) >= 0)
         return XDP_PASS;
