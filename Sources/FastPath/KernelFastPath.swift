@@ -11,8 +11,10 @@ import SystemSupport
 /// Contract:
 /// - `init` loads, `attach` attaches; either throws a FastPathError whose description says in
 ///   one line why (no CAP_BPF, no BTF, an old kernel, a missing interface, a driver without
-///   native XDP) and leaves nothing behind. Nothing is pinned: when this object ends, or the process does (kill -9 included),
-///   the program and its maps are gone, so a restarted relay never inherits entries.
+///   native XDP) and leaves nothing behind. Nothing is pinned: when this object ends, or the
+///   process does (kill -9 included), the programs and their maps are gone, so a restarted
+///   relay never inherits entries. `attach` does leave one setting: forwarding on `lo` in the
+///   interface's namespace (LoopbackForwarding), which route lookups need.
 /// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credit,
 ///   a new one starts with zero counters and zero credit; either way its idle time starts
 ///   again. A refused `put` throws and adds one to `refusals`. `remove` takes an entry out.
@@ -33,7 +35,8 @@ public final class KernelFastPath: Sendable {
         /// socket buffer is built and saves nothing over tc). Where the driver has no native
         /// XDP, `attach` says so in one line, naming the interface. On veth the frames XDP
         /// redirects are delivered only when the peer of the target has GRO on or an XDP
-        /// program of its own.
+        /// program of its own, and datagrams from local senders that leave the checksum to
+        /// the kernel (offload on) are handed back, as XDP cannot finish their checksum.
         case xdp
     }
 

@@ -15,7 +15,9 @@
 // - Every checksum is updated from differences (RFC 1624), never recomputed over the payload.
 //   When a datagram changes length and the kernel holds checksum state for it (the sender
 //   left the checksum to the kernel, CHECKSUM_PARTIAL, which would be finished at the old
-//   header position; or the NIC summed the frame, CHECKSUM_COMPLETE), it is handed back.
+//   header position; or the NIC summed the frame, CHECKSUM_COMPLETE), it is handed back. XDP
+//   cannot see that state: it hands back every datagram whose checksum field holds only the
+//   pseudo-header's sum, the mark of one whose checksum was left to finish.
 // - Packet pointers are read once at the start; after a helper that may move the packet only
 //   offsets are used.
 // - The two programs differ only in how bytes move (skb_rewrite.h, xdp_rewrite.h) and how a
@@ -72,12 +74,12 @@ static __always_inline int departure_refusal(void *context, struct mr_flow *flow
     return reason;
 }
 
-static __always_inline int rewrite_failed(struct mr_flow *flow)
+/// A helper failed; the datagram may be half rewritten, neither the old one nor the new, and
+/// is dropped.
+static __always_inline void count_failure(struct mr_flow *flow)
 {
-    // A helper failed; the datagram may be half rewritten, neither the old one nor the new.
     flow->count->failed += 1;
     flow->total->failed += 1;
-    return -1;
 }
 
 SEC("tc")
@@ -115,8 +117,10 @@ int mr_relay_ingress(struct __sk_buff *skb)
         result = skb_add_channel(skb, &packet, &flow.entry, tos);
     else
         result = skb_rewrite_plain(skb, &packet, &flow.entry, tos);
-    if (result < 0 && rewrite_failed(&flow) < 0)
+    if (result < 0) {
+        count_failure(&flow);
         return TC_ACT_SHOT;
+    }
 
     forwarded(&flow, &packet, tos, sizes.counted);
     if (route.local)
@@ -161,8 +165,10 @@ int mr_relay_xdp(struct xdp_md *context)
         return XDP_PASS;
 
     __u8 tos = traffic_class(&flow.entry, packet.tos);
-    if (xdp_rewrite(context, &packet, &flow.entry, tos, head, &route) < 0 && rewrite_failed(&flow) < 0)
+    if (xdp_rewrite(context, &packet, &flow.entry, tos, head, &route) < 0) {
+        count_failure(&flow);
         return XDP_DROP;
+    }
     forwarded(&flow, &packet, tos, sizes.counted);
     if (route.local)
         return XDP_PASS;
