@@ -75,10 +75,14 @@ enum mr_fp_egress {
 /// The entry's credit (mr_fp_slot.credit) limits what it forwards.
 #define MR_FP_FLAG_CREDITED 0x01
 
-/// The exact 5-tuple of an arriving datagram (protocol UDP implied).
+/// The exact 5-tuple of an arriving datagram (protocol UDP implied), and for ChannelData the
+/// channel number its header names: one TURN client's 5-tuple carries all its channels, each
+/// to its own peer. 0 for every other datagram. The program looks a datagram whose first byte
+/// could begin ChannelData (0x40-0x7F) up with its channel first, then with 0.
 struct mr_fp_key {
     __u8 family;            // 4 or 6
-    __u8 reserved[3];
+    __u8 reserved;
+    __be16 channel;         // 0x4000-0x7FFF, or 0
     __be16 source_port;
     __be16 destination_port;
     __u8 source[16];
@@ -113,7 +117,8 @@ struct mr_fp_slot {
     __s64 credit;             // bytes a credited entry may still send on
 };
 
-/// One entry's counters on one CPU. `bytes` counts UDP payload bytes sent on.
+/// One entry's counters on one CPU. `bytes` counts the application's payload forwarded,
+/// without any ChannelData header.
 struct mr_fp_counters {
     __u64 packets;
     __u64 bytes;

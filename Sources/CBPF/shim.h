@@ -10,6 +10,8 @@
 // libbpf 1.1's enum bpf_attach_type predates tcx; the kernel's numbers (include/uapi/linux/bpf.h).
 #define MR_BPF_TCX_INGRESS 46
 #define MR_BPF_TCX_EGRESS 47
+// <linux/if_link.h>: an XDP link in the driver's own receive path (native), never generic.
+#define MR_XDP_FLAGS_DRV_MODE (1U << 2)
 
 // The user-space side of struct mr_fp_slot, which the BPF program reads and writes at the same
 // time: Swift has no atomics on memory it did not allocate, so these few are C's.

@@ -1,8 +1,11 @@
 import CBPF
 
 /// One entry's counters summed over every CPU, as the kernel kept them since the entry was
-/// installed (or, for KernelFastPath's `totals`, every entry's since the program was loaded). `bytes` counts UDP payload bytes sent on (after a ChannelData header was removed
-/// or added). ECN counts are indexed by codepoint: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
+/// installed (or, for KernelFastPath's `totals`, every entry's since the program was loaded).
+/// `packets` and `bytes` count what was forwarded; `bytes` is the application's payload, never
+/// a ChannelData header (the one removed client to peer, nor the one added peer to client;
+/// credit, by contrast, is charged the datagram as sent, added header included). ECN counts
+/// are indexed by codepoint: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE.
 public struct FlowCounters: Equatable, Sendable {
     /// Why a matching datagram went to user space unmodified (fastpath_abi.h's
     /// mr_fp_handback, in its order).
@@ -13,8 +16,10 @@ public struct FlowCounters: Equatable, Sendable {
         case stun
         /// A ChannelData header of another channel, or a length that does not add up.
         case malformed
-        /// A change of length while the kernel holds checksum state for the datagram
-        /// (CHECKSUM_PARTIAL from a local sender, CHECKSUM_COMPLETE from a NIC).
+        /// The kernel holds checksum state the rewrite would spoil: under tc, a change of
+        /// length while the checksum is left to finish (CHECKSUM_PARTIAL from a local sender)
+        /// or summed by the NIC (CHECKSUM_COMPLETE); under XDP, which cannot see that state,
+        /// any datagram whose checksum field holds only the pseudo-header's sum.
         case checksumState
         /// Too large for the egress link once a ChannelData header is added.
         case tooLarge
@@ -22,7 +27,10 @@ public struct FlowCounters: Equatable, Sendable {
         case fragment
         /// Several datagrams in one buffer (GSO or GRO).
         case gso
-        /// The entry leaves the route to the kernel, and it has none that sends the datagram on.
+        /// The kernel has no way on for the rewritten datagram: no route, an unreachable,
+        /// blackhole or prohibit route, a destination of this host no socket takes; under XDP
+        /// also a next hop whose link-layer address is not known yet (user space's own send
+        /// resolves it) or a route that leaves by another interface than the entry names.
         case noRoute
         /// The flow was quiet longer than the entry's `idleTimeout`; forwarding resumes only
         /// with a new install.

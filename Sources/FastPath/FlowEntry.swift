@@ -8,8 +8,10 @@ import NetAddress
 /// Where it goes: with `egressInterface` nil, the kernel's routes decide, looked up for the
 /// rewritten addresses before the rewrite: a forwardable route sends it out of the route's
 /// interface to the route's next hop, a local destination delivers it up this host's stack,
-/// anything else (no route, forwarding off, a blackhole) hands it back as `.noRoute`. An
-/// explicit index sends it out of that interface; 0 delivers it in this host.
+/// anything else (no route, a blackhole, a local address no socket takes) hands it back as
+/// `.noRoute`. An explicit index sends it out of that interface; 0 delivers it in this host.
+/// (Under XDP an explicit index is looked up too, for the next hop's Ethernet address, and
+/// the route must leave by that interface.)
 ///
 /// When the kernel hands the flow's datagrams to user space unmodified instead (times are
 /// nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns): past
@@ -70,6 +72,9 @@ public struct FlowEntry: Equatable, Sendable {
     /// Why this entry cannot go into the kernel for `key`, or nil when it can.
     func refusal(for key: FlowKey) -> String? {
         guard key.isSameFamily else { return "\(key): source and destination differ in family" }
+        guard key.channel == 0 || (0x4000...0x7FFF).contains(key.channel) else {
+            return "\(key): channel \(key.channel) is outside 0x4000-0x7FFF"
+        }
         guard source.isIPv4 == key.source.isIPv4, destination.isIPv4 == source.isIPv4 else {
             return "\(key): the rewrite to \(source) -> \(destination) changes family"
         }

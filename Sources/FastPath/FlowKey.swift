@@ -20,10 +20,11 @@ public struct FlowKey: Hashable, Sendable, CustomStringConvertible {
 
     var isSameFamily: Bool { source.isIPv4 == destination.isIPv4 }
 
-    /// The map's key: family, ports and addresses in network order.
+    /// The map's key: family, channel, ports and addresses in network order.
     var kernelKey: mr_fp_key {
         var key = mr_fp_key()
         key.family = source.isIPv4 ? 4 : 6
+        key.channel = channel.bigEndian
         key.source_port = source.port.bigEndian
         key.destination_port = destination.port.bigEndian
         withUnsafeMutableBytes(of: &key.source) { FlowKey.write(source, into: $0) }

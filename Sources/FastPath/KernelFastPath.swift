@@ -4,15 +4,17 @@ import NetAddress
 import Synchronization
 import SystemSupport
 
-/// The kernel fast path of one process: the BPF program (relay.bpf.c, built with the package
-/// and embedded) loaded with its maps, attached to the ingress of the interfaces given to
-/// `attach`, and the entries user space put in.
+/// The kernel fast path of one process: the BPF programs (relay.bpf.c, built with the package
+/// and embedded: one for tc, one for XDP, sharing their maps) loaded, attached to the
+/// interfaces given to `attach` (each by tc or by XDP), and the entries user space put in.
 ///
 /// Contract:
 /// - `init` loads, `attach` attaches; either throws a FastPathError whose description says in
-///   one line why (no CAP_BPF, no BTF, an old kernel, a missing interface) and leaves nothing
-///   behind. Nothing is pinned: when this object ends, or the process does (kill -9 included),
-///   the program and its maps are gone, so a restarted relay never inherits entries.
+///   one line why (no CAP_BPF, no BTF, an old kernel, a missing interface, a driver without
+///   native XDP) and leaves nothing behind. Nothing is pinned: when this object ends, or the
+///   process does (kill -9 included), the programs and their maps are gone, so a restarted
+///   relay never inherits entries. `attach` does leave one setting: forwarding on `lo` in the
+///   interface's namespace (LoopbackForwarding), which route lookups need.
 /// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credit,
 ///   a new one starts with zero counters and zero credit; either way its idle time starts
 ///   again. A refused `put` throws and adds one to `refusals`. `remove` takes an entry out.
@@ -24,11 +26,26 @@ import SystemSupport
 /// - Safe from any thread: one lock guards which slot belongs to which flow and the map
 ///   updates. Every method is per flow (or per housekeeping pass), never per datagram.
 public final class KernelFastPath: Sendable {
+    /// How a program is attached to an interface. Both forward the same entries the same way.
+    public enum AttachMode: Sendable, Equatable {
+        /// tc (a tcx link on the interface's ingress): every driver, after the kernel has
+        /// built a socket buffer.
+        case tc
+        /// XDP in the driver's receive path (native mode only: generic XDP runs after the
+        /// socket buffer is built and saves nothing over tc). Where the driver has no native
+        /// XDP, `attach` says so in one line, naming the interface. On veth the frames XDP
+        /// redirects are delivered only when the peer of the target has GRO on or an XDP
+        /// program of its own, and datagrams from local senders that leave the checksum to
+        /// the kernel (offload on) are handed back, as XDP cannot finish their checksum.
+        case xdp
+    }
+
     /// The most entries the kernel map holds.
     public let capacity: Int
     /// libbpf's object, closed by deinit only; every other use is of descriptors it owns.
     nonisolated(unsafe) private let object: OpaquePointer
-    private let program: Int32
+    private let tcProgram: Int32
+    private let xdpProgram: Int32
     private let flows: Int32
     private let counterMap: Int32
     private let totalsMap: Int32
@@ -67,7 +84,8 @@ public final class KernelFastPath: Sendable {
             throw error
         }
         self.object = object
-        program = bpf_program__fd(bpf_object__find_program_by_name(object, "mr_relay_ingress"))
+        tcProgram = bpf_program__fd(bpf_object__find_program_by_name(object, "mr_relay_ingress"))
+        xdpProgram = bpf_program__fd(bpf_object__find_program_by_name(object, "mr_relay_xdp"))
         flows = bpf_map__fd(bpf_object__find_map_by_name(object, "flows"))
         counterMap = bpf_map__fd(bpf_object__find_map_by_name(object, "counters"))
         totalsMap = bpf_map__fd(bpf_object__find_map_by_name(object, "totals"))
@@ -77,8 +95,9 @@ public final class KernelFastPath: Sendable {
     }
 
     private static func prepareAndLoad(_ object: OpaquePointer, capacity: Int) -> Result<Void, FastPathError> {
-        guard let program = bpf_object__find_program_by_name(object, "mr_relay_ingress") else {
-            return .failure(FastPathError("fast path: the embedded BPF object lacks its program (a build problem)"))
+        guard let program = bpf_object__find_program_by_name(object, "mr_relay_ingress"),
+              bpf_object__find_program_by_name(object, "mr_relay_xdp") != nil else {
+            return .failure(FastPathError("fast path: the embedded BPF object lacks its programs (a build problem)"))
         }
         for name in ["flows", "counters", "slots"] {
             guard let map = bpf_object__find_map_by_name(object, name) else {
@@ -99,17 +118,22 @@ public final class KernelFastPath: Sendable {
         bpf_object__close(object)
     }
 
-    /// Attaches the program to `interface`'s ingress (in the calling thread's network
-    /// namespace) and returns its index. Attaching twice to one interface is a no-op. Turns
-    /// forwarding on for that namespace's `lo` first (LoopbackForwarding): entries without
-    /// an egress interface need it for their route lookups.
+    /// Attaches a program to `interface` (in the calling thread's network namespace) by
+    /// `mode` and returns its index. Attaching again by the same mode is a no-op; by the other
+    /// mode it is refused (a datagram would meet both programs). Turns forwarding on for that
+    /// namespace's `lo` first (LoopbackForwarding): route lookups need it.
     @discardableResult
-    public func attach(interface: String) throws(FastPathError) -> UInt32 {
-        let program = program
+    public func attach(interface: String, mode: AttachMode = .tc) throws(FastPathError) -> UInt32 {
+        let program = mode == .tc ? tcProgram : xdpProgram
         return try table.withLock { (table) throws(FastPathError) -> UInt32 in
-            if let link = table.links.first(where: { $0.interface == interface }) { return link.index }
+            if let link = table.links.first(where: { $0.interface == interface }) {
+                guard link.mode == mode else {
+                    throw FastPathError("fast path: \(interface) already has the \(link.mode) program; one mode per interface")
+                }
+                return link.index
+            }
             try LoopbackForwarding.enable()
-            let link = try InterfaceLink(program: program, interface: interface)
+            let link = try InterfaceLink(program: program, interface: interface, mode: mode)
             table.links.append(link)
             return link.index
         }
@@ -117,6 +141,11 @@ public final class KernelFastPath: Sendable {
 
     /// The interfaces attached so far.
     public var interfaces: [String] { table.withLock { $0.links.map(\.interface) } }
+
+    /// The interfaces attached so far, each with its mode.
+    public var attachments: [(interface: String, mode: AttachMode)] {
+        table.withLock { $0.links.map { ($0.interface, $0.mode) } }
+    }
 
     /// The number of entries installed.
     public var count: Int { table.withLock { $0.slots.count } }

@@ -37,6 +37,43 @@ final class ChannelDataTests: XCTestCase {
         }
     }
 
+    /// One client's 5-tuple carries several channels, each to its own peer: each has its own
+    /// entry (the key's channel), an unbound channel goes to user space uncounted, and a plain
+    /// entry's payload that merely starts like ChannelData is still forwarded as plain.
+    func testChannelsOfOneClientReachTheirOwnPeers() throws {
+        for mode in [KernelFastPath.AttachMode.tc, .xdp] {
+            let harness = try FastPathHarness(ipv6: false, mode: mode)
+            defer { harness.remove() }
+            let fastPath = try XCTUnwrap(harness.fastPath)
+            try harness.triangle.setChecksumOffload(false)
+            let secondPeer = try harness.triangle.inside(.peer) { try ProbeSocket(Endpoint(host: "10.71.2.2", port: 60002)!) }
+            let (first, second) = (channel, channel + 1)
+            let toFirst = FlowKey(source: harness.client.local, destination: harness.relayClientSide.local, channel: first)
+            let toSecond = FlowKey(source: harness.client.local, destination: harness.relayClientSide.local, channel: second)
+            try fastPath.put(toFirst, harness.entryToPeer(.stripChannel(first), routed: true))
+            try fastPath.put(toSecond, FlowEntry(source: harness.relayPeerSide.local, destination: secondPeer.local, kind: .stripChannel(second)))
+            try fastPath.put(harness.toClient, harness.entryToClient(routed: true))
+
+            try harness.client.send(channelData([1, 1], channel: first), to: harness.relayClientSide.local)
+            try harness.client.send(channelData([2, 2, 2], channel: second), to: harness.relayClientSide.local)
+            try harness.client.send(channelData([3], channel: second + 1), to: harness.relayClientSide.local)
+            XCTAssertEqual(harness.peer.receive()?.payload, [1, 1], "\(mode)")
+            XCTAssertEqual(secondPeer.receive()?.payload, [2, 2, 2], "\(mode)")
+            XCTAssertEqual(harness.relayClientSide.receive()?.payload, channelData([3], channel: second + 1), "\(mode)")
+            let lookalike: [UInt8] = [0x40, 0x01, 0x00, 0x01, 9]
+            try harness.peer.send(lookalike, to: harness.relayPeerSide.local)
+            XCTAssertEqual(harness.client.receive()?.payload, lookalike, "\(mode)")
+
+            XCTAssertNil(harness.peer.receive(timeout: 0.05), "\(mode)")
+            XCTAssertNil(secondPeer.receive(timeout: 0.05), "\(mode)")
+            for key in [toFirst, toSecond, harness.toClient] {
+                XCTAssertEqual(fastPath.counters(key)?.packets, 1, "\(mode), \(key)")
+                XCTAssertEqual(fastPath.counters(key)?.handedBack, [:], "\(mode), \(key)")
+            }
+            XCTAssertEqual(fastPath.totals.packets, 3, "\(mode)")
+        }
+    }
+
     private func checkStripAndAdd(ipv6: Bool) throws {
         let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
         defer { harness.remove() }

@@ -81,14 +81,20 @@ final class HandBackTests: XCTestCase {
 
     /// A child process owns the link; once it is killed with -9 the program is gone: the
     /// datagram that it forwarded before now reaches the relay's own socket.
-    func testNothingIsForwardedAfterTheOwnerIsKilled() throws {
+    func testNothingIsForwardedAfterTheOwnerIsKilled() throws { try checkNothingForwardedAfterKill(mode: "tc") }
+
+    /// The same for XDP links.
+    func testNothingIsForwardedByXDPAfterTheOwnerIsKilled() throws { try checkNothingForwardedAfterKill(mode: "xdp") }
+
+    private func checkNothingForwardedAfterKill(mode: String) throws {
         try HostRequirement.requireTools(["/usr/sbin/bpftool"])
-        let harness = try FastPathHarness(ipv6: false, attach: false)
+        let harness = try FastPathHarness(ipv6: false, attach: false, mode: mode == "xdp" ? .xdp : .tc)
         defer { harness.remove() }
+        try harness.triangle.setChecksumOffload(false)
         let holder = try ChildProcess("/usr/sbin/ip", harness.triangle.execute(in: .relay, [
             Self.productsDirectory.appendingPathComponent("fastpath-holder").path, "rc",
             "\(harness.client.local)", "\(harness.relayClientSide.local)",
-            "\(harness.relayPeerSide.local)", "\(harness.peer.local)", "rp",
+            "\(harness.relayPeerSide.local)", "\(harness.peer.local)", "rp", mode,
         ]))
         let deadline = Date().addingTimeInterval(10)
         while !holder.text.contains("ready") && holder.process.isRunning && Date() < deadline { usleep(20_000) }
@@ -129,7 +135,12 @@ final class HandBackTests: XCTestCase {
         XCTAssertThrowsError(try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(0x3fff)))) { error in
             XCTAssertTrue("\(error)".contains("outside 0x4000-0x7FFF"), "\(error)")
         }
+        let badChannel = FlowKey(source: harness.client.local, destination: harness.relayClientSide.local, channel: 0x3000)
+        XCTAssertThrowsError(try fastPath.put(badChannel, harness.entryToPeer())) { error in
+            XCTAssertTrue("\(error)".contains("channel 12288 is outside 0x4000-0x7FFF"), "\(error)")
+        }
         XCTAssertEqual(fastPath.count, 0)
+        XCTAssertEqual(fastPath.refusals, 3)
     }
 
     /// Without capabilities (root's bounding set emptied by setpriv) loading fails with one

@@ -73,9 +73,21 @@ struct mr_route {
     __u8 destination_mac[6];
 };
 
-static __always_inline int find_flow(const struct mr_fp_key *key, struct mr_flow *flow)
+/// The entry for the datagram: for what may be ChannelData (4 bytes or more, the first byte
+/// 0x40-0x7F), the entry of its 5-tuple and channel first; then that of its 5-tuple alone.
+/// `packet->key` is left as the key found.
+static __always_inline int find_flow(struct mr_packet *packet, const __u8 head[8], struct mr_flow *flow)
 {
-    struct mr_fp_entry *found = bpf_map_lookup_elem(&flows, key);
+    struct mr_fp_entry *found = NULL;
+    if (packet->payload >= MR_CHANNEL_HEADER && head[0] >= 0x40 && head[0] <= 0x7f) {
+        __u16 channel = ((__u16)head[0] << 8) | head[1];
+        packet->key.channel = bpf_htons(channel);
+        found = bpf_map_lookup_elem(&flows, &packet->key);
+    }
+    if (!found) {
+        packet->key.channel = 0;
+        found = bpf_map_lookup_elem(&flows, &packet->key);
+    }
     if (!found)
         return -1;
     // A copy, so that an update by user space in the middle cannot mix two entries.

@@ -4,7 +4,8 @@ import NetAddress
 import TestSupport
 
 /// A relay in the middle of a NamespaceTriangle, for one address family: the fast path loaded
-/// and attached to the relay's two devices (unless `attach` is false), and a plain UDP socket
+/// and attached to the relay's two devices by `mode` (unless `attach` is false; for XDP with GRO
+/// on at the far ends, which native XDP redirects on veth need), and a plain UDP socket
 /// at each of the four places a datagram can arrive: the client, the peer, and the relay's
 /// user-space sockets on the client side and on the peer side (where whatever the kernel hands
 /// back lands). `toPeer` and `toClient` are the two keys of a relayed flow.
@@ -18,7 +19,7 @@ final class FastPathHarness {
     let relayClientSide: ProbeSocket
     let relayPeerSide: ProbeSocket
 
-    init(ipv6: Bool, attach: Bool = true) throws {
+    init(ipv6: Bool, attach: Bool = true, mode: KernelFastPath.AttachMode = .tc) throws {
         triangle = try NamespaceTriangle()
         do {
             // Host `host` on link `link` of the triangle.
@@ -31,6 +32,7 @@ final class FastPathHarness {
             peer = try triangle.inside(.peer) { try ProbeSocket(endpoint(link: 2, host: 2, port: 60000)) }
             try Self.exchange(client, relayClientSide)
             try Self.exchange(peer, relayPeerSide)
+            if mode == .xdp { try triangle.setOuterGRO(true) }
             guard attach else {
                 (fastPath, clientSide, peerSide) = (nil, 0, 0)
                 return
@@ -38,7 +40,7 @@ final class FastPathHarness {
             let loaded: (KernelFastPath, UInt32, UInt32) = try triangle.inside(.relay) {
                 do {
                     let fastPath = try KernelFastPath(capacity: 64)
-                    return (fastPath, try fastPath.attach(interface: "rc"), try fastPath.attach(interface: "rp"))
+                    return (fastPath, try fastPath.attach(interface: "rc", mode: mode), try fastPath.attach(interface: "rp", mode: mode))
                 } catch {
                     try HostRequirement.require(false, "\(error)")
                     throw error

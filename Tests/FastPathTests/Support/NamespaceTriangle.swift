@@ -53,6 +53,15 @@ final class NamespaceTriangle {
         }
     }
 
+    /// Turns GRO on or off on the client's and the peer's devices: native XDP on the relay's
+    /// devices redirects frames into their veth peers, and veth delivers a redirected frame
+    /// only when the receiving end has GRO on (or an XDP program of its own).
+    func setOuterGRO(_ on: Bool) throws {
+        for (side, device) in [(Side.client, "c"), (.peer, "p")] {
+            try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "gro", on ? "on" : "off"]))
+        }
+    }
+
     /// `ip netns exec` into `side`'s namespace: the argument list for a child process.
     func execute(in side: Side, _ command: [String]) -> [String] {
         ["netns", "exec", namespaces[side]!.name] + command
