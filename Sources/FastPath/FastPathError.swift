@@ -14,7 +14,7 @@ public struct FastPathError: Error, Sendable, CustomStringConvertible {
         var text = "fast path: \(operation): \(SystemCallError.explain(code))"
         if code == EPERM || code == EACCES {
             // libbpf's own words here guess at a missing kernel option: the cause is privilege.
-            return FastPathError(text + " (loading BPF needs CAP_BPF and CAP_NET_ADMIN: run as root or grant them)")
+            return FastPathError(text + " (loading BPF needs CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON: run as root or grant them)")
         }
         if let detail, !detail.isEmpty { text += " [libbpf: \(detail)]" }
         return FastPathError(text)

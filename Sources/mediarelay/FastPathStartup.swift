@@ -35,7 +35,7 @@ enum FastPathStartup {
             return off(requested, error.description, log)
         }
         let plan = FastPathAttachPlan(names, requested: requested) { name, attachment in
-            try KernelFastPathSeam.attach(kernel, name, as: attachment)
+            try kernel.attach(interface: name, mode: attachment == .xdp ? .xdp : .tc)
         }
         guard plan.anyAttached else {
             let reasons = plan.interfaces.compactMap(\.reason)

@@ -96,7 +96,7 @@ struct ServerOptions: Equatable, Sendable {
     var turnMaxConnections = TurnStreamLimits().maxConnections
     var turnMaxConnectionsPerSource = TurnStreamLimits().maxPerSource
 
-    /// The kernel fast path: off unless asked for, since it needs CAP_BPF and CAP_NET_ADMIN.
+    /// The kernel fast path: off unless asked for, since it needs CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON.
     var fastPath: FastPathMode = .off
     /// Where it attaches; empty: every UP interface that carries one of the relay's addresses.
     var fastPathInterfaces: [String] = []

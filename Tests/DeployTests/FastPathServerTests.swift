@@ -94,6 +94,22 @@ final class FastPathServerTests: XCTestCase {
         }
     }
 
+    /// A veth takes a native XDP program: `auto` and `xdp` attach XDP there, `tc` tc.
+    func testAVethGetsXDPUnderAutoAndXDP() throws {
+        for (mode, expected) in [("auto", "xdp"), ("xdp", "xdp"), ("tc", "tc")] {
+            let fixture = try FastPathRelayFixture("veth")
+            defer { fixture.remove() }
+            try fixture.namespace.run(["link", "add", "fpv0", "type", "veth", "peer", "name", "fpv1"])
+            try fixture.namespace.run(["link", "set", "fpv0", "up"])
+            try fixture.namespace.run(["link", "set", "fpv1", "up"])
+            try fixture.start(["--fast-path", mode, "--fast-path-interface", "fpv0"] + Self.ports)
+            let stats = try fixture.fastPathStats()
+            XCTAssertEqual(stats["on"] as? Bool, true, "\(mode): \(stats)")
+            XCTAssertEqual((stats["interfaces"] as? [[String: Any]])?.map { $0["mode"] as? String }, [expected], "\(mode): \(stats)")
+            XCTAssertEqual(fixture.fastPathLines.count, 1, "\(mode): \(fixture.fastPathLines)")
+        }
+    }
+
     func testWithoutCapabilitiesItSaysWhyInOneLineAndTheRelayRuns() throws {
         try HostRequirement.requireTools(["/usr/bin/setpriv"])
         let fixture = try FastPathRelayFixture("nocap")

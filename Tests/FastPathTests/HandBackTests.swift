@@ -152,7 +152,7 @@ final class HandBackTests: XCTestCase {
                                                                           "lo", "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "lo"])
         XCTAssertEqual(status, 1, output)
         XCTAssertEqual(output.split(separator: "\n").count, 1, output)
-        XCTAssertTrue(output.contains("needs CAP_BPF and CAP_NET_ADMIN"), output)
+        XCTAssertTrue(output.contains("needs CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON"), output)
     }
 
     /// How many programs named mr_relay_ingress the kernel holds (bpftool prog show).
