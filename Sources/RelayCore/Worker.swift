@@ -31,6 +31,8 @@ final class Worker {
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
     var lastCredit: UInt64 = 0
+    /// The tables whose kernel entries `grantCredit` serves.
+    let creditedTables: [any CreditedTable]
 
     init(shared: WorkerShared, settings: RelaySettings, turnState: TurnSharedState = TurnSharedState(),
          ruleShares: [RuleShared]) throws(SystemCallError) {
@@ -47,6 +49,7 @@ final class Worker {
         } else {
             turnTable = nil
         }
+        creditedTables = [sessions, forwardRules] + (turnTable.map { [$0] } ?? [])
         forwardRules.accounting = settings.accounting
         sessions.accounting = settings.accounting
         turnTable?.accounting = settings.accounting
@@ -78,7 +81,7 @@ final class Worker {
             for command in shared.takeCommands() { execute(command) }
         }
         if now &- lastHousekeeping > 500_000_000 { housekeeping() }
-        if now &- lastCredit > 20_000_000 { grantCredit() }
+        if now &- lastCredit >= 20_000_000 { grantCredit() }
         if now &- lastPublish > 100_000_000 { publish() }
     }
 
@@ -120,13 +123,10 @@ final class Worker {
         if turnTable?.takeEndedTLSSessions() == true { HeapTrim.releaseFreePages() }
     }
 
-    /// The fast path's flows with a rate limit get the credit their limits allow now
-    /// (`SessionTable.grantCredit`, `TurnTable.grantCredit`): often enough that a burst the
-    /// bucket would pass does not wait for it.
+    /// A round of credit for the fast path's flows forwarded on credit (`CreditRound`).
     func grantCredit() {
         lastCredit = now
-        if !sessions.creditedPairs.isEmpty { sessions.grantCredit() }
-        if let turnTable, !turnTable.creditedAllocations.isEmpty { turnTable.grantCredit() }
+        CreditRound.run(creditedTables, egress: egress, now: now, thresholds: settings.ecnThresholds)
     }
 
     /// A command from the control plane, run between batches.

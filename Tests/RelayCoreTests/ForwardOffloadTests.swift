@@ -70,13 +70,33 @@ final class ForwardOffloadTests: XCTestCase {
         XCTAssertEqual(offload.events.count, installs + 2)
     }
 
-    func testTheEgressCapKeepsClientsInUserSpace() throws {
+    /// Under the egress cap (1 MB/s: a burst of 100 ms, ECT(1) marking from a quarter of it in
+    /// use) a client's entries share what the cap passes unmarked, and what they leave of it goes
+    /// back to the cap at the next round.
+    func testTheEgressCapSharesOutWhatItPassesUnmarked() throws {
         let offload = InMemoryOffload()
         let tables = try InMemoryTables(relayAddress: "127.0.0.1", rules: [ForwardRule(listen: listen, upstream: upstream)], offload: offload) {
             $0.egress = EgressBucket(rate: 1_000_000, largestDatagram: 1_500)
         }
         tables.send([1], from: client, to: listen)
-        XCTAssertTrue(offload.entries.isEmpty)
+        let up = FlowKey(source: client, destination: listen)
+        let down = try XCTUnwrap(offload.entries.keys.first { $0 != up })
+        XCTAssertEqual(offload.entries[up]?.credited, true)
+        XCTAssertEqual(offload.entries[down]?.credited, true)
+        XCTAssertEqual(offload.credit[up] ?? 0, 0, "nothing before the round")
+        tables.creditRound()
+        XCTAssertEqual(Double(offload.credit[up] ?? 0), 12_500, accuracy: 10, "half of 25 ms of the rate each (the thresholds go in steps of 1/65,536)")
+        XCTAssertEqual(offload.credit[up], offload.credit[down])
+        offload.spend(up, 10_000)
+        tables.creditRound()
+        XCTAssertEqual(Double(offload.credit[up] ?? 0), 7_500, accuracy: 10, "what the kernel spent stays spent")
+        offload.spend(up, 7_500)
+        offload.spend(down, 7_500)
+        tables.creditRound()
+        XCTAssertEqual(offload.credit[up], 0, "the cap is at its marking threshold: the user-space policer takes over")
+        tables.advance(seconds: 1)
+        tables.creditRound()
+        XCTAssertEqual(Double(offload.credit[up] ?? 0), 12_500, accuracy: 10)
     }
 
     func testAReloadedIdleTimeoutRewritesTheEntries() throws {

@@ -49,7 +49,7 @@ final class SessionOffloadTests: XCTestCase {
         XCTAssertEqual(entry.ecn, .clear)
     }
 
-    func testFanOutLimitsAndTheEgressCapStayInUserSpace() throws {
+    func testFanOutAndAPacketLimitStayInUserSpace() throws {
         let offload = InMemoryOffload()
         let tables = try InMemoryTables(offload: offload)
         let three = try tables.sessions.create({ var r = SessionRequest(); r.legs = 3; return r }(), id: "fan").get().legs.map(\.address)
@@ -61,12 +61,22 @@ final class SessionOffloadTests: XCTestCase {
         tables.send([1], from: peerA, to: limited[0])
         tables.send([1], from: peerB, to: limited[1])
         XCTAssertTrue(offload.entries.isEmpty)
+    }
 
-        let capped = try InMemoryTables(offload: offload) { $0.egress = EgressBucket(rate: 1_000_000, largestDatagram: 1_500) }
-        let legs = try pair(capped)
-        capped.send([1], from: peerA, to: legs[0])
-        capped.send([1], from: peerB, to: legs[1])
-        XCTAssertTrue(offload.entries.isEmpty)
+    /// Under the egress cap a pair is forwarded on credit; a leg's own byte limit bounds its
+    /// share further.
+    func testUnderTheEgressCapEachDirectionGetsAShareAndItsOwnLimitsCredit() throws {
+        let offload = InMemoryOffload()
+        let tables = try InMemoryTables(offload: offload) { $0.egress = EgressBucket(rate: 1_000_000, largestDatagram: 1_500) }
+        let legs = try pair(tables) { $0.maxBytesPerSecond = 20_000 }
+        tables.send([1], from: peerA, to: legs[0])
+        tables.send([1], from: peerB, to: legs[1])
+        let forward = FlowKey(source: peerA, destination: legs[0])
+        XCTAssertEqual(offload.entries[forward]?.credited, true)
+        tables.creditRound()
+        // The cap's share (12,500) is more than the leg's own credit (a quarter of 20,000 less
+        // the byte already sent): the smaller wins.
+        XCTAssertEqual(Double(offload.credit[forward] ?? 0), 5_000 - 1, accuracy: 2)
     }
 
     func testTheKernelsTrafficKeepsTheLatchAndTheSession() throws {
@@ -151,7 +161,7 @@ final class SessionOffloadTests: XCTestCase {
         // One datagram of a byte passed the user-space bucket before the pair went to the kernel.
         XCTAssertEqual(Double(offload.credit[forward] ?? 0), 10_000 - 1, accuracy: 1)
         offload.spend(forward, 9_000)
-        tables.sessions.grantCredit()
+        tables.creditRound()
         XCTAssertEqual(Double(offload.credit[forward] ?? 0), 1_000 - 1, accuracy: 1)
         XCTAssertTrue(tables.sessions.delete("s1"))
         XCTAssertTrue(offload.credit.isEmpty)

@@ -109,11 +109,11 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1)
         XCTAssertEqual(offload.credit[toPeer], offload.credit[toClient])
         offload.spend(toPeer, 10_000)
-        channel.harness.table.grantCredit()
+        channel.harness.creditRound()
         XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 7_500, accuracy: 1, "what the kernel spent is charged to the quota")
         offload.spend(toPeer, 7_500)
         offload.spend(toClient, 7_500)
-        channel.harness.table.grantCredit()
+        channel.harness.creditRound()
         XCTAssertEqual(offload.credit[toPeer], 0, "at the marking threshold the kernel gets nothing")
         // What the kernel hands back now meets the user-space policer at that threshold.
         var marked = 0
@@ -123,7 +123,7 @@ final class TurnOffloadTests: XCTestCase {
         }
         XCTAssertGreaterThan(marked, 0)
         channel.harness.advance(seconds: 1)
-        channel.harness.table.grantCredit()
+        channel.harness.creditRound()
         XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1, "a second later the bucket is full again")
     }
 

@@ -3,13 +3,14 @@ import NetAddress
 
 /// Forward-rule clients in the kernel fast path: once user space has taken a client on (its
 /// first datagram gave it an upstream socket), both directions go into the kernel, so its
-/// later datagrams never reach the worker. What the kernel cannot do the same way stays here:
-/// with the egress cap on nothing is offloaded (the cap is the worker's to enforce), and a
-/// client whose rewrite would change family stays in user space (the kernel refuses it).
+/// later datagrams never reach the worker. A client whose rewrite would change family stays in
+/// user space (the kernel refuses it). Under the egress cap its entries are forwarded on
+/// credit: the kernel carries its share of what the cap would pass unmarked, and hands the
+/// rest to the user-space policer.
 extension ForwardRuleTable {
     /// Writes `client`'s two entries, or writes them again (a refresh keeps their counters).
     func offloadClient(_ client: Int) {
-        guard let offload, !egress.isOn, let state = clients[client] else { return }
+        guard let offload, let state = clients[client] else { return }
         let rule = Int(state.rule)
         let listen = rules[rule].rule.listen
         guard let local = OffloadAddress.local(bound: listen, reached: state.localAddress, port: listen.port),
@@ -18,13 +19,22 @@ extension ForwardRuleTable {
         let upstream = routes[rule].upstream
         let policy = routes[rule].policy
         let idle = idleTimeout(rule)
-        let pair = OffloadedPair(forward: FlowKey(source: state.source, destination: local),
-                                 backward: FlowKey(source: upstream, destination: upstreamLocal), written: now, idleTimeout: idle)
-        if let old = offloaded[Int32(client)], old.forward != pair.forward || old.backward != pair.backward {
-            takeOffloaded(client)
+        let credited = egress.isOn
+        var pair = OffloadedPair(forward: FlowKey(source: state.source, destination: local),
+                                 backward: FlowKey(source: upstream, destination: upstreamLocal), written: now, idleTimeout: idle,
+                                 forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
+        if let old = offloaded[Int32(client)] {
+            if old.sameKeys(pair) {
+                // A rewrite keeps the kernel's credit: so does the record of what was granted.
+                pair.forwardCredit = old.forwardCredit
+                pair.backwardCredit = old.backwardCredit
+            } else {
+                takeOffloaded(client)
+            }
         }
-        guard offload.install(pair.forward, .relay(from: upstreamLocal, to: upstream, policy: policy, idleTimeout: idle)),
-              offload.install(pair.backward, .relay(from: local, to: state.source, policy: policy, idleTimeout: idle)) else {
+        guard offload.install(pair.forward, .relay(from: upstreamLocal, to: upstream, policy: policy, idleTimeout: idle, credited: credited)),
+              offload.install(pair.backward, .relay(from: local, to: state.source, policy: policy, idleTimeout: idle,
+                                                    credited: credited)) else {
             offloaded[Int32(client)] = pair
             takeOffloaded(client)
             return
@@ -34,11 +44,39 @@ extension ForwardRuleTable {
 
     /// Takes `client`'s entries out of the kernel and adds what they carried to its counters.
     func takeOffloaded(_ client: Int) {
-        guard let offload, let pair = offloaded.removeValue(forKey: Int32(client)) else { return }
+        guard let offload, var pair = offloaded.removeValue(forKey: Int32(client)) else { return }
+        if pair.isCredited { egress.giveBack(pair.settleCredit(offload).left) }
         let counts = pair.remove(from: offload)
         let copied = routes[Int(clients[client]!.rule)].policy.ecn == .preserve
         if let up = counts.forward { clientCounters[client].up.add(up, copied: copied) }
         if let down = counts.backward { clientCounters[client].down.add(down, copied: copied) }
+    }
+
+    /// How many directions are forwarded on credit (under the egress cap, all).
+    var creditedDirections: Int { egress.isOn ? 2 * offloaded.count : 0 }
+
+    /// Takes back every entry's credit under the egress cap; returns what was left in all.
+    func settleCredit() -> UInt64 {
+        guard let offload, egress.isOn else { return 0 }
+        var left: UInt64 = 0
+        for (client, var pair) in offloaded {
+            left &+= pair.settleCredit(offload).left
+            offloaded[client] = pair
+        }
+        return left
+    }
+
+    /// Grants every entry `egressShare` (the cap's share); returns the total granted.
+    func grantCredit(egressShare: UInt64?) -> UInt64 {
+        guard let offload, let egressShare else { return 0 }
+        var granted: UInt64 = 0
+        for (client, var pair) in offloaded {
+            pair.forwardCredit = offload.grant(pair.forward, egressShare)
+            pair.backwardCredit = offload.grant(pair.backward, egressShare)
+            granted &+= 2 &* UInt64(pair.forwardCredit!)
+            offloaded[client] = pair
+        }
+        return granted
     }
 
     /// When `client` was last heard, by user space or by the kernel.

@@ -36,12 +36,35 @@ struct OffloadedPair: Equatable {
     }
 }
 
+extension OffloadedPair {
+    /// Takes back what is left of each credited direction's credit (the kernel forwards on
+    /// credit nothing more until the next grant) and returns what each direction spent since
+    /// its grant and what was left in all.
+    mutating func settleCredit(_ offload: any FlowOffload) -> (forward: UInt64, backward: UInt64, left: UInt64) {
+        let forwardSettled = forwardCredit.map { offload.settle(forward, granted: $0) } ?? (spent: 0, left: 0)
+        let backwardSettled = backwardCredit.map { offload.settle(backward, granted: $0) } ?? (spent: 0, left: 0)
+        if forwardCredit != nil { forwardCredit = 0 }
+        if backwardCredit != nil { backwardCredit = 0 }
+        return (forwardSettled.spent, backwardSettled.spent, forwardSettled.left &+ backwardSettled.left)
+    }
+
+    /// How many of its directions are forwarded on credit.
+    var creditedDirections: Int { (forwardCredit == nil ? 0 : 1) + (backwardCredit == nil ? 0 : 1) }
+}
+
 extension FlowOffload {
-    /// Settles the credit of `key`'s entry, which was granted `granted`: takes back what is
-    /// left, and returns what the kernel spent (to charge to the limit's bucket).
-    func takeBackCredit(_ key: FlowKey, granted: Int64) -> UInt64 {
-        let left = exchangeCredit(key, 0) ?? granted
-        return UInt64(max(0, granted - max(0, left)))
+    /// Takes back what is left of the credit of `key`'s entry, which was granted `granted`:
+    /// what the kernel spent of it and what was left (an entry gone counts as all spent).
+    func settle(_ key: FlowKey, granted: Int64) -> (spent: UInt64, left: UInt64) {
+        let left = UInt64(max(0, min(granted, exchangeCredit(key, 0) ?? 0)))
+        return (UInt64(max(0, granted)) &- left, left)
+    }
+
+    /// Grants `key`'s entry `bytes` of credit and returns them as granted.
+    func grant(_ key: FlowKey, _ bytes: UInt64) -> Int64 {
+        let credit = Int64(min(bytes, UInt64(Int64.max)))
+        _ = exchangeCredit(key, credit)
+        return credit
     }
 }
 

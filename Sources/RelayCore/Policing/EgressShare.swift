@@ -35,6 +35,24 @@ final class EgressShare {
         return thresholds.marks(ecn, deficit: inUse, depth: bucket.depthNanoseconds, random: &random) ? .mark : .pass
     }
 
+    /// Gives `bytes` taken for the kernel fast path's credit and not spent back to the shared
+    /// bucket (nothing without a cap).
+    func giveBack(_ bytes: UInt64) {
+        guard bytes > 0, let bucket else { return }
+        bucket.giveBack(bytes)
+    }
+
+    /// Takes credit for the kernel fast path's entries at `now`: what the bucket gives before
+    /// ECT(1) marking would start (0 past that, or without a cap). The worker shares it out
+    /// among the entries and gives back what they did not spend.
+    func takeForKernel(now: UInt64, thresholds: ECNThresholds) -> UInt64 {
+        guard let bucket else { return 0 }
+        let markingStarts = (bucket.depthNanoseconds >> 16) &* thresholds.l4s
+        let inUse = bucket.inUse(now: now)
+        guard inUse < markingStarts else { return 0 }
+        return bucket.take(EgressBucket.bytes(markingStarts &- inUse, rate: bucket.rate), now: now).bytes
+    }
+
     /// The worker's turn is over: unspent credit goes back to the shared bucket.
     func endTurn() {
         guard credit > 0, let bucket else { return }

@@ -4,16 +4,16 @@ import NetAddress
 /// Session pairs in the kernel fast path: once both legs of a pair (or both RTCP companions)
 /// have latched, each direction goes into the kernel, and a relatch writes them again. What
 /// the kernel does not do the same way stays in user space: fan-out (one datagram to several
-/// legs), legs with a packet limit, and everything while the egress cap is on (the cap is
-/// shared by the worker's tables); a rewrite that would change family is refused by the
-/// kernel. A leg with a byte limit is forwarded on credit: the kernel carries what its
-/// bucket would pass unmarked, and hands the rest to the user-space policer.
+/// legs) and legs with a packet limit; a rewrite that would change family is refused by the
+/// kernel. A leg with a byte limit, and every leg under the egress cap, is forwarded on
+/// credit (`SessionTable+Credit`): the kernel carries what the buckets would pass unmarked,
+/// and hands the rest to the user-space policers.
 extension SessionTable {
     /// Writes the entries of the pair `leg` belongs to, when both its legs are latched. A leg
     /// with a byte limit is forwarded on credit (`grantCredit`); one with a packet limit stays
     /// in user space.
     func offloadPair(of leg: Int) {
-        guard let offload, !egress.isOn, legs[leg].legCount == 2 else { return }
+        guard let offload, legs[leg].legCount == 2 else { return }
         let first = Int(legs[leg].firstLeg)
         let a = first, b = first + 1
         guard let peerA = legs[a].latched, let peerB = legs[b].latched,
@@ -23,8 +23,7 @@ extension SessionTable {
         var pair = OffloadedPair(forward: FlowKey(source: peerA, destination: localA),
                                  backward: FlowKey(source: peerB, destination: localB), written: now,
                                  idleTimeout: session.idleTimeout,
-                                 forwardCredit: legs[a].limits.bytes.isLimited ? 0 : nil,
-                                 backwardCredit: legs[b].limits.bytes.isLimited ? 0 : nil)
+                                 forwardCredit: isCredited(a) ? 0 : nil, backwardCredit: isCredited(b) ? 0 : nil)
         if let old = offloaded[Int32(first)] {
             if old.sameKeys(pair) {
                 // A rewrite keeps the kernel's credit: so does the record of what was granted.
@@ -44,7 +43,8 @@ extension SessionTable {
         }
         if pair.isCredited {
             creditedPairs.insert(Int32(first))
-            grantCredit(group: first)
+            // Under the egress cap the next round grants it (the cap is shared by all).
+            if !egress.isOn { grantCredit(group: first, egressShare: nil) }
         }
     }
 
@@ -52,35 +52,14 @@ extension SessionTable {
     /// the credit they spent to their legs' limits and adds what they carried to their legs'
     /// counters.
     func takeOffloaded(group first: Int) {
-        guard let offload, let pair = offloaded.removeValue(forKey: Int32(first)) else { return }
-        if let granted = pair.forwardCredit { legs[first].limits.bytes.charge(offload.takeBackCredit(pair.forward, granted: granted), now: now) }
-        if let granted = pair.backwardCredit { legs[first + 1].limits.bytes.charge(offload.takeBackCredit(pair.backward, granted: granted), now: now) }
-        creditedPairs.remove(Int32(first))
+        guard let offload, var pair = offloaded.removeValue(forKey: Int32(first)) else { return }
+        if pair.isCredited {
+            egress.giveBack(settle(&pair, group: first))
+            creditedPairs.remove(Int32(first))
+        }
         let counts = pair.remove(from: offload)
         if let forward = counts.forward { add(forward, from: first, to: first + 1) }
         if let backward = counts.backward { add(backward, from: first + 1, to: first) }
-    }
-
-    /// Every pair forwarded on credit: what its entries spent since the last grant is charged
-    /// to their legs' limits, and each gets what its limit would now pass unmarked
-    /// (`Policer.credit`). Past that the kernel hands the datagrams back, and the user-space
-    /// policer marks and drops them as it always has.
-    func grantCredit() {
-        for first in creditedPairs { grantCredit(group: Int(first)) }
-    }
-
-    private func grantCredit(group first: Int) {
-        guard let offload, var pair = offloaded[Int32(first)] else { return }
-        if let granted = pair.forwardCredit { pair.forwardCredit = regrant(offload, pair.forward, granted, leg: first) }
-        if let granted = pair.backwardCredit { pair.backwardCredit = regrant(offload, pair.backward, granted, leg: first + 1) }
-        offloaded[Int32(first)] = pair
-    }
-
-    private func regrant(_ offload: any FlowOffload, _ key: FlowKey, _ granted: Int64, leg: Int) -> Int64 {
-        legs[leg].limits.bytes.charge(offload.takeBackCredit(key, granted: granted), now: now)
-        let credit = Int64(legs[leg].limits.bytes.credit(now: now, marks: legs[leg].ecnMarking, thresholds: thresholds))
-        _ = offload.exchangeCredit(key, credit)
-        return credit
     }
 
     /// What the kernel carried so far for the pair whose first leg is `first`, added to

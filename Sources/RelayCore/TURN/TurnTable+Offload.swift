@@ -17,10 +17,10 @@ struct OffloadedChannel: Equatable {
 /// first ChannelData after the success already finds its entry; each carries the channel's
 /// end, so the kernel stops forwarding when user space would, even if user space stalls.
 /// What the kernel does not do the same way stays here: clients over TCP or TLS, Send and Data
-/// indications, everything while the egress cap is on (the cap is shared by the worker's
-/// tables), peers of the other family than the client. An allocation with a bandwidth quota
-/// is forwarded on credit: the kernel carries what its bucket would pass unmarked, and hands
-/// the rest to the user-space policer.
+/// indications, peers of the other family than the client. An allocation with a bandwidth
+/// quota, and every allocation under the egress cap, is forwarded on credit
+/// (`TurnTable+Credit`): the kernel carries what the buckets would pass unmarked, and hands
+/// the rest to the user-space policers.
 extension TurnTable {
     /// Writes the entries of every channel of `client`'s allocation as they now stand, and
     /// takes out those of channels it no longer has.
@@ -28,8 +28,8 @@ extension TurnTable {
         guard let offload, !client.isStream, let allocation = store.index(of: client) else { return }
         let now = clock.now
         var wanted: [UInt16: OffloadedChannel] = [:]
-        let credited = store[allocation].bandwidth.isLimited
-        if !packets.egress.isOn, let local = listenerAddress(client) {
+        let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
+        if let local = listenerAddress(client) {
             for binding in store[allocation].channels.entries where binding.expires > now && binding.permissionExpires > now {
                 guard let relayed = relayedAddress(allocation, toward: binding.peer) else { continue }
                 let expires = min(binding.expires, binding.permissionExpires, store[allocation].expires)
@@ -68,41 +68,14 @@ extension TurnTable {
         offloadedChannels[allocation] = kept.isEmpty ? nil : kept
         if credited && !kept.isEmpty {
             creditedAllocations.insert(allocation)
-            grantCredit(allocation)
+            // Under the egress cap the next round grants it (the cap is shared by all).
+            if !packets.egress.isOn {
+                settleCredit(allocation)
+                grantCredit(allocation, egressShare: nil)
+            }
         } else {
             creditedAllocations.remove(allocation)
         }
-    }
-
-    /// Every allocation forwarded on credit: what its entries spent since the last grant is
-    /// charged to its quota, and what the quota would now pass unmarked (`Policer.credit`) is
-    /// shared out among its entries. Past that the kernel hands the datagrams back, and the
-    /// user-space policer marks and drops them as it always has.
-    func grantCredit() {
-        for allocation in creditedAllocations { grantCredit(allocation) }
-    }
-
-    private func grantCredit(_ allocation: Int) {
-        guard let offload, var channels = offloadedChannels[allocation] else { return }
-        let now = clock.now
-        var spent: UInt64 = 0
-        for (number, channel) in channels {
-            if let granted = channel.pair.forwardCredit { spent &+= offload.takeBackCredit(channel.pair.forward, granted: granted) }
-            if let granted = channel.pair.backwardCredit { spent &+= offload.takeBackCredit(channel.pair.backward, granted: granted) }
-            channels[number]?.pair.forwardCredit = 0
-            channels[number]?.pair.backwardCredit = 0
-        }
-        store[allocation].bandwidth.charge(spent, now: now)
-        let credit = store[allocation].bandwidth.credit(now: now, marks: store[allocation].ecnMarking, thresholds: settings.ecnThresholds)
-        // Both directions share one quota: each entry gets an equal part.
-        let share = Int64(credit / UInt64(2 * channels.count))
-        for (number, channel) in channels {
-            _ = offload.exchangeCredit(channel.pair.forward, share)
-            _ = offload.exchangeCredit(channel.pair.backward, share)
-            channels[number]?.pair.forwardCredit = share
-            channels[number]?.pair.backwardCredit = share
-        }
-        offloadedChannels[allocation] = channels
     }
 
     /// Takes every entry of `allocation` out of the kernel, its counts added to the allocation's.
@@ -140,11 +113,8 @@ extension TurnTable {
 
     private func takeOffloaded(_ allocation: Int, _ number: UInt16, _ channel: OffloadedChannel) {
         guard let offload else { return }
-        let pair = channel.pair
-        var spent: UInt64 = 0
-        if let granted = pair.forwardCredit { spent &+= offload.takeBackCredit(pair.forward, granted: granted) }
-        if let granted = pair.backwardCredit { spent &+= offload.takeBackCredit(pair.backward, granted: granted) }
-        if spent > 0 { store[allocation].bandwidth.charge(spent, now: clock.now) }
+        var pair = channel.pair
+        if pair.isCredited { packets.egress.giveBack(settle(&pair, allocation)) }
         let counts = pair.remove(from: offload)
         if let toPeer = counts.forward { store[allocation].counters.addToPeers(toPeer) }
         if let toClient = counts.backward { store[allocation].counters.addToClient(toClient) }

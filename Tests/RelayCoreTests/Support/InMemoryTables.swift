@@ -10,6 +10,8 @@ final class InMemoryTables {
     let clock = WorkerClock(now: 1_000 * 1_000_000_000)
     let sessions: SessionTable<InMemoryEngine>
     let forwardRules: ForwardRuleTable<InMemoryEngine>
+    /// The worker's share of the egress cap, used by both tables.
+    let egress: EgressShare
 
     init(relayAddress: String = "10.0.0.1", rules: [ForwardRule] = [], offload: (any FlowOffload)?,
          configure: (inout RelaySettings) -> Void = { _ in }) throws {
@@ -19,13 +21,19 @@ final class InMemoryTables {
         settings.fastPath = offload
         configure(&settings)
         let opener = PortOpener(engine: engine, ports: settings.ports, socketOptions: SocketOptions())
-        let egress = EgressShare(settings.egress)
+        egress = EgressShare(settings.egress)
         sessions = SessionTable(engine: engine, settings: settings, opener: opener, worker: 0, clock: clock, egress: egress)
         forwardRules = ForwardRuleTable(engine: engine, settings: settings, opener: opener, clock: clock, egress: egress)
         try forwardRules.openListeners(rules.map(RuleShared.init))
     }
 
     func advance(seconds: UInt64) { clock.now += seconds * 1_000_000_000 }
+
+    /// A round of credit for the tables' kernel entries, as the worker runs every 20 ms.
+    func creditRound() {
+        egress.endTurn()
+        CreditRound.run([sessions, forwardRules], egress: egress, now: clock.now, thresholds: ECNThresholds())
+    }
 
     /// One datagram from `source` to the relay's socket on `destination`, routed by its owner
     /// tag; what the table queued is flushed and returned.

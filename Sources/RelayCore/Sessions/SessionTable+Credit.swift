@@ -1,0 +1,72 @@
+import FastPath
+
+/// Credit for the session pairs the kernel forwards on credit (a leg with a byte limit; every
+/// leg under the egress cap): each round the worker settles what the kernel spent, charging it
+/// to the legs' byte limits, and grants each direction what its limit and the egress cap's
+/// share would pass unmarked (`Policer.credit`). Past that the kernel hands the datagrams back
+/// and the user-space policers mark and drop them as they always have.
+extension SessionTable {
+    /// Whether `leg`'s arrivals are forwarded on credit in the kernel.
+    func isCredited(_ leg: Int) -> Bool { legs[leg].limits.bytes.isLimited || egress.isOn }
+
+    /// How many directions are forwarded on credit.
+    var creditedDirections: Int {
+        creditedPairs.reduce(0) { $0 + (offloaded[$1]?.creditedDirections ?? 0) }
+    }
+
+    /// Takes back every credited direction's credit, charges what was spent to the legs' byte
+    /// limits, and returns what was left in all (the egress cap's to take back).
+    func settleCredit() -> UInt64 {
+        var left: UInt64 = 0
+        for first in creditedPairs {
+            guard var pair = offloaded[first] else { continue }
+            left &+= settle(&pair, group: Int(first))
+            offloaded[first] = pair
+        }
+        return left
+    }
+
+    /// Grants every credited direction what its leg's byte limit allows now, at most
+    /// `egressShare` (nil: no egress cap); returns the total granted.
+    func grantCredit(egressShare: UInt64?) -> UInt64 {
+        var granted: UInt64 = 0
+        for first in creditedPairs { granted &+= grantCredit(group: Int(first), egressShare: egressShare) }
+        return granted
+    }
+
+    @discardableResult
+    func grantCredit(group first: Int, egressShare: UInt64?) -> UInt64 {
+        guard let offload, var pair = offloaded[Int32(first)] else { return 0 }
+        var granted: UInt64 = 0
+        if pair.forwardCredit != nil {
+            pair.forwardCredit = offload.grant(pair.forward, credit(first, egressShare))
+            granted &+= UInt64(pair.forwardCredit!)
+        }
+        if pair.backwardCredit != nil {
+            pair.backwardCredit = offload.grant(pair.backward, credit(first + 1, egressShare))
+            granted &+= UInt64(pair.backwardCredit!)
+        }
+        offloaded[Int32(first)] = pair
+        return granted
+    }
+
+    /// Settles `pair` (of the group whose first leg is `first`): charges what each direction
+    /// spent to its leg's byte limit; returns what was left.
+    func settle(_ pair: inout OffloadedPair, group first: Int) -> UInt64 {
+        guard let offload else { return 0 }
+        let settled = pair.settleCredit(offload)
+        if legs[first].limits.bytes.isLimited { legs[first].limits.bytes.charge(settled.forward, now: now) }
+        if legs[first + 1].limits.bytes.isLimited { legs[first + 1].limits.bytes.charge(settled.backward, now: now) }
+        return settled.left
+    }
+
+    /// What `leg`'s arrivals may be forwarded on now: its byte limit's credit, at most the
+    /// egress cap's share.
+    private func credit(_ leg: Int, _ egressShare: UInt64?) -> UInt64 {
+        var credit = egressShare ?? .max
+        if legs[leg].limits.bytes.isLimited {
+            credit = min(credit, legs[leg].limits.bytes.credit(now: now, marks: legs[leg].ecnMarking, thresholds: thresholds))
+        }
+        return credit
+    }
+}
