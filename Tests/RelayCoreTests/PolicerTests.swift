@@ -144,16 +144,20 @@ final class PolicerTests: XCTestCase {
         let credit = bucket.credit(now: 0, marks: true, thresholds: thresholds)
         XCTAssertEqual(credit, 250, accuracy: 1, "marking starts a quarter into the burst (rounded down)")
         XCTAssertEqual(bucket.credit(now: 0, marks: false, thresholds: thresholds), 1_000, "without marking, the whole burst")
-        bucket.charge(credit, now: 0)
+        bucket.reserve(credit, now: 0)
         XCTAssertEqual(bucket.credit(now: 0, marks: true, thresholds: thresholds), 0)
         XCTAssertEqual(bucket.police(0, .ect1, now: 0, marks: true, thresholds: thresholds, random: &random), .pass,
                        "at the threshold itself nothing is marked yet")
         var marked = 0
         for _ in 0..<100 where bucket.police(5, .ect1, now: 0, marks: true, thresholds: thresholds, random: &random) == .mark { marked += 1 }
         XCTAssertGreaterThan(marked, 0, "past the credit the user-space policer marks")
-        bucket.charge(10_000, now: 0)
+        bucket.reserve(10_000, now: 0)
         XCTAssertEqual(bucket.police(1, .notECT, now: 0, marks: true, thresholds: thresholds, random: &random), .drop,
-                       "a charge past the tokens empties the bucket, never wraps")
+                       "a reserve past the tokens empties the bucket, never wraps")
         XCTAssertEqual(bucket.credit(now: 500_000_000, marks: false, thresholds: thresholds), 500, "half a second refills half")
+        bucket.release(300, now: 500_000_000)
+        XCTAssertEqual(bucket.credit(now: 500_000_000, marks: false, thresholds: thresholds), 800, "what the kernel left comes back")
+        bucket.release(10_000, now: 500_000_000)
+        XCTAssertEqual(bucket.credit(now: 500_000_000, marks: false, thresholds: thresholds), 1_000, "never past a full bucket")
     }
 }

@@ -110,11 +110,17 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertEqual(offload.credit[toPeer], offload.credit[toClient])
         offload.spend(toPeer, 10_000)
         channel.harness.creditRound()
-        XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 7_500, accuracy: 1, "what the kernel spent is charged to the quota")
-        offload.spend(toPeer, 7_500)
-        offload.spend(toClient, 7_500)
+        // 15,000 left to grant (10,000 of the 25,000 were spent), shared out by what each way
+        // spent last round, each with a floor of a thirty-second of it: traffic one way gets
+        // nearly all.
+        let shares = (Double(offload.credit[toPeer] ?? 0), Double(offload.credit[toClient] ?? 0))
+        XCTAssertEqual(shares.0 + shares.1, 15_000, accuracy: 4, "what the kernel spent stays spent")
+        XCTAssertEqual(shares.0, 15_000 * 10_468 / 10_936, accuracy: 4)
+        offload.spend(toPeer, offload.credit[toPeer] ?? 0)
+        offload.spend(toClient, offload.credit[toClient] ?? 0)
         channel.harness.creditRound()
         XCTAssertEqual(offload.credit[toPeer], 0, "at the marking threshold the kernel gets nothing")
+        XCTAssertEqual(offload.credit[toClient], 0)
         // What the kernel hands back now meets the user-space policer at that threshold.
         var marked = 0
         for _ in 0..<40 {
@@ -124,7 +130,8 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertGreaterThan(marked, 0)
         channel.harness.advance(seconds: 1)
         channel.harness.creditRound()
-        XCTAssertEqual(Double(offload.credit[toPeer] ?? 0), 12_500, accuracy: 1, "a second later the bucket is full again")
+        XCTAssertEqual(Double((offload.credit[toPeer] ?? 0) + (offload.credit[toClient] ?? 0)), 25_000, accuracy: 4,
+                       "a second later the bucket is full again")
     }
 
     func testARefusedInstallStillRelays() throws {

@@ -36,16 +36,31 @@ struct OffloadedPair: Equatable {
     }
 }
 
+/// What a round found of a pair's credit: what each direction spent since its grant, and
+/// what each had left (taken back).
+struct CreditSettlement {
+    var forwardSpent: UInt64 = 0
+    var backwardSpent: UInt64 = 0
+    var forwardLeft: UInt64 = 0
+    var backwardLeft: UInt64 = 0
+
+    var left: UInt64 { forwardLeft &+ backwardLeft }
+}
+
 extension OffloadedPair {
     /// Takes back what is left of each credited direction's credit (the kernel forwards on
-    /// credit nothing more until the next grant) and returns what each direction spent since
-    /// its grant and what was left in all.
-    mutating func settleCredit(_ offload: any FlowOffload) -> (forward: UInt64, backward: UInt64, left: UInt64) {
-        let forwardSettled = forwardCredit.map { offload.settle(forward, granted: $0) } ?? (spent: 0, left: 0)
-        let backwardSettled = backwardCredit.map { offload.settle(backward, granted: $0) } ?? (spent: 0, left: 0)
-        if forwardCredit != nil { forwardCredit = 0 }
-        if backwardCredit != nil { backwardCredit = 0 }
-        return (forwardSettled.spent, backwardSettled.spent, forwardSettled.left &+ backwardSettled.left)
+    /// credit nothing more until the next grant) and says what each spent and had left.
+    mutating func settleCredit(_ offload: any FlowOffload) -> CreditSettlement {
+        var settled = CreditSettlement()
+        if let granted = forwardCredit {
+            (settled.forwardSpent, settled.forwardLeft) = offload.settle(forward, granted: granted)
+            forwardCredit = 0
+        }
+        if let granted = backwardCredit {
+            (settled.backwardSpent, settled.backwardLeft) = offload.settle(backward, granted: granted)
+            backwardCredit = 0
+        }
+        return settled
     }
 
     /// How many of its directions are forwarded on credit.

@@ -67,10 +67,17 @@ struct Policer {
         return tokens > floor ? (tokens &- floor) / 1_000_000_000 : 0
     }
 
-    /// Takes `units` that passed elsewhere (what the kernel forwarded on credit).
-    mutating func charge(_ units: UInt64, now: UInt64) {
+    /// Sets aside `units` granted elsewhere (the kernel's credit) as if they had passed, so
+    /// that what this bucket polices meanwhile meets it net of them.
+    mutating func reserve(_ units: UInt64, now: UInt64) {
         refill(now: now)
         tokens &-= min(tokens, units &* 1_000_000_000)
+    }
+
+    /// Returns `units` set aside by `reserve` and not spent.
+    mutating func release(_ units: UInt64, now: UInt64) {
+        refill(now: now)
+        tokens = min(tokens &+ units &* 1_000_000_000, rate &* Self.burstNanoseconds)
     }
 }
 

@@ -1,10 +1,12 @@
 import FastPath
 
 /// Credit for the session pairs the kernel forwards on credit (a leg with a byte limit; every
-/// leg under the egress cap): each round the worker settles what the kernel spent, charging it
-/// to the legs' byte limits, and grants each direction what its limit and the egress cap's
-/// share would pass unmarked (`Policer.credit`). Past that the kernel hands the datagrams back
-/// and the user-space policers mark and drop them as they always have.
+/// leg under the egress cap): each direction is granted what its leg's byte limit would pass
+/// unmarked (`Policer.credit`), at most the egress cap's share, and the grant is set aside in
+/// the limit's bucket at once (`Policer.reserve`), so that a datagram the kernel hands back
+/// meets the bucket net of what the kernel may still send; each round gives back what the
+/// kernel left (`Policer.release`). Past its credit the kernel hands the datagrams back and the
+/// user-space policers mark and drop them as they always have.
 extension SessionTable {
     /// Whether `leg`'s arrivals are forwarded on credit in the kernel.
     func isCredited(_ leg: Int) -> Bool { legs[leg].limits.bytes.isLimited || egress.isOn }
@@ -14,8 +16,8 @@ extension SessionTable {
         creditedPairs.reduce(0) { $0 + (offloaded[$1]?.creditedDirections ?? 0) }
     }
 
-    /// Takes back every credited direction's credit, charges what was spent to the legs' byte
-    /// limits, and returns what was left in all (the egress cap's to take back).
+    /// Takes back every credited direction's credit, gives what was left back to the legs'
+    /// byte limits, and returns it in all (the egress cap's to take back).
     func settleCredit() -> UInt64 {
         var left: UInt64 = 0
         for first in creditedPairs {
@@ -39,34 +41,35 @@ extension SessionTable {
         guard let offload, var pair = offloaded[Int32(first)] else { return 0 }
         var granted: UInt64 = 0
         if pair.forwardCredit != nil {
-            pair.forwardCredit = offload.grant(pair.forward, credit(first, egressShare))
+            pair.forwardCredit = grant(offload, pair.forward, leg: first, egressShare)
             granted &+= UInt64(pair.forwardCredit!)
         }
         if pair.backwardCredit != nil {
-            pair.backwardCredit = offload.grant(pair.backward, credit(first + 1, egressShare))
+            pair.backwardCredit = grant(offload, pair.backward, leg: first + 1, egressShare)
             granted &+= UInt64(pair.backwardCredit!)
         }
         offloaded[Int32(first)] = pair
         return granted
     }
 
-    /// Settles `pair` (of the group whose first leg is `first`): charges what each direction
-    /// spent to its leg's byte limit; returns what was left.
+    /// Settles `pair` (of the group whose first leg is `first`): gives what each direction left
+    /// back to its leg's byte limit; returns what was left in all.
     func settle(_ pair: inout OffloadedPair, group first: Int) -> UInt64 {
         guard let offload else { return 0 }
         let settled = pair.settleCredit(offload)
-        if legs[first].limits.bytes.isLimited { legs[first].limits.bytes.charge(settled.forward, now: now) }
-        if legs[first + 1].limits.bytes.isLimited { legs[first + 1].limits.bytes.charge(settled.backward, now: now) }
+        if legs[first].limits.bytes.isLimited { legs[first].limits.bytes.release(settled.forwardLeft, now: now) }
+        if legs[first + 1].limits.bytes.isLimited { legs[first + 1].limits.bytes.release(settled.backwardLeft, now: now) }
         return settled.left
     }
 
-    /// What `leg`'s arrivals may be forwarded on now: its byte limit's credit, at most the
-    /// egress cap's share.
-    private func credit(_ leg: Int, _ egressShare: UInt64?) -> UInt64 {
+    /// Grants `key` what `leg`'s arrivals may be forwarded on now (its byte limit's credit, at
+    /// most the egress cap's share), set aside in the limit's bucket.
+    private func grant(_ offload: any FlowOffload, _ key: FlowKey, leg: Int, _ egressShare: UInt64?) -> Int64 {
         var credit = egressShare ?? .max
         if legs[leg].limits.bytes.isLimited {
             credit = min(credit, legs[leg].limits.bytes.credit(now: now, marks: legs[leg].ecnMarking, thresholds: thresholds))
+            legs[leg].limits.bytes.reserve(credit, now: now)
         }
-        return credit
+        return offload.grant(key, credit)
     }
 }

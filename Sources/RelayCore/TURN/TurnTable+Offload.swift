@@ -8,6 +8,10 @@ import STUN
 struct OffloadedChannel: Equatable {
     var pair: OffloadedPair
     var expires: UInt64
+    /// What each direction spent of its credit in the last round (`TurnTable+Credit` shares an
+    /// allocation's credit out by it).
+    var forwardSpent: UInt64 = 0
+    var backwardSpent: UInt64 = 0
 }
 
 /// TURN channels in the kernel fast path (RFC 8656 section 12 both ways): ChannelData from the
