@@ -80,7 +80,7 @@ let package = Package(
                 path: "bench/comparison"),
         .executableTarget(
             name: "mediarelay",
-            dependencies: ["DatagramEngine", "JSONSyntax", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
+            dependencies: ["DatagramEngine", "FastPath", "JSONSyntax", "NetAddress", "OptionTokens", "RelayCore", "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
         ),
         .executableTarget(
             name: "mediarelay-load",

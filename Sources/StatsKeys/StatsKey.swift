@@ -20,6 +20,8 @@ public enum StatsKey {
     public static let perWorker = "per_worker"
     /// The TURN server's object (`StatsKey.Turn`).
     public static let turn = "turn"
+    /// The kernel fast path's object (`StatsKey.FastPath`).
+    public static let fastPath = "fast_path"
 
     // CPU: the whole process at the top level, the worker thread's own in `per_worker`.
     public static let cpuUserSeconds = "cpu_user_seconds"
@@ -95,6 +97,34 @@ public enum StatsKey {
         public static let ceMarked = StatsKey.ceMarked
         /// One object per transport, keyed by the transport's name (`StatsKey.Transport`).
         public static let transports = "transports"
+    }
+
+    /// The keys of the `fast_path` object: what was asked for and what runs, then the kernel's
+    /// counters since the program was loaded (every entry's, removed ones included).
+    public enum FastPath {
+        /// The `--fast-path` value: "off", "auto", "tc" or "xdp".
+        public static let requested = "requested"
+        /// Whether the program runs on at least one interface.
+        public static let on = "on"
+        /// Why it is off (absent while on).
+        public static let reason = "reason"
+        /// One object per interface: `name`, `mode` ("tc", "xdp" or "off") and, when off, `reason`.
+        public static let interfaces = "interfaces"
+        public static let name = "name"
+        public static let mode = "mode"
+        public static let entries = "entries"
+        public static let capacity = "capacity"
+        /// Entries the kernel would not take (table full, a family it cannot rewrite).
+        public static let refusals = "refusals"
+        public static let datagrams = "datagrams"
+        /// UDP payload bytes sent on.
+        public static let bytes = "bytes"
+        public static let ecnIn = StatsKey.ecnIn
+        public static let ecnOut = StatsKey.ecnOut
+        /// Datagrams of an entry the kernel gave to user space unmodified, by reason.
+        public static let handedBack = "handed_back"
+        /// Dropped because a kernel helper failed half-way through a rewrite.
+        public static let failed = "failed"
     }
 
     /// The keys of one transport's object inside `turn.transports` ("udp", "tcp", "tls").

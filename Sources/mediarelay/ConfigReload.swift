@@ -26,7 +26,7 @@ struct ConfigReload {
             parts.append("applied " + applied.map { change($0, to: running) + note($0) }.joined(separator: ", "))
         }
         if !needsRestart.isEmpty {
-            parts.append("needs a restart to take effect: " + needsRestart.map { change($0, to: nil) }.joined(separator: ", "))
+            parts.append("needs a restart to take effect: " + needsRestart.map { change($0, to: nil) + restartNote($0) }.joined(separator: ", "))
         }
         return parts.joined(separator: "; ")
     }
@@ -49,6 +49,14 @@ struct ConfigReload {
         case .turnMaxChannels: " (new channels)"
         case .turnAlternate, .turnAlternateDomain: " (new redirects)"
         case .tlsCert, .tlsKey: " (new TLS connections)"
+        default: ""
+        }
+    }
+
+    private func restartNote(_ key: OptionKey) -> String {
+        switch key {
+        // An operator who turns it off by SIGHUP must not think the kernel stopped forwarding.
+        case .fastPath, .fastPathInterface: " (the fast path attached at start keeps running, and its entries stay)"
         default: ""
         }
     }
@@ -82,6 +90,10 @@ extension OptionKey {
         // it can swap them in (the two quotas above are atomics in TurnSharedState).
         case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
+            false
+        // The program is loaded and attached once, at start; a reload leaves it and its
+        // entries as they are.
+        case .fastPath, .fastPathInterface:
             false
         }
     }
@@ -142,6 +154,8 @@ extension OptionKey {
         case .tlsKey: options.tlsKey ?? ""
         case .turnMaxConnections: String(options.turnMaxConnections)
         case .turnMaxConnectionsPerSource: String(options.turnMaxConnectionsPerSource)
+        case .fastPath: options.fastPath.rawValue
+        case .fastPathInterface: options.fastPathInterfaces.joined(separator: ",")
         }
     }
 }

@@ -11,6 +11,7 @@ struct ControlAPI: Sendable {
     let engine: String
     let engineReason: String
     let started: Date
+    let fastPath: FastPathStatus
     /// Seconds a refused POST /v1/sessions asks the caller to wait before trying this relay
     /// again (Retry-After): sessions end all the time, so room comes back soon; a matchmaker
     /// goes to another relay meanwhile.
@@ -61,7 +62,7 @@ struct ControlAPI: Sendable {
     }
 
     private func report() -> StatsReport {
-        StatsReport(relay: relay, engine: engine, engineReason: engineReason, started: started)
+        StatsReport(relay: relay, engine: engine, engineReason: engineReason, started: started, fastPath: fastPath)
     }
 
     private func authorized(_ request: HTTPRequest, _ body: () -> HTTPResponse) -> HTTPResponse {

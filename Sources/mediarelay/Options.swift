@@ -96,6 +96,11 @@ struct ServerOptions: Equatable, Sendable {
     var turnMaxConnections = TurnStreamLimits().maxConnections
     var turnMaxConnectionsPerSource = TurnStreamLimits().maxPerSource
 
+    /// The kernel fast path: off unless asked for, since it needs CAP_BPF and CAP_NET_ADMIN.
+    var fastPath: FastPathMode = .off
+    /// Where it attaches; empty: every UP interface that carries one of the relay's addresses.
+    var fastPathInterfaces: [String] = []
+
     /// The TURN quotas a reload applies to the running relay.
     var turnLimits: TurnLimits {
         TurnLimits(maxChannels: turnMaxChannels, unauthenticatedRate: turnUnauthenticatedRate)

@@ -10,7 +10,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
         turnSecret, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
         turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
-        turnMaxConnections, turnMaxConnectionsPerSource
+        turnMaxConnections, turnMaxConnectionsPerSource, fastPath, fastPathInterface
 
     /// How the value is written in the JSON config file.
     enum ConfigType: Sendable {
@@ -71,6 +71,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .tlsKey: "--tls-key"
         case .turnMaxConnections: "--turn-max-connections"
         case .turnMaxConnectionsPerSource: "--turn-max-connections-per-source"
+        case .fastPath: "--fast-path"
+        case .fastPathInterface: "--fast-path-interface"
         }
     }
 
@@ -79,6 +81,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .idleTimeout: "idle_timeout_seconds"
         // A list of sibling relays reads better plural in a file (issue 19 names it so).
         case .turnAlternate: "turn_alternates"
+        case .fastPathInterface: "fast_path_interfaces"
         default: String(flag.dropFirst(2).map { $0 == "-" ? "_" : $0 })
         }
     }
@@ -90,7 +93,8 @@ enum OptionKey: String, CaseIterable, Sendable {
             .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare, .turnMaxChannels, .turnUnauthenticatedRate,
             .turnMaxConnections, .turnMaxConnectionsPerSource: .integer
         case .readyThreshold: .number
-        case .forward, .turn, .turnUser, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS: .stringArray
+        case .forward, .turn, .turnUser, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer, .turnAlternate, .turnTCP, .turnTLS,
+            .fastPathInterface: .stringArray
         default: .string
         }
     }
@@ -103,7 +107,7 @@ enum OptionKey: String, CaseIterable, Sendable {
     var maxCount: Int {
         switch self {
         case .forward: ServerOptions.maxForwardRules
-        case .turn, .turnAlternate, .turnTCP, .turnTLS: 64
+        case .turn, .turnAlternate, .turnTCP, .turnTLS, .fastPathInterface: 64
         case .turnSecret, .turnNonceSecret: 16
         case .turnUser: 10_000
         default: 1024
@@ -150,6 +154,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnTCP, .turnTLS: "HOST:PORT"
         case .tlsCert, .tlsKey: "FILE"
         case .turnMaxConnections, .turnMaxConnectionsPerSource: "N"
+        case .fastPath: "off|auto|tc|xdp"
+        case .fastPathInterface: "NAME"
         }
     }
 
@@ -205,6 +211,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .tlsCert, .tlsKey: "none (needed by --turn-tls)"
         case .turnMaxConnections: "\(defaults.turnMaxConnections)"
         case .turnMaxConnectionsPerSource: "\(defaults.turnMaxConnectionsPerSource)"
+        case .fastPath: defaults.fastPath.rawValue
+        case .fastPathInterface: "every UP interface that carries an address the relay's sockets use"
         }
     }
 
@@ -292,6 +300,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .tlsKey: "a readable PEM file: the private key of --tls-cert's certificate"
         case .turnMaxConnections: integers(Self.connectionsRange)
         case .turnMaxConnectionsPerSource: integers(Self.connectionsRange)
+        case .fastPath: oneOf(FastPathMode.allCases)
+        case .fastPathInterface: InterfaceName.accepted + "; repeatable, at most \(maxCount)"
         }
     }
 
@@ -364,6 +374,10 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .tlsKey: "private key of the TLS listeners (certbot's privkey.pem)"
         case .turnMaxConnections: "TURN connections over TCP and TLS at once; more are closed on accept and counted"
         case .turnMaxConnectionsPerSource: "TURN connections over TCP and TLS at once from one IP address"
+        case .fastPath:
+            "kernel fast path for established flows (docs/fastpath.md): tc, XDP (an interface that refuses it gets tc), "
+                + "auto (XDP where the driver takes it natively, else tc); where it cannot load, one log line and user space"
+        case .fastPathInterface: "an interface the fast path attaches to"
         }
     }
 
@@ -431,6 +445,8 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .tlsKey: options.tlsKey = try Self.path(text, expected: accepted)
         case .turnMaxConnections: options.turnMaxConnections = try integer(text, in: Self.connectionsRange)
         case .turnMaxConnectionsPerSource: options.turnMaxConnectionsPerSource = try integer(text, in: Self.connectionsRange)
+        case .fastPath: options.fastPath = try choice(text)
+        case .fastPathInterface: options.fastPathInterfaces.append(try InterfaceName.check(text))
         }
     }
 
@@ -447,6 +463,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turnAlternate: options.turnAlternates = []
         case .turnTCP: options.turnTCPListeners = []
         case .turnTLS: options.turnTLSListeners = []
+        case .fastPathInterface: options.fastPathInterfaces = []
         default: break
         }
     }

@@ -96,3 +96,26 @@ struct PortRange: Equatable, Sendable, CustomStringConvertible {
         return UInt16(value)
     }
 }
+
+/// `--fast-path`: where established flows are forwarded. `off` keeps every datagram in user
+/// space; `tc` attaches a tc program to each interface; `xdp` attaches XDP, with tc for an
+/// interface that refuses it (said in one line); `auto` takes XDP where the driver runs it
+/// natively and tc elsewhere, silently.
+enum FastPathMode: String, CaseIterable, Sendable {
+    case off, auto, tc, xdp
+}
+
+/// A network interface's name as the kernel takes it (`if_nametoindex`): whether one by that
+/// name exists is checked at start, where a missing one turns the fast path off with a reason.
+enum InterfaceName {
+    static let accepted = "an interface name: 1...15 characters, no space, \"/\" or \":\""
+
+    static func check(_ text: String) throws(ValueProblem) -> String {
+        // IFNAMSIZ is 16 with the terminating NUL; the kernel refuses "/", ":" and whitespace.
+        let bytes = text.utf8
+        guard (1...15).contains(bytes.count), text != ".", text != "..",
+              bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ":") })
+        else { throw ValueProblem(expected: "expected \(accepted)") }
+        return text
+    }
+}

@@ -79,7 +79,11 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
-        let relay = Relay(settings: settings())
+        var relaySettings = settings()
+        // Before the relay: its tables install entries from their first flow on.
+        let fastPath = FastPathStartup.start(options, addresses: datagramAddresses(relaySettings), log: log)
+        relaySettings.fastPath = fastPath.kernel.flatMap(KernelFastPathSeam.offload)
+        let relay = Relay(settings: relaySettings)
         guard loadCertificate(options, into: relay.turnState, reason: "start") else { return 2 }
         let engine: (backend: Backend, reason: String)
         do {
@@ -101,7 +105,7 @@ struct Server {
 
         let reloadable = ReloadableSettings(.init(options))
         let api = ControlAPI(relay: relay, settings: reloadable, engine: engine.backend.rawValue,
-                             engineReason: engine.reason, started: Date())
+                             engineReason: engine.reason, started: Date(), fastPath: fastPath)
         let router = api.router
         let http: HTTPServer
         do {
@@ -137,6 +141,9 @@ struct Server {
         }
         http.stop()
         relay.stop()
+        // The workers' tables remove entries until they stop; then its links, and with them the
+        // program, may go (the process's end takes them too).
+        withExtendedLifetime(fastPath) {}
         log.info("stopped")
         return 0
     }
@@ -182,6 +189,14 @@ struct Server {
         let addresses = options.turnAddresses(hostAddresses: hostAddresses())
         noteAlternatesThatAreThisRelay(options, addresses)
         relay.updateAlternates(options.turnAlternatesInForce(leavingOut: addresses))
+    }
+
+    /// The addresses the relay's datagram sockets bind, which the fast path's interfaces must
+    /// carry: session and relayed ports, UDP listeners of TURN and of forward rules.
+    private func datagramAddresses(_ settings: RelaySettings) -> [Endpoint] {
+        var addresses = [settings.relayAddress] + settings.turnListeners + settings.rules.map(\.listen)
+        if let turn = settings.turn { addresses += [turn.relayIPv4, turn.relayIPv6].compactMap { $0 } }
+        return addresses
     }
 
     /// What the limits and the backlog do with ECT datagrams, in one log line at start.

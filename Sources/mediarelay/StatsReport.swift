@@ -28,8 +28,9 @@ struct StatsReport {
     let capacity: Capacity
     /// The certificate new TLS connections get (nil without TLS listeners).
     let certificate: TLSServerContext?
+    let fastPath: FastPathReport
 
-    init(relay: Relay, engine: String, engineReason: String, started: Date) {
+    init(relay: Relay, engine: String, engineReason: String, started: Date, fastPath: FastPathStatus) {
         workers = relay.stats()
         var total = WorkerStats(worker: -1)
         for worker in workers {
@@ -57,6 +58,7 @@ struct StatsReport {
         portsTotal = relay.settings.ports.range.count
         capacity = Capacity(relay: relay, workers: workers)
         certificate = relay.turnState.tlsContext
+        self.fastPath = FastPathReport(fastPath)
     }
 
     var cpuNanosecondsPerPacket: Double {
@@ -66,6 +68,9 @@ struct StatsReport {
     var syscallsPerPacket: Double {
         total.engine.datagramsIn == 0 ? 0 : Double(total.engine.syscalls) / Double(total.engine.datagramsIn)
     }
+
+    static let packetsOutHelp = "Datagrams sent, by path: user (a worker, by worker) or kernel (the fast path)."
+    static let bytesOutHelp = "Payload bytes sent, by path: user (a worker, by worker) or kernel (the fast path)."
 
     static let bucketNames = EngineCounters.batchSizeBounds.map(String.init) + ["+Inf"]
 
@@ -114,6 +119,7 @@ struct StatsReport {
         object[StatsKey.portsInUse] = portsInUse
         object[StatsKey.portsTotal] = portsTotal
         object[StatsKey.capacity] = capacity.json
+        object[StatsKey.fastPath] = fastPath.json
         if let certificate {
             object[StatsKey.tlsCertificate] = [
                 StatsKey.Certificate.subject: certificate.subject, StatsKey.Certificate.serial: certificate.serialNumber,
@@ -143,11 +149,13 @@ struct StatsReport {
         text.gauge("mediarelay_draining", help: "1 while shutting down.", value: draining ? 1 : 0)
         for worker in workers {
             let label: PrometheusText.Labels = [("worker", String(worker.worker))]
+            // Beside the kernel fast path's series of the same families (FastPathReport).
+            let user = label + [("path", "user")]
             let engine = worker.engine
             text.counter("mediarelay_packets_in_total", help: "Datagrams received.", labels: label, value: engine.datagramsIn)
-            text.counter("mediarelay_packets_out_total", help: "Datagrams sent.", labels: label, value: engine.datagramsOut)
+            text.counter("mediarelay_packets_out_total", help: Self.packetsOutHelp, labels: user, value: engine.datagramsOut)
             text.counter("mediarelay_bytes_in_total", help: "Payload bytes received.", labels: label, value: engine.bytesIn)
-            text.counter("mediarelay_bytes_out_total", help: "Payload bytes sent.", labels: label, value: engine.bytesOut)
+            text.counter("mediarelay_bytes_out_total", help: Self.bytesOutHelp, labels: user, value: engine.bytesOut)
             text.counter("mediarelay_syscalls_total", help: "I/O system calls (one io_uring_enter counts one).", labels: label, value: engine.syscalls)
             text.counter("mediarelay_receive_batches_total", help: "Receive calls that returned datagrams.", labels: label, value: engine.receiveBatches)
             let buckets = EngineCounters.batchSizeBounds.enumerated().map { (upperBound: Double($1), count: engine.batchSizes[$0]) }
@@ -197,6 +205,7 @@ struct StatsReport {
         text.gauge("mediarelay_ports_total", help: "Ports in the relay's range.", value: portsTotal)
         text.gauge("mediarelay_forward_clients", help: "Forward-rule clients with an upstream socket.", value: total.forwardClients)
         capacity.prometheus(into: &text)
+        fastPath.prometheus(into: &text)
         if let certificate {
             // An expiry an operator can alert on before browsers refuse the relay (a renewal
             // that did not reach it: a failed hook, a SIGHUP never sent).

@@ -45,7 +45,7 @@ extension Server {
     /// would reach the relay's own session legs and forward-rule listeners on that address.
     func hostAddresses() -> [Endpoint] {
         do {
-            return try Endpoint.hostAddresses()
+            return try HostInterfaces.read().addresses
         } catch {
             log.warning("\(error); only the relay's configured addresses count as its own (TURN peer policy, session latching)")
             return []

@@ -118,6 +118,9 @@ struct DaemonSetCommandRun {
     let configData: Data
     /// Where the test put the Secret's files: config.json's tls_cert and tls_key point here.
     let tlsMountStandIn: String
+    /// What the command gave `setpriv` before its `--`: how the relay is started (its user and
+    /// capabilities). The stand-in `setpriv` records them and runs the rest as it is.
+    let setprivArguments: [String]
     /// SIGHUPs the relay stand-in counted, and runs of the `sleep` stand-in.
     let sighups: Int
     let sleeps: Int
@@ -144,7 +147,13 @@ struct DaemonSetCommandRun {
         let recorded = scratch.appendingPathComponent("arguments")
         let stub = tools.appendingPathComponent("mediarelay")
         let relay = "printf '%s\\0' \"$@\" > '\(recorded.path)'\n" + standIns.relay(scratch.path, tls.path)
-        for (file, body) in [(stub, relay), (tools.appendingPathComponent("sleep"), standIns.sleep(scratch.path, tls.path))] {
+        let privileges = scratch.appendingPathComponent("setpriv")
+        let setpriv = """
+            for argument in "$@"; do shift; [ "$argument" = "--" ] && break; printf '%s\\0' "$argument" >> '\(privileges.path)'; done
+            exec "$@"
+            """
+        for (file, body) in [(stub, relay), (tools.appendingPathComponent("sleep"), standIns.sleep(scratch.path, tls.path)),
+                             (tools.appendingPathComponent("setpriv"), setpriv)] {
             try "#!/bin/sh\n\(body)\n".write(to: file, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
         }
@@ -157,7 +166,7 @@ struct DaemonSetCommandRun {
         let mounts = container["volumeMounts"] as? [[String: Any]] ?? []
         let addressMount = try XCTUnwrap(mounts.first { $0["name"] as? String == "public-address" }?["mountPath"] as? String)
         let tlsMount = try XCTUnwrap(mounts.first { $0["name"] as? String == "tls" }?["mountPath"] as? String)
-        for (path, standIn) in [("exec /usr/local/bin/mediarelay ", "exec \(stub.path) "), (addressMount + "/", addresses.path + "/"),
+        for (path, standIn) in [("-- /usr/local/bin/mediarelay ", "-- \(stub.path) "), (addressMount + "/", addresses.path + "/"),
                                 (tlsMount + "/", tls.path + "/")] {
             XCTAssertTrue(script.contains(path), "the command no longer uses \(path)")
             script = script.replacingOccurrences(of: path, with: standIn)
@@ -183,6 +192,8 @@ struct DaemonSetCommandRun {
         XCTAssertEqual(result.status, 0, result.output)
         let text = try String(contentsOf: recorded, encoding: .utf8)
         arguments = text.split(separator: "\0", omittingEmptySubsequences: false).dropLast().map(String.init)
+        let given = (try? String(contentsOf: privileges, encoding: .utf8)) ?? ""
+        setprivArguments = given.split(separator: "\0", omittingEmptySubsequences: false).dropLast().map(String.init)
         self.environment = environment
         func count(_ name: String, lines: Bool) -> Int {
             let text = (try? String(contentsOf: scratch.appendingPathComponent(name), encoding: .utf8)) ?? ""

@@ -24,6 +24,10 @@ let contractMetricFamilies: Set<String> = [
     "mediarelay_tls_certificate_expiry_seconds",
     // What /readyz judges, by resource (allocations, sessions, ports, turn_ports, turn_connections).
     "mediarelay_capacity_in_use", "mediarelay_capacity_total",
+    // The kernel fast path (its datagrams and bytes are in packets_out and bytes_out, path="kernel").
+    "mediarelay_fast_path_interfaces", "mediarelay_fast_path_entries", "mediarelay_fast_path_capacity",
+    "mediarelay_fast_path_refusals_total", "mediarelay_fast_path_handed_back_total", "mediarelay_fast_path_failed_total",
+    "mediarelay_fast_path_ecn_in_total", "mediarelay_fast_path_ecn_out_total",
 ]
 
 /// A histogram's samples belong to the family named without these suffixes.
@@ -111,15 +115,16 @@ final class DeployFilesTests: XCTestCase {
             "ProtectSystem=strict", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
             "ExecStart=/usr/local/bin/mediarelay --config /etc/mediarelay/config.json",
             "ExecReload=/bin/kill -HUP $MAINPID",
-            // TURN over TLS on 443 as DynamicUser's unprivileged uid.
-            "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE",
+            // TURN over TLS on 443 as DynamicUser's unprivileged uid, and the kernel fast path.
+            "CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_BPF CAP_NET_ADMIN CAP_PERFMON",
+            "AmbientCapabilities=CAP_NET_BIND_SERVICE CAP_BPF CAP_NET_ADMIN CAP_PERFMON",
         ] {
             XCTAssertTrue(settings.contains(required), "unit lacks \(required)")
         }
         XCTAssertTrue(settings.contains { $0.hasPrefix("WatchdogSec=") })
         XCTAssertTrue(settings.contains { $0.hasPrefix("LimitNOFILE=") })
         let filter = try XCTUnwrap(settings.first { $0.hasPrefix("SystemCallFilter=") })
-        for call in ["@system-service", "io_uring_setup", "io_uring_enter", "io_uring_register"] {
+        for call in ["@system-service", "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf"] {
             XCTAssertTrue(filter.contains(call), "SystemCallFilter lacks \(call)")
         }
         // The stop timeout must outlast the example config's drain.

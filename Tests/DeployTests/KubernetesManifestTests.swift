@@ -114,10 +114,12 @@ final class KubernetesManifestTests: XCTestCase {
         let volumes = daemonSet.value(at: "spec.template.spec.volumes") as? [[String: Any]] ?? []
         let volume = try XCTUnwrap(volumes.first { ($0["secret"] as? [String: Any])?["secretName"] as? String == secretName })
         XCTAssertNotEqual((volume["secret"] as? [String: Any])?["optional"] as? Bool, true, "config.json runs TLS: the Secret is not optional")
-        // Group-readable only: fsGroup gives the relay's group the key, nobody else.
+        // Group-readable only: fsGroup gives the relay's group (the one setpriv runs it as) the
+        // key, nobody else.
         XCTAssertEqual((volume["secret"] as? [String: Any])?["defaultMode"] as? Int, 0o440)
-        XCTAssertEqual(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup") as? Int,
-                       daemonSet.value(at: "spec.template.spec.securityContext.runAsGroup") as? Int)
+        let command = try DaemonSetCommandRun(nodeIP: "10.0.0.5", nodeName: "relay-node-1", publicAddress: nil, nextSecret: nil)
+        let fsGroup = try XCTUnwrap(daemonSet.value(at: "spec.template.spec.securityContext.fsGroup") as? Int)
+        XCTAssertTrue(command.setprivArguments.contains("--regid=\(fsGroup)"), "\(command.setprivArguments)")
         let mounts = manifests.relayContainer?["volumeMounts"] as? [[String: Any]] ?? []
         let mountPath = try XCTUnwrap(mounts.first { $0["name"] as? String == volume["name"] as? String }?["mountPath"] as? String)
         let config = try manifests.relayConfig("config.json").object

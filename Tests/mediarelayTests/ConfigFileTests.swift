@@ -30,7 +30,8 @@ final class ConfigFileTests: XCTestCase {
           "turn_alternates": ["127.0.0.2:3478", "tls:[::1]:5349"], "turn_alternate_domain": "turn.example.org",
           "turn_tcp": ["127.0.0.1:3478", "[::1]:3479"], "turn_tls": ["127.0.0.1:5349"],
           "tls_cert": "\(cert)", "tls_key": "\(key)",
-          "turn_max_connections": 2000, "turn_max_connections_per_source": 20
+          "turn_max_connections": 2000, "turn_max_connections_per_source": 20,
+          "fast_path": "xdp", "fast_path_interfaces": ["eth0", "eth1"]
         }
         """
     }
@@ -92,6 +93,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.tlsKey, certificates.server.key)
         XCTAssertEqual(options.turnMaxConnections, 2000)
         XCTAssertEqual(options.turnMaxConnectionsPerSource, 20)
+        XCTAssertEqual(options.fastPath, .xdp)
+        XCTAssertEqual(options.fastPathInterfaces, ["eth0", "eth1"])
     }
 
     func testEveryConfigKeyOfTheContractIsKnown() {
@@ -105,6 +108,7 @@ final class ConfigFileTests: XCTestCase {
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
             "turn_max_channels", "turn_unauthenticated_rate", "turn_alternates", "turn_alternate_domain",
             "turn_tcp", "turn_tls", "tls_cert", "tls_key", "turn_max_connections", "turn_max_connections_per_source",
+            "fast_path", "fast_path_interfaces",
         ]
         XCTAssertEqual(OptionKey.allCases.map(\.configKey), contractKeys)
         for key in contractKeys {
@@ -155,6 +159,10 @@ final class ConfigFileTests: XCTestCase {
             (#"{"http": "localhost:80"}"#, [#"key "http": localhost:80:"#]),
             (#"{"control_token": "a b"}"#, [#"key "control_token": (value hidden): expected"#]),
             (#"{"idle_timeout_seconds": 0}"#, [#"key "idle_timeout_seconds": 0:"#]),
+            (#"{"fast_path": "on"}"#, [#"key "fast_path": on: expected one of off, auto, tc, xdp"#]),
+            (#"{"fast_path_interfaces": "eth0"}"#, [#"key "fast_path_interfaces": expected an array of strings"#]),
+            (#"{"fast_path_interfaces": ["eth/0"]}"#, [#"key "fast_path_interfaces": eth/0: expected an interface name"#]),
+            (#"{"fast_path_interface": ["eth0"]}"#, [#"key "fast_path_interface": unknown key"#]),
         ]
         for (text, mentions) in cases {
             refusal(["--config", "c.json"], files: ["c.json": text], mentions: ["mediarelay: config c.json: "] + mentions)

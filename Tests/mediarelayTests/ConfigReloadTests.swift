@@ -21,7 +21,8 @@ final class ConfigReloadTests: XCTestCase {
          "turn_bandwidth": 1000, "turn_port_share": 10, "turn_max_channels": 100, "turn_unauthenticated_rate": 10,
          "ready_threshold": 0.9, "turn_alternates": ["127.0.0.2:3478"], "turn_alternate_domain": "old.example.org",
          "turn_tcp": ["127.0.0.1:3478"], "turn_tls": ["127.0.0.1:5349"], "tls_cert": "\(tls.certificate)",
-         "tls_key": "\(tls.key)", "turn_max_connections": 100, "turn_max_connections_per_source": 10}
+         "tls_key": "\(tls.key)", "turn_max_connections": 100, "turn_max_connections_per_source": 10,
+         "fast_path": "off", "fast_path_interfaces": ["lo"]}
         """
     }
     private func after(_ tls: CertificateFixture.Server) -> String {
@@ -39,7 +40,8 @@ final class ConfigReloadTests: XCTestCase {
          "turn_bandwidth": 2000, "turn_port_share": 20, "turn_max_channels": 200, "turn_unauthenticated_rate": 0,
          "ready_threshold": 1, "turn_alternates": ["127.0.0.3:3478", "tls:127.0.0.3:5349"], "turn_alternate_domain": "new.example.org",
          "turn_tcp": ["127.0.0.1:3479"], "turn_tls": ["127.0.0.1:443"], "tls_cert": "\(tls.certificate)",
-         "tls_key": "\(tls.key)", "turn_max_connections": 200, "turn_max_connections_per_source": 20}
+         "tls_key": "\(tls.key)", "turn_max_connections": 200, "turn_max_connections_per_source": 20,
+         "fast_path": "tc", "fast_path_interfaces": ["lo", "eth0"]}
         """
     }
     private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n"]
@@ -79,6 +81,9 @@ final class ConfigReloadTests: XCTestCase {
         let (oldCert, newCert) = (OptionError.quoted(certificates.server.certificate), OptionError.quoted(certificates.secondServer.certificate))
         XCTAssertTrue(summary.contains("tls_cert \(oldCert) -> \(newCert) (new TLS connections)"), summary)
         XCTAssertTrue(summary.contains("turn_tcp (running 127.0.0.1:3478)") && summary.contains("turn_tls (running 127.0.0.1:5349)"), summary)
+        // The program loaded at start stays as it was, entries included; the line says so.
+        XCTAssertTrue(summary.contains("fast_path (running off) (the fast path attached at start keeps running, and its entries stay)"), summary)
+        XCTAssertTrue(summary.contains("fast_path_interfaces (running lo) (the fast path"), summary)
         XCTAssertFalse(summary.contains("\n"))
     }
 

@@ -16,7 +16,7 @@ final class HelpTextTests: XCTestCase {
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
         "--turn-alternate-domain", "--turn-tcp", "--turn-tls", "--tls-cert", "--tls-key", "--turn-max-connections",
-        "--turn-max-connections-per-source", "--help", "--version",
+        "--turn-max-connections-per-source", "--fast-path", "--fast-path-interface", "--help", "--version",
     ]
 
     func testHelpMentionsEveryFlagOfTheContract() {
@@ -45,6 +45,7 @@ final class HelpTextTests: XCTestCase {
     let describedDefaults: Set<OptionKey> = [
         .forward, .controlToken, .turn, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer,
         .turnDeniedPeer, .turnAlternate, .turnAlternateDomain, .turnTCP, .turnTLS, .tlsCert, .tlsKey,
+        .fastPathInterface,
     ]
 
     func testTheHelpDefaultsAreTheParsedDefaults() throws {

@@ -75,6 +75,11 @@ final class OptionsTests: XCTestCase {
             ("--max-sessions", "7", { $0.maxSessions == 7 }),
             ("--batch-size", "1024", { $0.batchSize == 1024 }),
             ("--max-datagram-size", "65507", { $0.maxDatagramSize == 65507 }),
+            ("--fast-path", "tc", { $0.fastPath == .tc }),
+            ("--fast-path", "xdp", { $0.fastPath == .xdp }),
+            ("--fast-path", "auto", { $0.fastPath == .auto }),
+            ("--fast-path-interface", "eth0.100", { $0.fastPathInterfaces == ["eth0.100"] }),
+            ("--fast-path-interface", "enp1s0f1np1abc", { $0.fastPathInterfaces == ["enp1s0f1np1abc"] }),
         ]
         for (flag, value, check) in good {
             for arguments in [[flag, value], ["\(flag)=\(value)"]] {
@@ -156,6 +161,13 @@ final class OptionsTests: XCTestCase {
             ("--batch-size", "99999999999999999999", "1...1024"),
             ("--max-datagram-size", "65508", "512...65507"),
             ("--max-datagram-size", "511", "512...65507"),
+            ("--fast-path", "on", "expected one of off, auto, tc, xdp"),
+            ("--fast-path", "XDP", "expected one of off, auto, tc, xdp"),
+            ("--fast-path-interface", "", "1...15 characters"),
+            ("--fast-path-interface", "a-name-of-16-chr", "1...15 characters"),
+            ("--fast-path-interface", "eth0:1", "no space"),
+            ("--fast-path-interface", "../x", "no space"),
+            ("--fast-path-interface", "eth 0", "no space"),
         ]
         for (flag, value, expected) in bad {
             refusal([flag, value], mentions: ["\(flag) \(value):", expected])
