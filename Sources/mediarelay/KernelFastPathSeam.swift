@@ -8,7 +8,6 @@ import RelayCore
 // else in the executable changes.
 
 // Today only the HTTP thread reads it after start, and no table installs entries yet.
-extension KernelFastPath: @unchecked Sendable {}
 
 /// What the executable asks of `KernelFastPath` beyond loading it.
 enum KernelFastPathSeam {
@@ -22,21 +21,17 @@ enum KernelFastPathSeam {
 
     /// What the tables install entries through.
     static func offload(_ kernel: KernelFastPath) -> (any FlowOffload)? {
-        // MERGE(fp-kernel): kernel
-        nil
+        kernel
     }
 
     /// Every datagram the kernel carried since the program was loaded, removed entries' included.
     static func totals(_ kernel: KernelFastPath) -> FlowCounters {
-        // MERGE(fp-kernel): kernel.totals. Until then nothing installs an entry, so the kernel
-        // has carried nothing.
-        FlowCounters()
+        kernel.totals
     }
 
     /// Entries the kernel refused.
     static func refusals(_ kernel: KernelFastPath) -> Int {
-        // MERGE(fp-kernel): kernel.refusals
-        0
+        kernel.refusals
     }
 
     private struct XDPNotBuilt: Error, CustomStringConvertible {
