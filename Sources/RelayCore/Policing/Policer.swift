@@ -69,8 +69,8 @@ struct Policer {
 
     /// Takes `units` that passed elsewhere (what the kernel forwarded on credit).
     mutating func charge(_ units: UInt64, now: UInt64) {
-        refill(now: now)
         tokens &-= min(tokens, units &* 1_000_000_000)
+        refill(now: now)
     }
 }
 
