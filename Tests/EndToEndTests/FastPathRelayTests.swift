@@ -92,31 +92,32 @@ final class FastPathRelayTests: XCTestCase {
         XCTAssertEqual(after.handedBackTotal - before.handedBackTotal, 0, "handed back: \(after.handedBack)")
     }
 
-    /// A TURN channel both ways with 50 ChannelData of each mark. Checksum offload off on the
-    /// client's and peer's devices: the kernel carries them all (header taken off to the
-    /// peer, put on to the client), marks kept. On: their senders leave the checksum to the
-    /// kernel, a change of length would leave it wrong, and the kernel hands every one back
-    /// as `checksum_state`; user space still delivers each, marks kept.
+    /// A TURN channel both ways with 50 ChannelData of each mark, IPv4 and IPv6. Checksum
+    /// offload off on the client's and peer's devices: the kernel carries them all (header
+    /// taken off to the peer, put on to the client), marks kept. On: their senders leave the
+    /// checksum to the kernel, a change of length would leave it wrong, and the kernel hands
+    /// every one back as `checksum_state`; user space still delivers each, marks kept.
     func testATurnChannelGoesThroughTheKernelUnlessItsChecksumIsLeftToTheKernel() throws {
         let network = try FastPathNetwork()
         defer { network.remove() }
-        let family = FastPathNetwork.ipv4
-        let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments)
-        defer { XCTAssertEqual(relay.stop(), 0) }
-        let allocation = try FastPathTurn.allocate(network, client: family, peers: family)
         let marks = Self.marks.flatMap { Array(repeating: $0, count: 50) }
-        for offload in [false, true] {
-            try network.setChecksumOffload(offload)
-            let context = "checksum offload \(offload ? "on" : "off")"
-            let before = try network.kernel(relay)
-            XCTAssertEqual(try allocation.relay(marks, along: .channelDataToPeer), marks, "\(context): ChannelData to the peer")
-            XCTAssertEqual(try allocation.relay(marks, along: .channelDataToClient), marks, "\(context): the peer's datagrams as ChannelData")
-            let after = try network.kernel(relay)
-            XCTAssertEqual(after.datagrams - before.datagrams, offload ? 0 : 2 * marks.count, "\(context): datagrams the kernel carried")
-            XCTAssertEqual(after.handedBack("checksum_state") - before.handedBack("checksum_state"), offload ? 2 * marks.count : 0,
-                           "\(context): handed back \(after.handedBack)")
-            XCTAssertEqual(after.handedBackTotal - after.handedBack("checksum_state"),
-                           before.handedBackTotal - before.handedBack("checksum_state"), "\(context): handed back \(after.handedBack)")
+        for family in [FastPathNetwork.ipv4, FastPathNetwork.ipv6] {
+            let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments(relayed: family))
+            defer { XCTAssertEqual(relay.stop(), 0) }
+            let allocation = try FastPathTurn.allocate(network, client: family, peers: family)
+            for offload in [false, true] {
+                try network.setChecksumOffload(offload)
+                let context = "\(family.client), checksum offload \(offload ? "on" : "off")"
+                let before = try network.kernel(relay)
+                XCTAssertEqual(try allocation.relay(marks, along: .channelDataToPeer), marks, "\(context): ChannelData to the peer")
+                XCTAssertEqual(try allocation.relay(marks, along: .channelDataToClient), marks, "\(context): the peer's datagrams as ChannelData")
+                let after = try network.kernel(relay)
+                XCTAssertEqual(after.datagrams - before.datagrams, offload ? 0 : 2 * marks.count, "\(context): datagrams the kernel carried")
+                XCTAssertEqual(after.handedBack("checksum_state") - before.handedBack("checksum_state"), offload ? 2 * marks.count : 0,
+                               "\(context): handed back \(after.handedBack)")
+                XCTAssertEqual(after.handedBackTotal - after.handedBack("checksum_state"),
+                               before.handedBackTotal - before.handedBack("checksum_state"), "\(context): handed back \(after.handedBack)")
+            }
         }
     }
 

@@ -16,16 +16,18 @@ enum FastPathTurn {
     static let user = "alice"
     static let password = "secret"
 
-    static var arguments: [String] {
+    /// The relay's TURN options, its relayed addresses of `relayed`'s family (the only one it
+    /// offers): on the wildcard of that family, advertised as its address on the peer's link.
+    static func arguments(relayed: FastPathNetwork.Family = FastPathNetwork.ipv4) -> [String] {
         let (v4, v6) = (FastPathNetwork.ipv4, FastPathNetwork.ipv6)
-        return ["--relay-address", "0.0.0.0", "--advertise-address", v4.back,
+        return ["--relay-address", relayed.back.contains(":") ? "::" : "0.0.0.0", "--advertise-address", relayed.back,
                 "--turn", "\(v4.front):\(port)", "--turn", "[\(v6.front)]:\(port)",
                 "--turn-realm", "fastpath.test", "--turn-user", "\(user):\(password)",
                 "--turn-allowed-peer", v4.peerSubnet, "--turn-allowed-peer", v6.peerSubnet]
     }
 
-    /// A client on `client`'s family with an allocation (IPv4 relayed, the only family the
-    /// relay offers), a permission for one peer and channel 0x4000 bound to another, both on
+    /// A client on `client`'s family with an allocation of `peers`' family (asked for when
+    /// IPv6), a permission for one peer and channel 0x4000 bound to another, both on
     /// `peers`' family in the peer's namespace.
     static func allocate(_ network: FastPathNetwork, client family: FastPathNetwork.Family,
                          peers: FastPathNetwork.Family) throws -> TurnServerFixture.Allocation {
@@ -38,7 +40,11 @@ enum FastPathTurn {
         let channelPeerAddress = try SocketAddress(host: peers.peer, port: channelPeer.port)
         let indicationPeerAddress = try SocketAddress(host: peers.peer, port: indicationPeer.port)
         let channel = TurnServerFixture.Allocation.channel
-        let allocated = try ask(turn, .allocate) { $0.append(.requestedTransport, [17, 0, 0, 0]) }
+        let ipv6 = peers.peer.contains(":")
+        let allocated = try ask(turn, .allocate) { builder in
+            builder.append(.requestedTransport, [17, 0, 0, 0])
+            if ipv6 { builder.append(.requestedAddressFamily, [AddressFamily.ipv6.rawValue, 0, 0, 0]) }
+        }
         let relayed = try XCTUnwrap(allocated.socketAddress(.xorRelayedAddress), "Allocate without XOR-RELAYED-ADDRESS")
         _ = try ask(turn, .createPermission) { $0.append(.xorPeerAddress, address: indicationPeerAddress) }
         _ = try ask(turn, .channelBind) { builder in

@@ -20,7 +20,7 @@ final class FastPathUserSpaceTests: XCTestCase {
         let network = try FastPathNetwork()
         defer { network.remove() }
         try network.setChecksumOffload(false)
-        let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments)
+        let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments())
         defer { XCTAssertEqual(relay.stop(), 0) }
         let allocation = try FastPathTurn.allocate(network, client: FastPathNetwork.ipv4, peers: FastPathNetwork.ipv4)
         let before = try network.kernel(relay)
@@ -95,7 +95,7 @@ final class FastPathUserSpaceTests: XCTestCase {
         let network = try FastPathNetwork()
         defer { network.remove() }
         try network.setChecksumOffload(false)
-        let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments)
+        let relay = try network.startRelay(fastPath: "tc", FastPathTurn.arguments())
         defer { XCTAssertEqual(relay.stop(), 0) }
         let before = try network.kernel(relay)
         let allocation = try FastPathTurn.allocate(network, client: FastPathNetwork.ipv6, peers: FastPathNetwork.ipv4)
