@@ -16,9 +16,10 @@ enum FastPathTurn {
     static let user = "alice"
     static let password = "secret"
 
-    /// The relay's TURN options, its relayed addresses of `relayed`'s family (the only one it
-    /// offers): on the wildcard of that family, advertised as its address on the peer's link.
-    static func arguments(relayed: FastPathNetwork.Family = FastPathNetwork.ipv4) -> [String] {
+    /// The relay's TURN options: listeners on `port` of both client-side addresses; relayed
+    /// addresses of `relayed`'s family only (on that family's wildcard, advertised as the
+    /// relay's address on the peer's link).
+    static func arguments(relayed: FastPathNetwork.Family = FastPathNetwork.ipv4, port: UInt16 = port) -> [String] {
         let (v4, v6) = (FastPathNetwork.ipv4, FastPathNetwork.ipv6)
         return ["--relay-address", relayed.back.contains(":") ? "::" : "0.0.0.0", "--advertise-address", relayed.back,
                 "--turn", "\(v4.front):\(port)", "--turn", "[\(v6.front)]:\(port)",
@@ -26,11 +27,11 @@ enum FastPathTurn {
                 "--turn-allowed-peer", v4.peerSubnet, "--turn-allowed-peer", v6.peerSubnet]
     }
 
-    /// A client on `client`'s family with an allocation of `peers`' family (asked for when
-    /// IPv6), a permission for one peer and channel 0x4000 bound to another, both on
-    /// `peers`' family in the peer's namespace.
-    static func allocate(_ network: FastPathNetwork, client family: FastPathNetwork.Family,
-                         peers: FastPathNetwork.Family) throws -> TurnServerFixture.Allocation {
+    /// A client on `client`'s family, talking to the listener on `port`, with an allocation of
+    /// `peers`' family (asked for when IPv6), a permission for one peer and channel 0x4000
+    /// bound to another, both on `peers`' family in the peer's namespace.
+    static func allocate(_ network: FastPathNetwork, client family: FastPathNetwork.Family, peers: FastPathNetwork.Family,
+                         port: UInt16 = port) throws -> TurnServerFixture.Allocation {
         let client = try network.inside(.client) { try IndependentPeer(host: family.client) }
         let (channelPeer, indicationPeer) = try network.inside(.peer) {
             (try IndependentPeer(host: peers.peer), try IndependentPeer(host: peers.peer))
