@@ -4,8 +4,8 @@ import Glibc
 import TestSupport
 import XCTest
 
-/// A session leg with a byte limit, forwarded on credit by the kernel fast path, marks and
-/// drops as the user-space policer does: two relays side by side
+/// A session leg with a byte limit and a TURN allocation with a quota, forwarded on credit by
+/// the kernel fast path, mark and drop as the user-space policer does: two relays side by side
 /// in one namespace (FastPathNetwork), one with `--fast-path tc` and one with it off, each
 /// with one flow at 1.5x of its limit, fed by the same paced loop (CodepointFlowHarness:
 /// ECT(1), ECT(0), Not-ECT and CE in turn) for 3 s.
@@ -34,6 +34,39 @@ final class FastPathLimitTests: XCTestCase {
             flows.append(CodepointFlowHarness.session("a leg at 1.5x, fast path \(mode)", rate: Self.rate, host: family.front,
                                                       legs: session.ports, sender: sender, receiver: receiver))
             marksCounted.append { RelayProcess.number(try network.legs(relay, session: session.id).first ?? [:], "ce_marked", "rate_limit") }
+        }
+        try compare(network, relays[0], flows, marksCounted)
+    }
+
+    /// ChannelData from the client at 1.5x of its allocation's quota (`--turn-bandwidth`),
+    /// checksum offload off so that the kernel can carry it.
+    func testATurnQuotaMarksAndDropsAsInUserSpace() throws {
+        let network = try FastPathNetwork()
+        defer { network.remove() }
+        try network.setChecksumOffload(false)
+        var relays: [RelayProcess] = []
+        defer { for relay in relays { XCTAssertEqual(relay.stop(), 0) } }
+        var flows: [CodepointFlowHarness.Flow] = []
+        var marksCounted: [() throws -> Int?] = []
+        for (mode, port) in [("tc", FastPathTurn.port), ("off", FastPathTurn.port + 1)] {
+            let relay = try network.startRelay(fastPath: mode, FastPathTurn.arguments(port: port) + ["--turn-bandwidth", "\(Self.limit)"])
+            relays.append(relay)
+            let allocation = try FastPathTurn.allocate(network, client: FastPathNetwork.ipv4, peers: FastPathNetwork.ipv4, port: port)
+            let channel = TurnServerFixture.Allocation.channel
+            flows.append(CodepointFlowHarness.Flow(
+                name: "an allocation at 1.5x, fast path \(mode)", rate: Self.rate,
+                send: { payload, tos in
+                    let header = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+                    try allocation.client.send(header + payload, tos: tos, to: allocation.server)
+                },
+                receive: { expected, deadline in
+                    allocation.channelPeer.receive(expected: expected, seconds: max(0.05, deadline.timeIntervalSinceNow))
+                        .filter { $0.source.description == allocation.relayed.description }.map { ($0.bytes, $0.tos) }
+                }))
+            marksCounted.append {
+                let listed = try network.inside(.relay) { try relay.request("GET", "/v1/turn/allocations") }.json?["allocations"]
+                return RelayProcess.number((listed as? [[String: Any]])?.first ?? [:], "ce_marked", "rate_limit")
+            }
         }
         try compare(network, relays[0], flows, marksCounted)
     }
