@@ -52,17 +52,7 @@ final class FastPathLimitTests: XCTestCase {
             let relay = try network.startRelay(fastPath: mode, FastPathTurn.arguments(port: port) + ["--turn-bandwidth", "\(Self.limit)"])
             relays.append(relay)
             let allocation = try FastPathTurn.allocate(network, client: FastPathNetwork.ipv4, peers: FastPathNetwork.ipv4, port: port)
-            let channel = TurnServerFixture.Allocation.channel
-            flows.append(CodepointFlowHarness.Flow(
-                name: "an allocation at 1.5x, fast path \(mode)", rate: Self.rate,
-                send: { payload, tos in
-                    let header = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-                    try allocation.client.send(header + payload, tos: tos, to: allocation.server)
-                },
-                receive: { expected, deadline in
-                    allocation.channelPeer.receive(expected: expected, seconds: max(0.05, deadline.timeIntervalSinceNow))
-                        .filter { $0.source.description == allocation.relayed.description }.map { ($0.bytes, $0.tos) }
-                }))
+            flows.append(CodepointFlowHarness.channelData("an allocation at 1.5x, fast path \(mode)", rate: Self.rate, allocation: allocation))
             marksCounted.append {
                 let listed = try network.inside(.relay) { try relay.request("GET", "/v1/turn/allocations") }.json?["allocations"]
                 return RelayProcess.number((listed as? [[String: Any]])?.first ?? [:], "ce_marked", "rate_limit")
