@@ -86,11 +86,13 @@ final class FastPathLimitTests: XCTestCase {
               + "CE on ECT(1)+ECT(0) \(marked.0) against \(marked.1); per codepoint arrived \(kernel.map(\.arrived)) against "
               + "\(user.map(\.arrived)), marked \(kernel.map(\.markedCE)) against \(user.map(\.markedCE)); kernel carried "
               + "\(after.datagrams - before.datagrams)")
-        // What the bucket drops does not depend on chance: the totals agree to within 1% of
-        // what was sent (a bucket that loses a turn's refill to the kernel's spending falls
-        // well outside). Which codepoint a drop hits follows the sender's phase, and marks are
-        // random draws along the ramp: those get about three times the spread seen between runs.
-        XCTAssertEqual(Double(arrived.0), Double(arrived.1), accuracy: 18, "datagrams delivered, fast path tc against off",
+        // What the bucket drops does not depend on chance, only on when each datagram is
+        // policed: the totals agree to within a few tens of milliseconds of the limit's rate,
+        // ten times the spread seen between runs (a bucket that loses one turn's refill to the
+        // kernel's spending falls outside). Which codepoint a drop hits follows the sender's
+        // phase, and marks are random draws along the ramp: those get about three times the
+        // spread seen between runs.
+        XCTAssertEqual(Double(arrived.0), Double(arrived.1), accuracy: 12, "datagrams delivered, fast path tc against off",
                        file: file, line: line)
         for codepoint in 0..<4 {
             XCTAssertEqual(Double(kernel[codepoint].arrived), Double(user[codepoint].arrived), accuracy: 25,
