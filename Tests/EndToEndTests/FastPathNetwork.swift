@@ -151,12 +151,27 @@ final class FastPathNetwork {
         let entries: Int
         let refusals: Int
         let handedBack: [String: Int]
+        /// What the kernel carried by ECN codepoint as it arrived and as it left, in
+        /// codepoint order: Not-ECT, ECT(1), ECT(0), CE.
+        let ecnIn: [Int]
+        let ecnOut: [Int]
 
         init(_ object: [String: Any]) {
             datagrams = object["datagrams"] as? Int ?? -1
             entries = object["entries"] as? Int ?? -1
             refusals = object["refusals"] as? Int ?? -1
             handedBack = (object["handed_back"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
+            func byCodepoint(_ key: String) -> [Int] {
+                let counts = object[key] as? [String: Any] ?? [:]
+                return ["not_ect", "ect1", "ect0", "ce"].map { counts[$0] as? Int ?? -1 }
+            }
+            ecnIn = byCodepoint("ecn_in")
+            ecnOut = byCodepoint("ecn_out")
+        }
+
+        /// What the kernel carried since `earlier`, by codepoint as it arrived and as it left.
+        func ecnSince(_ earlier: KernelCounts) -> (arrived: [Int], left: [Int]) {
+            (zip(ecnIn, earlier.ecnIn).map { $0 - $1 }, zip(ecnOut, earlier.ecnOut).map { $0 - $1 })
         }
 
         /// Datagrams handed back for `reason` ("checksum_state", "fragment"...).

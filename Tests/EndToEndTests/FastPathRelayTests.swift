@@ -41,6 +41,10 @@ final class FastPathRelayTests: XCTestCase {
             XCTAssertEqual(after.datagrams - before.datagrams, 2 * 200 - 1, "\(family.client): datagrams the kernel carried")
             XCTAssertEqual(after.handedBackTotal - before.handedBackTotal, 0, "\(family.client): handed back \(after.handedBack)")
             XCTAssertEqual(after.entries - before.entries, 2, "\(family.client): one entry each way")
+            // By codepoint, both ways: the client's first datagram (Not-ECT) went through user space.
+            let ecn = after.ecnSince(before)
+            XCTAssertEqual(ecn.arrived, [99, 100, 100, 100], "\(family.client): the kernel's ecn_in")
+            XCTAssertEqual(ecn.left, [99, 100, 100, 100], "\(family.client): the kernel's ecn_out")
         }
     }
 
@@ -89,6 +93,12 @@ final class FastPathRelayTests: XCTestCase {
         }
         let after = try network.kernel(relay)
         XCTAssertEqual(after.datagrams - before.datagrams, policies.count * 2 * 4 * perMark, "datagrams the kernel carried")
+        // Every codepoint arrived 2 x perMark times per session; "ecn clear" sent them all on Not-ECT.
+        let ecn = after.ecnSince(before)
+        let each = 2 * perMark
+        XCTAssertEqual(ecn.arrived, Array(repeating: policies.count * each, count: 4), "the kernel's ecn_in")
+        XCTAssertEqual(ecn.left, [(policies.count - 1) * each + 4 * each] + Array(repeating: (policies.count - 1) * each, count: 3),
+                       "the kernel's ecn_out")
         XCTAssertEqual(after.handedBackTotal - before.handedBackTotal, 0, "handed back: \(after.handedBack)")
     }
 
@@ -113,6 +123,9 @@ final class FastPathRelayTests: XCTestCase {
                 XCTAssertEqual(try allocation.relay(marks, along: .channelDataToClient), marks, "\(context): the peer's datagrams as ChannelData")
                 let after = try network.kernel(relay)
                 XCTAssertEqual(after.datagrams - before.datagrams, offload ? 0 : 2 * marks.count, "\(context): datagrams the kernel carried")
+                let ecn = after.ecnSince(before)
+                XCTAssertEqual(ecn.arrived, Array(repeating: offload ? 0 : 100, count: 4), "\(context): the kernel's ecn_in")
+                XCTAssertEqual(ecn.left, ecn.arrived, "\(context): the kernel's ecn_out")
                 XCTAssertEqual(after.handedBack("checksum_state") - before.handedBack("checksum_state"), offload ? 2 * marks.count : 0,
                                "\(context): handed back \(after.handedBack)")
                 XCTAssertEqual(after.handedBackTotal - after.handedBack("checksum_state"),
