@@ -181,11 +181,3 @@ final class FastPathNetwork {
         var handedBackTotal: Int { handedBack.values.reduce(0, +) }
     }
 }
-
-extension IndependentPeer {
-    /// Sends each of `bytes` marked with `tos` (numbered payloads are the caller's), one
-    /// sendto each.
-    func send(_ datagrams: [[UInt8]], tos: UInt8, to host: String, port: UInt16) throws {
-        for bytes in datagrams { try send(bytes, tos: tos, to: host, port: port) }
-    }
-}
