@@ -93,7 +93,7 @@ final class FastPathNetwork {
     /// Starts mediarelay in the relay's namespace with `--fast-path MODE` on its two devices
     /// (one worker) and `arguments`; with "tc" it checks the program is on both before
     /// returning.
-    func startRelay(fastPath mode: String, _ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> RelayProcess {
+    func startRelay(fastPath mode: String, _ arguments: [String]) throws -> RelayProcess {
         let relay = try inside(.relay) {
             try RelayProcess(ports: PortBlock(count: 20), ["--workers", "1", "--fast-path", mode,
                                                           "--fast-path-interface", frontDevice, "--fast-path-interface", backDevice] + arguments)
