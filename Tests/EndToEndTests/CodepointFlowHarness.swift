@@ -101,6 +101,21 @@ enum CodepointFlowHarness {
              })
     }
 
+    /// A TURN allocation's flow: ChannelData on its channel from its client, read bare at the
+    /// channel's peer as it comes from the relayed address.
+    static func channelData(_ name: String, rate: Double, allocation: TurnServerFixture.Allocation) -> Flow {
+        let channel = TurnServerFixture.Allocation.channel
+        return Flow(name: name, rate: rate,
+                    send: { payload, tos in
+                        let header = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+                        try allocation.client.send(header + payload, tos: tos, to: allocation.server)
+                    },
+                    receive: { expected, deadline in
+                        allocation.channelPeer.receive(expected: expected, seconds: max(0.05, deadline.timeIntervalSinceNow))
+                            .filter { $0.source.description == allocation.relayed.description }.map { ($0.bytes, $0.tos) }
+                    })
+    }
+
     /// The expectations every run shares, for one flow's outcomes: nothing altered but by CE
     /// (ECT(0) and ECT(1) never swapped, DSCP untouched), Not-ECT and CE never marked.
     static func assertOnlyECTMarked(_ outcomes: [Outcome], _ label: String, file: StaticString = #filePath, line: UInt = #line) {

@@ -119,18 +119,7 @@ final class ECNMarkingTests: XCTestCase {
         defer { XCTAssertEqual(off.relay.stop(), 0) }
         var flows: [CodepointFlowHarness.Flow] = []
         for (name, fixture, rate) in [("0.8x", on, 320.0), ("1.5x", on, 600.0), ("1.5x, marking off", off, 600.0)] {
-            let allocation = try fixture.allocate(on: host)
-            let channel = TurnServerFixture.Allocation.channel
-            flows.append(CodepointFlowHarness.Flow(
-                name: name, rate: rate,
-                send: { payload, tos in
-                    let header = [UInt8(channel >> 8), UInt8(channel & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-                    try allocation.client.send(header + payload, tos: tos, to: allocation.server)
-                },
-                receive: { expected, deadline in
-                    allocation.channelPeer.receive(expected: expected, seconds: max(0.05, deadline.timeIntervalSinceNow))
-                        .filter { $0.source.description == allocation.relayed.description }.map { ($0.bytes, $0.tos) }
-                }))
+            flows.append(CodepointFlowHarness.channelData(name, rate: rate, allocation: try fixture.allocate(on: host)))
         }
         let outcomes = try CodepointFlowHarness.run(flows, seconds: seconds)
         CodepointFlowHarness.assertUntouched(outcomes[0], "TURN 0.8x")
