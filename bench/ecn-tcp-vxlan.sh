@@ -12,12 +12,14 @@
 # a CE mark the relay sets on a datagram reaches the receiving TCP, which echoes it (ECE), and
 # the sending TCP (Reno: net.ipv4.tcp_ecn=1 in both namespaces) backs off without a loss.
 #
-# Usage: bench/ecn-tcp-vxlan.sh [--relay PATH] [--rate DATAGRAMS_PER_SECOND] [--seconds S]
-#   --relay    the mediarelay executable [.build/release/mediarelay, else .build/debug/mediarelay]
-#   --rate     the session legs' max_packets_per_second [20000]
-#   --seconds  each iperf3 run [5]
-# Prints a line per run and, last, one JSON object: {"rate":..,"seconds":..,"on":{..},"off":{..}}
-# with each run's retransmits, goodput (bits/s), the relay's CE marks and rate-limit drops.
+# Usage: bench/ecn-tcp-vxlan.sh [--relay PATH] [--rate DATAGRAMS_PER_SECOND] [--seconds S] [--fast-path MODE]
+#   --relay      the mediarelay executable [.build/release/mediarelay, else .build/debug/mediarelay]
+#   --rate       the session legs' max_packets_per_second [20000]
+#   --seconds    each iperf3 run [5]
+#   --fast-path  the relay's --fast-path (off, tc, xdp, auto) on its two veths [off]
+# Prints a line per run and, last, one JSON object: {"rate":..,"seconds":..,"fast_path":..,
+# "on":{..},"off":{..}} with each run's retransmits, goodput (bits/s), the relay's CE marks and
+# rate-limit drops, and the datagrams the kernel fast path carried.
 # Exit status: 0 done; 1 a step failed (said on stderr); 77 this host does not allow network
 # namespaces (no CAP_SYS_ADMIN). Needs root, iproute2 (netns, veth, vxlan), ethtool, iperf3,
 # python3. Every namespace (and so every device and the relay) goes on exit, however it ends.
@@ -31,11 +33,13 @@ set -euo pipefail
 relay=""
 rate=20000
 seconds=5
+fast_path=off
 while [ $# -gt 0 ]; do
     case "$1" in
         --relay) relay="$2"; shift 2 ;;
         --rate) rate="$2"; shift 2 ;;
         --seconds) seconds="$2"; shift 2 ;;
+        --fast-path) fast_path="$2"; shift 2 ;;
         *) echo "ecn-tcp-vxlan: unknown argument $1 (see the header of $0)" >&2; exit 1 ;;
     esac
 done
@@ -94,7 +98,9 @@ for ns in "$ns_a" "$ns_b"; do
 done
 
 log=$(mktemp)
-ip netns exec "$ns_r" "$relay" --ports 45000-45001 --http 127.0.0.1:9480 --workers 1 2>"$log" &
+fast_path_options=()
+[ "$fast_path" = off ] || fast_path_options=(--fast-path "$fast_path" --fast-path-interface "ra$id" --fast-path-interface "rb$id")
+ip netns exec "$ns_r" "$relay" --ports 45000-45001 --http 127.0.0.1:9480 --workers 1 "${fast_path_options[@]}" 2>"$log" &
 relay_pid=$!
 
 # The control API from inside the relay's namespace: METHOD PATH [BODY] -> the answer's JSON.
@@ -135,15 +141,18 @@ run() {
     sleep 0.2
     step ip netns exec "$ns_b" iperf3 -s -1 -D -B 192.168.77.2
     sleep 0.3
-    local out
+    local out kernel_before
+    kernel_before=$(api GET /v1/stats)
     out=$(ip netns exec "$ns_a" iperf3 -c 192.168.77.2 -t "$seconds" -J 2>/dev/null || true)
     sleep 0.3
-    local stats
+    local stats kernel_after
     stats=$(api GET "/v1/sessions/$id")
+    kernel_after=$(api GET /v1/stats)
     api DELETE "/v1/sessions/$id" >/dev/null 2>&1 || true
-    python3 - "$marking" "$out" "$stats" <<'PY'
+    python3 - "$marking" "$out" "$stats" "$kernel_before" "$kernel_after" <<'PY'
 import json, sys
 marking, iperf, session = sys.argv[1], json.loads(sys.argv[2] or "{}"), json.loads(sys.argv[3])
+kernel = [json.loads(text).get("fast_path", {}).get("datagrams", 0) for text in sys.argv[4:6]]
 if "error" in iperf or "end" not in iperf:
     sys.exit("ecn-tcp-vxlan: iperf3 with marking %s: %s" % (marking, iperf.get("error", "no result")))
 end = iperf["end"]
@@ -155,6 +164,7 @@ print(json.dumps({
     "ect0_in": leg["ecn_in"]["ect0"],
     "ce_marked": leg["ce_marked"]["rate_limit"],
     "rate_limit_drops": leg["drops"].get("rate_limit", 0),
+    "kernel_datagrams": kernel[1] - kernel[0],
 }))
 PY
 }
@@ -163,4 +173,4 @@ on=$(run on)
 echo "marking on:  $on" >&2
 off=$(run off)
 echo "marking off: $off" >&2
-echo "{\"rate\": $rate, \"seconds\": $seconds, \"on\": $on, \"off\": $off}"
+echo "{\"rate\": $rate, \"seconds\": $seconds, \"fast_path\": \"$fast_path\", \"on\": $on, \"off\": $off}"
