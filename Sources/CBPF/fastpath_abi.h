@@ -58,7 +58,8 @@ enum mr_fp_handback {
     /// The flow has been quiet longer than the entry's idle timeout: user space decides,
     /// and the kernel forwards again only after a new install.
     MR_FP_BACK_IDLE = 8,
-    /// The entry is credited and its credit does not cover the datagram as it would be sent.
+    /// The entry is credited and its credit (bytes, packets or both, as its flags say) does
+    /// not cover the datagram as it would be sent.
     MR_FP_BACK_CREDIT = 9,
     MR_FP_BACK_COUNT = 10,
 };
@@ -72,8 +73,11 @@ enum mr_fp_egress {
     MR_FP_EGRESS_INTERFACE = 1,
 };
 
-/// The entry's credit (mr_fp_slot.credit) limits what it forwards.
+/// The entry's byte credit (mr_fp_slot.credit) limits what it forwards.
 #define MR_FP_FLAG_CREDITED 0x01
+/// The entry's packet credit (mr_fp_slot.packet_credit) limits what it forwards; with
+/// MR_FP_FLAG_CREDITED as well, a datagram goes through only when both cover it.
+#define MR_FP_FLAG_PACKET_CREDITED 0x02
 
 /// The exact 5-tuple of an arriving datagram (protocol UDP implied), and for ChannelData the
 /// channel number its header names: one TURN client's 5-tuple carries all its channels, each
@@ -110,11 +114,12 @@ struct mr_fp_entry {
 };
 
 /// One slot's state, in a map user space maps into its memory (BPF_F_MMAPABLE), so that
-/// reading the time and exchanging the credit cost no system call. Both sides write it, so
+/// reading the time and exchanging the credits cost no system call. Both sides write it, so
 /// each access is a single aligned 64-bit load, store or atomic.
 struct mr_fp_slot {
     __u64 last_forwarded_ns;  // CLOCK_MONOTONIC of the last datagram forwarded, or of install
     __s64 credit;             // bytes a credited entry may still send on
+    __s64 packet_credit;      // datagrams a packet-credited entry may still send on
 };
 
 /// One entry's counters on one CPU. `bytes` counts the application's payload forwarded,

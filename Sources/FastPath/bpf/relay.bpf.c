@@ -58,7 +58,7 @@ static __always_inline int common_refusal(struct mr_flow *flow, const struct mr_
 }
 
 /// The last checks, once the way out is known (`reason` is what finding it said): room for an
-/// added ChannelData header on that way, then the credit, taken only when everything else
+/// added ChannelData header on that way, then the credits, taken only when everything else
 /// allows the datagram through. -1 to go on, else the hand-back reason (counted here).
 static __always_inline int departure_refusal(void *context, struct mr_flow *flow, int reason,
                                              const struct mr_route *route, const struct mr_sizes *sizes)

@@ -76,15 +76,19 @@ final class FastPathHarness {
     /// Client to peer, sent on from the relay's peer-side address: out of the peer-side device,
     /// or, when `routed`, wherever the kernel's routes say.
     func entryToPeer(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                     routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
+                     routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false,
+                     packetCredited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayPeerSide.local, destination: peer.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: routed ? nil : peerSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
+                  egressInterface: routed ? nil : peerSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited,
+                  packetCredited: packetCredited)
     }
 
     /// Peer to client, sent on from the relay's client-side address.
     func entryToClient(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                       routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
+                       routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false,
+                       packetCredited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayClientSide.local, destination: client.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: routed ? nil : clientSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
+                  egressInterface: routed ? nil : clientSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited,
+                  packetCredited: packetCredited)
     }
 }
