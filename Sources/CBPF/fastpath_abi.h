@@ -42,9 +42,11 @@ enum mr_fp_handback {
     MR_FP_BACK_STUN = 1,
     /// A length, channel number or header that does not add up.
     MR_FP_BACK_MALFORMED = 2,
-    /// The datagram would change length while the kernel holds checksum state for it: the
-    /// sender left the UDP checksum to the kernel (CHECKSUM_PARTIAL: it would be finished at
-    /// the old header position) or the NIC summed the frame (CHECKSUM_COMPLETE).
+    /// The datagram would change length while the kernel holds checksum state the rewrite
+    /// cannot keep right: the NIC summed the frame (CHECKSUM_COMPLETE), or the sender left the
+    /// UDP checksum to the kernel (CHECKSUM_PARTIAL) and the payload is larger than the tc
+    /// program moves (MR_MOVE_MAX) or the checksum does not start at the UDP header. Under
+    /// XDP: any datagram whose checksum field holds only the pseudo-header's sum.
     MR_FP_BACK_CHECKSUM_STATE = 3,
     /// The ChannelData header would take the datagram past the interface's MTU.
     MR_FP_BACK_TOO_LARGE = 4,

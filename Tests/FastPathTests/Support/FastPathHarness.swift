@@ -92,3 +92,27 @@ final class FastPathHarness {
                   packetCredited: packetCredited)
     }
 }
+
+extension FastPathHarness {
+    /// A harness (tc) whose client and peer share `channel` in the kernel both ways, the
+    /// entries sent out of the relay's devices, with the client's and peer's transmit checksum
+    /// offload as `senders` says and the relay's as `relay` says (NamespaceTriangle).
+    static func boundChannel(_ channel: UInt16, ipv6: Bool, senders: Bool, relay: Bool) throws -> (FastPathHarness, KernelFastPath) {
+        let harness = try FastPathHarness(ipv6: ipv6)
+        do {
+            guard let fastPath = harness.fastPath else { throw NetworkNamespace.Failure(step: "loading the fast path", output: "none") }
+            try harness.triangle.setChecksumOffload(senders: senders, relay: relay)
+            try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
+            try fastPath.put(harness.toClient, harness.entryToClient(.addChannel(channel)))
+            return (harness, fastPath)
+        } catch {
+            harness.remove()
+            throw error
+        }
+    }
+
+    /// A ChannelData message of `channel` carrying `payload`, unpadded.
+    static func channelData(_ payload: [UInt8], channel: UInt16) -> [UInt8] {
+        [UInt8(channel >> 8), UInt8(channel & 0xff), UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] + payload
+    }
+}
