@@ -42,9 +42,11 @@ enum mr_fp_handback {
     MR_FP_BACK_STUN = 1,
     /// A length, channel number or header that does not add up.
     MR_FP_BACK_MALFORMED = 2,
-    /// The datagram would change length while the kernel holds checksum state for it: the
-    /// sender left the UDP checksum to the kernel (CHECKSUM_PARTIAL: it would be finished at
-    /// the old header position) or the NIC summed the frame (CHECKSUM_COMPLETE).
+    /// The datagram would change length while the kernel holds checksum state the rewrite
+    /// cannot keep right: the NIC summed the frame (CHECKSUM_COMPLETE), or the sender left the
+    /// UDP checksum to the kernel (CHECKSUM_PARTIAL) and the payload is larger than the tc
+    /// program moves (MR_MOVE_MAX) or the checksum does not start at the UDP header. Under
+    /// XDP: any datagram whose checksum field holds only the pseudo-header's sum.
     MR_FP_BACK_CHECKSUM_STATE = 3,
     /// The ChannelData header would take the datagram past the interface's MTU.
     MR_FP_BACK_TOO_LARGE = 4,
@@ -58,7 +60,8 @@ enum mr_fp_handback {
     /// The flow has been quiet longer than the entry's idle timeout: user space decides,
     /// and the kernel forwards again only after a new install.
     MR_FP_BACK_IDLE = 8,
-    /// The entry is credited and its credit does not cover the datagram as it would be sent.
+    /// The entry is credited and its credit (bytes, packets or both, as its flags say) does
+    /// not cover the datagram as it would be sent.
     MR_FP_BACK_CREDIT = 9,
     MR_FP_BACK_COUNT = 10,
 };
@@ -72,8 +75,11 @@ enum mr_fp_egress {
     MR_FP_EGRESS_INTERFACE = 1,
 };
 
-/// The entry's credit (mr_fp_slot.credit) limits what it forwards.
+/// The entry's byte credit (mr_fp_slot.credit) limits what it forwards.
 #define MR_FP_FLAG_CREDITED 0x01
+/// The entry's packet credit (mr_fp_slot.packet_credit) limits what it forwards; with
+/// MR_FP_FLAG_CREDITED as well, a datagram goes through only when both cover it.
+#define MR_FP_FLAG_PACKET_CREDITED 0x02
 
 /// The exact 5-tuple of an arriving datagram (protocol UDP implied), and for ChannelData the
 /// channel number its header names: one TURN client's 5-tuple carries all its channels, each
@@ -110,11 +116,12 @@ struct mr_fp_entry {
 };
 
 /// One slot's state, in a map user space maps into its memory (BPF_F_MMAPABLE), so that
-/// reading the time and exchanging the credit cost no system call. Both sides write it, so
+/// reading the time and exchanging the credits cost no system call. Both sides write it, so
 /// each access is a single aligned 64-bit load, store or atomic.
 struct mr_fp_slot {
     __u64 last_forwarded_ns;  // CLOCK_MONOTONIC of the last datagram forwarded, or of install
     __s64 credit;             // bytes a credited entry may still send on
+    __s64 packet_credit;      // datagrams a packet-credited entry may still send on
 };
 
 /// One entry's counters on one CPU. `bytes` counts the application's payload forwarded,

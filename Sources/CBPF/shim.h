@@ -30,4 +30,9 @@ static inline __s64 mr_fp_slot_exchange_credit(struct mr_fp_slot *slot, __s64 cr
     return __atomic_exchange_n(&slot->credit, credit, __ATOMIC_SEQ_CST);
 }
 
+static inline __s64 mr_fp_slot_exchange_packet_credit(struct mr_fp_slot *slot, __s64 credit)
+{
+    return __atomic_exchange_n(&slot->packet_credit, credit, __ATOMIC_SEQ_CST);
+}
+
 #endif

@@ -17,9 +17,11 @@ public struct FlowCounters: Equatable, Sendable {
         /// A ChannelData header of another channel, or a length that does not add up.
         case malformed
         /// The kernel holds checksum state the rewrite would spoil: under tc, a change of
-        /// length while the checksum is left to finish (CHECKSUM_PARTIAL from a local sender)
-        /// or summed by the NIC (CHECKSUM_COMPLETE); under XDP, which cannot see that state,
-        /// any datagram whose checksum field holds only the pseudo-header's sum.
+        /// length of a frame the NIC summed (CHECKSUM_COMPLETE), or of one whose checksum is
+        /// left to finish (CHECKSUM_PARTIAL, from a local sender) when its payload is larger
+        /// than the move carries (9,216 bytes) or the checksum does not start at its UDP
+        /// header; under XDP, which cannot see that state, any datagram whose checksum field
+        /// holds only the pseudo-header's sum.
         case checksumState
         /// Too large for the egress link once a ChannelData header is added.
         case tooLarge

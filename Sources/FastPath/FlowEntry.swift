@@ -17,9 +17,11 @@ import NetAddress
 /// nanoseconds on MonotonicClock, CLOCK_MONOTONIC: the kernel's bpf_ktime_get_ns): past
 /// `expiresAt`; once the flow has been quiet (nothing forwarded) for longer than
 /// `idleTimeout`, counted from the last datagram forwarded or the install, until the next
-/// install; and when `credited` and the credit the owner granted (KernelFastPath's
+/// install; when `credited` and the byte credit the owner granted (KernelFastPath's
 /// `exchangeCredit`, starting at 0) does not cover the datagram as it would be sent (after a
-/// ChannelData header is removed or added).
+/// ChannelData header is removed or added); and when `packetCredited` and the packet credit
+/// granted (`exchangePacketCredit`, starting at 0) is used up. With both, a datagram goes
+/// through only when both credits cover it, and then it takes from both.
 public struct FlowEntry: Equatable, Sendable {
     /// What happens to the payload.
     public enum Kind: Equatable, Sendable {
@@ -54,10 +56,11 @@ public struct FlowEntry: Equatable, Sendable {
     public var expiresAt: UInt64?
     public var idleTimeout: UInt64?
     public var credited: Bool
+    public var packetCredited: Bool
 
     public init(source: Endpoint, destination: Endpoint, kind: Kind = .plain, dscp: DSCP = .mirror,
                 ecn: ECN = .copy, egressInterface: UInt32? = nil, expiresAt: UInt64? = nil,
-                idleTimeout: UInt64? = nil, credited: Bool = false) {
+                idleTimeout: UInt64? = nil, credited: Bool = false, packetCredited: Bool = false) {
         self.source = source
         self.destination = destination
         self.kind = kind
@@ -67,6 +70,7 @@ public struct FlowEntry: Equatable, Sendable {
         self.expiresAt = expiresAt
         self.idleTimeout = idleTimeout
         self.credited = credited
+        self.packetCredited = packetCredited
     }
 
     /// Why this entry cannot go into the kernel for `key`, or nil when it can.
@@ -117,7 +121,7 @@ public struct FlowEntry: Equatable, Sendable {
         } else {
             entry.egress_mode = UInt8(MR_FP_EGRESS_ROUTE.rawValue)
         }
-        entry.flags = credited ? UInt8(MR_FP_FLAG_CREDITED) : 0
+        entry.flags = (credited ? UInt8(MR_FP_FLAG_CREDITED) : 0) | (packetCredited ? UInt8(MR_FP_FLAG_PACKET_CREDITED) : 0)
         entry.counter_slot = slot
         entry.expires_ns = expiresAt.map { max($0, 1) } ?? 0
         entry.idle_ns = idleTimeout.map { max($0, 1) } ?? 0

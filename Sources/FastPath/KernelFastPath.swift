@@ -15,14 +15,14 @@ import SystemSupport
 ///   process does (kill -9 included), the programs and their maps are gone, so a restarted
 ///   relay never inherits entries. `attach` does leave one setting: forwarding on `lo` in the
 ///   interface's namespace (LoopbackForwarding), which route lookups need.
-/// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credit,
-///   a new one starts with zero counters and zero credit; either way its idle time starts
+/// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credits,
+///   a new one starts with zero counters and zero credits; either way its idle time starts
 ///   again. A refused `put` throws and adds one to `refusals`. `remove` takes an entry out.
 ///   Each is one map operation, atomic for the packet path: a datagram sees the old entry or
 ///   the new one, never a mix.
 /// - `counters` sums an entry's per-CPU counters; `totals` every entry's since the load.
-/// - `lastForwarded` and `exchangeCredit` read and write memory shared with the kernel: no
-///   system call.
+/// - `lastForwarded`, `exchangeCredit` and `exchangePacketCredit` read and write memory shared
+///   with the kernel: no system call.
 /// - Safe from any thread: one lock guards which slot belongs to which flow and the map
 ///   updates. Every method is per flow (or per housekeeping pass), never per datagram.
 public final class KernelFastPath: Sendable {
@@ -154,7 +154,7 @@ public final class KernelFastPath: Sendable {
     /// carry, a map update that failed).
     public var refusals: Int { table.withLock { $0.refusals } }
 
-    /// Puts `entry` in for `key`, or replaces the entry there (its counters and credit kept).
+    /// Puts `entry` in for `key`, or replaces the entry there (its counters and credits kept).
     public func put(_ key: FlowKey, _ entry: FlowEntry) throws(FastPathError) {
         try table.withLock { (table) throws(FastPathError) in
             do throws(FastPathError) {
@@ -174,7 +174,7 @@ public final class KernelFastPath: Sendable {
         }
         if existing == nil { zeroCounters(slot) }
         // Before the entry is in: the kernel must never see a new entry with the last
-        // occupant's idle time or credit.
+        // occupant's idle time or credits.
         memory.start(slot, at: MonotonicClock.now(), clearCredit: existing == nil)
         var kernelKey = key.kernelKey
         var value = entry.kernelEntry(slot: slot)
@@ -219,6 +219,13 @@ public final class KernelFastPath: Sendable {
     /// CPUs forwarding at once took a little more than there was; nil without an entry.
     public func exchangeCredit(_ key: FlowKey, _ bytes: Int64) -> Int64? {
         table.withLock { table in table.slots[key].map { memory.exchangeCredit($0, bytes) } }
+    }
+
+    /// Sets the entry's packet credit (datagrams it may still send on before they are handed
+    /// back) to `packets` and returns what was left of the previous one, below zero as the
+    /// byte credit can be; nil without an entry.
+    public func exchangePacketCredit(_ key: FlowKey, _ packets: Int64) -> Int64? {
+        table.withLock { table in table.slots[key].map { memory.exchangePacketCredit($0, packets) } }
     }
 
     private func sum(_ map: Int32, _ slot: UInt32) -> FlowCounters? {

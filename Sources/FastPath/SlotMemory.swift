@@ -3,8 +3,8 @@ import Glibc
 import SystemSupport
 
 /// The fast path's slots map (one mr_fp_slot per counter slot: the time of the last datagram
-/// forwarded and the credit) mapped into this process's memory, so that reading the time and
-/// exchanging the credit are plain memory operations, no system call. The BPF program writes
+/// forwarded, the byte credit and the packet credit) mapped into this process's memory, so that reading the time and
+/// exchanging the credits are plain memory operations, no system call. The BPF program writes
 /// the same memory at the same time, so every access goes through the C atomics of the CBPF
 /// header; that, and the mapping living exactly as long as this object, is what makes sharing
 /// it between threads sound. Which slot belongs to which flow is KernelFastPath's business.
@@ -28,10 +28,13 @@ final class SlotMemory: @unchecked Sendable {
     deinit { munmap(slots, length) }
 
     /// Readies `slot` for an entry: forwarded "now" as far as idleness goes, and, when
-    /// `clearCredit`, nothing to spend until the owner grants some.
+    /// `clearCredit`, nothing to spend (bytes or packets) until the owner grants some.
     func start(_ slot: UInt32, at time: UInt64, clearCredit: Bool) {
         let state = pointer(slot)
-        if clearCredit { _ = mr_fp_slot_exchange_credit(state, 0) }
+        if clearCredit {
+            _ = mr_fp_slot_exchange_credit(state, 0)
+            _ = mr_fp_slot_exchange_packet_credit(state, 0)
+        }
         mr_fp_slot_set_last_forwarded(state, time)
     }
 
@@ -41,6 +44,10 @@ final class SlotMemory: @unchecked Sendable {
 
     func exchangeCredit(_ slot: UInt32, _ bytes: Int64) -> Int64 {
         mr_fp_slot_exchange_credit(pointer(slot), bytes)
+    }
+
+    func exchangePacketCredit(_ slot: UInt32, _ packets: Int64) -> Int64 {
+        mr_fp_slot_exchange_packet_credit(pointer(slot), packets)
     }
 
     private func pointer(_ slot: UInt32) -> UnsafeMutablePointer<mr_fp_slot> {

@@ -3,12 +3,12 @@ import NetAddress
 
 /// What a table may ask of the kernel fast path, and nothing more: put an entry in for a flow
 /// it has decided (or replace it), take it out, read its counters, see when the kernel last
-/// carried one of its datagrams, and hand it credit for its rate limit. Never called per
+/// carried one of its datagrams, and hand it credit (bytes, packets) for its rate limits. Never called per
 /// datagram: only when a flow is established, refreshed, relatched or ends, and at
 /// housekeeping.
 ///
 /// Contract: `KernelFastPath` is the production type, one per process and shared by every
-/// worker (its methods are safe from any thread; `lastForwarded` and `exchangeCredit` are
+/// worker (its methods are safe from any thread; `lastForwarded` and the credit exchanges are
 /// plain memory reads and writes, no system call). `install` answering false means the flow
 /// stays on the user-space path, which is always correct: the kernel hands every datagram it
 /// has no entry for to the relay's sockets unmodified. A table removes every entry it
@@ -28,4 +28,7 @@ public protocol FlowOffload: AnyObject, Sendable {
     /// Sets the entry's credit (bytes it may still forward before handing its datagrams back)
     /// to `bytes` and returns what was left of the previous credit; nil without an entry.
     func exchangeCredit(_ key: FlowKey, _ bytes: Int64) -> Int64?
+    /// Sets the entry's packet credit (datagrams it may still forward before handing them
+    /// back) to `packets` and returns what was left of the previous one; nil without an entry.
+    func exchangePacketCredit(_ key: FlowKey, _ packets: Int64) -> Int64?
 }

@@ -4,9 +4,8 @@ import XCTest
 
 /// TURN channels in the kernel: client to peer the ChannelData header is removed and the
 /// payload cut to the length it names (padding dropped); peer to client a header with the
-/// channel and the payload's length is put in front. With the senders' checksum offload on,
-/// the kernel holds a half-done checksum (CHECKSUM_PARTIAL) that a change of length would
-/// spoil, so those datagrams go to user space instead, counted.
+/// channel and the payload's length is put in front. The senders here compute their own
+/// checksums (offload off); with the checksum left to the kernel: ChannelDataChecksumTests.
 final class ChannelDataTests: XCTestCase {
     private let channel: UInt16 = 0x4001
 
@@ -14,15 +13,11 @@ final class ChannelDataTests: XCTestCase {
 
     func testIPv6StripAndAdd() throws { try checkStripAndAdd(ipv6: true) }
 
-    func testIPv4HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: false) }
-
-    func testIPv6HandedBackWhenTheChecksumIsLeftToTheKernel() throws { try checkHandedBackWithOffload(ipv6: true) }
-
     /// A payload that fills the link's MTU leaves no room for the header: handed back, counted;
     /// four bytes less fits exactly and is forwarded.
     func testPayloadThatWouldPassTheMTUIsHandedBack() throws {
         for ipv6 in [false, true] {
-            let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
+            let (harness, fastPath) = try FastPathHarness.boundChannel(channel, ipv6: ipv6, senders: false, relay: false)
             defer { harness.remove() }
             let largest = 1500 - (ipv6 ? 40 : 20) - 8
             let full = [UInt8](repeating: 0x77, count: largest)
@@ -75,7 +70,7 @@ final class ChannelDataTests: XCTestCase {
     }
 
     private func checkStripAndAdd(ipv6: Bool) throws {
-        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: false)
+        let (harness, fastPath) = try FastPathHarness.boundChannel(channel, ipv6: ipv6, senders: false, relay: false)
         defer { harness.remove() }
 
         // Lengths 0 to 9, each with the padding to 4 that a sender may add, and ECT(1) on EF.
@@ -117,38 +112,7 @@ final class ChannelDataTests: XCTestCase {
         XCTAssertEqual(toClient.handedBack, [:])
     }
 
-    private func checkHandedBackWithOffload(ipv6: Bool) throws {
-        let (harness, fastPath) = try boundChannel(ipv6: ipv6, checksumOffload: true)
-        defer { harness.remove() }
-
-        try harness.client.send(channelData([5, 6, 7, 8]), to: harness.relayClientSide.local, trafficClass: 0x02)
-        XCTAssertEqual(harness.relayClientSide.receive(), .init(source: harness.client.local, trafficClass: 0x02, payload: channelData([5, 6, 7, 8])))
-        try harness.peer.send([9, 10], to: harness.relayPeerSide.local, trafficClass: 0x01)
-        XCTAssertEqual(harness.relayPeerSide.receive(), .init(source: harness.peer.local, trafficClass: 0x01, payload: [9, 10]))
-        XCTAssertNil(harness.peer.receive(timeout: 0.05))
-        XCTAssertNil(harness.client.receive(timeout: 0.05))
-        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.checksumState: 1])
-        XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.checksumState: 1])
-        XCTAssertEqual(fastPath.counters(harness.toPeer)?.packets, 0)
-    }
-
-    /// A harness whose client and peer share channel `channel` in the kernel, both ways.
-    private func boundChannel(ipv6: Bool, checksumOffload: Bool) throws -> (FastPathHarness, KernelFastPath) {
-        let harness = try FastPathHarness(ipv6: ipv6)
-        do {
-            let fastPath = try XCTUnwrap(harness.fastPath)
-            try harness.triangle.setChecksumOffload(checksumOffload)
-            try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
-            try fastPath.put(harness.toClient, harness.entryToClient(.addChannel(channel)))
-            return (harness, fastPath)
-        } catch {
-            harness.remove()
-            throw error
-        }
-    }
-
     private func channelData(_ payload: [UInt8], channel: UInt16? = nil) -> [UInt8] {
-        let number = channel ?? self.channel
-        return [UInt8(number >> 8), UInt8(number & 0xff), UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] + payload
+        FastPathHarness.channelData(payload, channel: channel ?? self.channel)
     }
 }

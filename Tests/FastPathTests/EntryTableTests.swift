@@ -44,17 +44,19 @@ final class EntryTableTests: XCTestCase {
         XCTAssertEqual(fastPath.refusals, 1)
     }
 
-    /// With one place only, the next entry gets the removed one's slot: no credit carried
-    /// over, and its idle time starts at its own install.
+    /// With one place only, the next entry gets the removed one's slot: no credit (bytes or
+    /// packets) carried over, and its idle time starts at its own install.
     func testReusedPlaceStartsWithoutCreditAndAtItsInstall() throws {
         let fastPath = try loaded(capacity: 1)
         try fastPath.put(Self.key(1), FlowEntry(source: Self.entry.source, destination: Self.entry.destination, credited: true))
         XCTAssertEqual(fastPath.exchangeCredit(Self.key(1), 5000), 0)
+        XCTAssertEqual(fastPath.exchangePacketCredit(Self.key(1), 40), 0)
         fastPath.remove(Self.key(1))
         MonotonicClock.sleep(until: MonotonicClock.now() + MonotonicClock.nanoseconds(0.01))
         let before = MonotonicClock.now()
         try fastPath.put(Self.key(2), FlowEntry(source: Self.entry.source, destination: Self.entry.destination, credited: true))
         XCTAssertEqual(fastPath.exchangeCredit(Self.key(2), 0), 0)
+        XCTAssertEqual(fastPath.exchangePacketCredit(Self.key(2), 0), 0)
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(fastPath.lastForwarded(Self.key(2))), before)
     }
 

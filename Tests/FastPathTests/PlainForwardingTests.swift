@@ -4,7 +4,9 @@ import XCTest
 
 /// Session legs and forward-rule clients: the kernel rewrites addresses and ports both ways and
 /// sends the datagram on, with the traffic class byte as the entry's policy says, seen from the
-/// peer's and the client's own sockets; with the senders' checksum offload on and off.
+/// peer's and the client's own sockets; with the senders' checksum offload on and off, and
+/// with it on, with the relay's own off (the kernel finishes the checksum as the datagram
+/// leaves the relay, and the receivers check it: UdpInCsumErrors stays) and on.
 final class PlainForwardingTests: XCTestCase {
     func testIPv4BothWaysUnderEachPolicy() throws { try checkBothWays(ipv6: false) }
 
@@ -35,8 +37,10 @@ final class PlainForwardingTests: XCTestCase {
         let policies: [(FlowEntry.DSCP, FlowEntry.ECN, expectedDSCP: UInt8, clears: Bool)] = [
             (.mirror, .copy, 10, false), (.value(46), .copy, 46, false), (.zero, .copy, 0, false), (.mirror, .clear, 10, true),
         ]
-        for offload in [true, false] {
-            try harness.triangle.setChecksumOffload(offload)
+        for (senders, relay) in [(true, true), (true, false), (false, false)] {
+            let offload = "senders \(senders), relay \(relay)"
+            try harness.triangle.setChecksumOffload(senders: senders, relay: relay)
+            let errorsBefore = try [harness.triangle.udpChecksumErrors(in: .client), harness.triangle.udpChecksumErrors(in: .peer)]
             fastPath.remove(harness.toPeer)
             fastPath.remove(harness.toClient)
             var sent = 0
@@ -69,6 +73,8 @@ final class PlainForwardingTests: XCTestCase {
                 XCTAssertEqual(counters.ecnOut, [7, 3, 3, 3], "\(key), offload \(offload)")
                 XCTAssertEqual(counters.handedBack, [:], "\(key), offload \(offload)")
             }
+            let errorsAfter = try [harness.triangle.udpChecksumErrors(in: .client), harness.triangle.udpChecksumErrors(in: .peer)]
+            XCTAssertEqual(errorsAfter, errorsBefore, "UDP checksum errors at the client and the peer, offload \(offload)")
         }
     }
 }

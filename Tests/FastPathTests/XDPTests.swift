@@ -19,8 +19,8 @@ final class XDPTests: XCTestCase {
 
     func testIPv6ChannelStripAndAdd() throws { try checkChannel(ipv6: true) }
 
-    /// Unknown sources, a STUN message, no credit, an idle flow and an expired entry all reach
-    /// the relay's own sockets unmodified, from either side.
+    /// Unknown sources, a STUN message, no credit (bytes, then packets), an idle flow and an
+    /// expired entry all reach the relay's own sockets unmodified, from either side.
     func testHandBacksBothWays() throws {
         let harness = try FastPathHarness(ipv6: false, mode: .xdp)
         defer { harness.remove() }
@@ -30,16 +30,20 @@ final class XDPTests: XCTestCase {
         try stranger.send([5], to: harness.relayPeerSide.local)
         XCTAssertEqual(harness.relayPeerSide.receive()?.payload, [5], "unknown source")
 
-        try fastPath.put(harness.toPeer, harness.entryToPeer(routed: true, credited: true))
+        try fastPath.put(harness.toPeer, harness.entryToPeer(routed: true, credited: true, packetCredited: true))
         try fastPath.put(harness.toClient, harness.entryToClient(routed: true, expiresAt: MonotonicClock.now() + MonotonicClock.nanoseconds(0.3)))
         let stun: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42] + [UInt8](repeating: 1, count: 12)
         try harness.client.send(stun, to: harness.relayClientSide.local)
         XCTAssertEqual(harness.relayClientSide.receive()?.payload, stun, "STUN")
         try harness.client.send([1, 1], to: harness.relayClientSide.local)
         XCTAssertEqual(harness.relayClientSide.receive()?.payload, [1, 1], "no credit")
-        _ = fastPath.exchangeCredit(harness.toPeer, 2)
+        _ = fastPath.exchangeCredit(harness.toPeer, 4)
+        try harness.client.send([1, 2], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.relayClientSide.receive()?.payload, [1, 2], "no packet credit")
+        _ = fastPath.exchangePacketCredit(harness.toPeer, 1)
         try harness.client.send([2, 2], to: harness.relayClientSide.local)
         XCTAssertEqual(harness.peer.receive()?.payload, [2, 2], "credit granted")
+        XCTAssertEqual(fastPath.exchangeCredit(harness.toPeer, 0), 2, "the bytes of the datagram without packet credit given back")
 
         try harness.peer.send([3], to: harness.relayPeerSide.local)
         XCTAssertEqual(harness.client.receive()?.payload, [3], "before the expiry")
@@ -54,7 +58,7 @@ final class XDPTests: XCTestCase {
 
         XCTAssertNil(harness.client.receive(timeout: 0.05))
         XCTAssertNil(harness.peer.receive(timeout: 0.05))
-        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.stun: 1, .credit: 1])
+        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.stun: 1, .credit: 2])
         XCTAssertEqual(fastPath.counters(harness.toClient)?.handedBack, [.expired: 1, .idle: 1])
         XCTAssertEqual(fastPath.totals.packets, 2)
     }

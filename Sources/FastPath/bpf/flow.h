@@ -30,7 +30,7 @@ struct {
     __type(value, struct mr_fp_counters);
 } totals SEC(".maps");
 
-// Mapped into user space's memory: the last time forwarded and the credit, per slot.
+// Mapped into user space's memory: the last time forwarded and the two credits, per slot.
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
     __uint(map_flags, BPF_F_MMAPABLE);
@@ -244,18 +244,32 @@ static __always_inline int find_route(void *context, __u8 family, const struct m
     return -1;
 }
 
-/// Takes the datagram's size off a credited entry's credit; false (nothing taken) when the
-/// credit does not cover it. Two CPUs may both pass the check before either takes: the credit
-/// can go below zero by at most a datagram per CPU, which user space sees in what it
-/// exchanges and charges to the next grant.
+/// Takes `amount` off `credit` when it covers it; false (nothing taken) when it does not. Two
+/// CPUs may both pass the check before either takes: a credit can go below zero by at most a
+/// datagram per CPU, which user space sees in what it exchanges and charges to the next grant.
+static __always_inline int take_from(__s64 *credit, __s64 amount)
+{
+    if (*(volatile __s64 *)credit < amount)
+        return 0;
+    __sync_fetch_and_add(credit, -amount);
+    return 1;
+}
+
+/// Takes what a datagram costs a credited entry, as its flags say: its size off the byte
+/// credit, one off the packet credit. False, with nothing taken, when either does not cover
+/// it: the bytes are taken first and given back when the packets then fall short. Should user
+/// space exchange the byte credit in between, the old grant it reads back lacks those bytes
+/// and the new one receives them: the two together neither lose nor make up any.
 static __always_inline int take_credit(struct mr_flow *flow, __u32 bytes)
 {
-    if (!(flow->entry.flags & MR_FP_FLAG_CREDITED))
-        return 1;
-    __s64 left = *(volatile __s64 *)&flow->state->credit;
-    if (left < (__s64)bytes)
+    int by_bytes = flow->entry.flags & MR_FP_FLAG_CREDITED;
+    if (by_bytes && !take_from(&flow->state->credit, bytes))
         return 0;
-    __sync_fetch_and_add(&flow->state->credit, -(__s64)bytes);
+    if ((flow->entry.flags & MR_FP_FLAG_PACKET_CREDITED) && !take_from(&flow->state->packet_credit, 1)) {
+        if (by_bytes)
+            __sync_fetch_and_add(&flow->state->credit, (__s64)bytes);
+        return 0;
+    }
     return 1;
 }
 

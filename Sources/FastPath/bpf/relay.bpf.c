@@ -13,11 +13,12 @@
 //   up. Handing back is always safe: user space does what it does today. What decides (the
 //   entry, its checks, route, credit and counts) is flow.h, shared with the XDP program.
 // - Every checksum is updated from differences (RFC 1624), never recomputed over the payload.
-//   When a datagram changes length and the kernel holds checksum state for it (the sender
-//   left the checksum to the kernel, CHECKSUM_PARTIAL, which would be finished at the old
-//   header position; or the NIC summed the frame, CHECKSUM_COMPLETE), it is handed back. XDP
-//   cannot see that state: it hands back every datagram whose checksum field holds only the
-//   pseudo-header's sum, the mark of one whose checksum was left to finish.
+//   When a datagram changes length and the sender left the checksum to the kernel
+//   (CHECKSUM_PARTIAL), the tc program keeps the headers where the kernel will finish it and
+//   moves the payload instead (skb_rewrite.h); when the NIC summed the frame
+//   (CHECKSUM_COMPLETE), it is handed back. XDP cannot see that state: it hands back every
+//   datagram whose checksum field holds only the pseudo-header's sum, the mark of one whose
+//   checksum was left to finish.
 // - Packet pointers are read once at the start; after a helper that may move the packet only
 //   offsets are used.
 // - The two programs differ only in how bytes move (skb_rewrite.h, xdp_rewrite.h) and how a
@@ -58,7 +59,7 @@ static __always_inline int common_refusal(struct mr_flow *flow, const struct mr_
 }
 
 /// The last checks, once the way out is known (`reason` is what finding it said): room for an
-/// added ChannelData header on that way, then the credit, taken only when everything else
+/// added ChannelData header on that way, then the credits, taken only when everything else
 /// allows the datagram through. -1 to go on, else the hand-back reason (counted here).
 static __always_inline int departure_refusal(void *context, struct mr_flow *flow, int reason,
                                              const struct mr_route *route, const struct mr_sizes *sizes)
@@ -100,9 +101,16 @@ int mr_relay_ingress(struct __sk_buff *skb)
     struct mr_sizes sizes;
     if (common_refusal(&flow, &packet, head, &sizes) >= 0)
         return TC_ACT_UNSPEC;
-    if (flow.entry.kind != MR_FP_KIND_PLAIN && checksum_pending(skb)) {
-        count_hand_back(&flow, MR_FP_BACK_CHECKSUM_STATE);
-        return TC_ACT_UNSPEC;
+    int method = MR_RESIZE_ROOM;
+    if (flow.entry.kind != MR_FP_KIND_PLAIN) {
+        // What moves with the headers kept in place: the payload, as it arrived (added header)
+        // or as it leaves (removed header).
+        __u32 moved = flow.entry.kind == MR_FP_KIND_CHANNEL_ADD ? packet.payload : sizes.counted;
+        int refusal = skb_resize_refusal(skb, &packet, &flow.entry, moved, &method);
+        if (refusal >= 0) {
+            count_hand_back(&flow, refusal);
+            return TC_ACT_UNSPEC;
+        }
     }
     struct mr_route route;
     int reason = find_route(skb, packet.key.family, &flow.entry, BPF_FIB_LOOKUP_SKIP_NEIGH, &route);
@@ -111,8 +119,12 @@ int mr_relay_ingress(struct __sk_buff *skb)
 
     __u8 tos = traffic_class(&flow.entry, packet.tos);
     int result;
-    if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP)
+    if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP && method == MR_RESIZE_MOVE)
+        result = skb_strip_channel_moving(skb, &packet, &flow.entry, tos, head);
+    else if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP)
         result = skb_strip_channel(skb, &packet, &flow.entry, tos, head);
+    else if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD && method == MR_RESIZE_MOVE)
+        result = skb_add_channel_moving(skb, &packet, &flow.entry, tos);
     else if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD)
         result = skb_add_channel(skb, &packet, &flow.entry, tos);
     else

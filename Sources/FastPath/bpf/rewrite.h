@@ -117,6 +117,28 @@ static __always_inline __u16 new_checksum(const struct mr_packet *packet, const 
     return result == 0 ? 0xffff : result;
 }
 
+/// The folded ones' complement sum of a UDP pseudo-header: `source` and `destination` (4 or
+/// 16 bytes of each used, by `family`), the protocol, and `length` as it stands in the UDP
+/// header. What the checksum field holds while the checksum is left to finish. -1 when the
+/// sum cannot be had.
+static __always_inline __s64 pseudo_header_sum(__u8 family, const __u8 source[16], const __u8 destination[16],
+                                               __be16 length)
+{
+    __u32 addresses[8] = {};
+    __builtin_memcpy(addresses, source, 16);
+    __builtin_memcpy(addresses + 4, destination, 16);
+    __s64 sum;
+    if (family == 4) {
+        addresses[1] = addresses[4];
+        sum = bpf_csum_diff(NULL, 0, addresses, 8, 0);
+    } else {
+        sum = bpf_csum_diff(NULL, 0, addresses, 32, 0);
+    }
+    if (sum < 0)
+        return -1;
+    return fold((__u64)(__u32)sum + bpf_htons(IPPROTO_UDP) + length);
+}
+
 /// Whether the UDP checksum field holds only the pseudo-header's sum, as it does while the
 /// checksum is left to the kernel or the NIC to finish (CHECKSUM_PARTIAL: a local sender on
 /// veth with offload on). XDP sees no socket buffer to ask, and a frame it redirects arrives
@@ -128,19 +150,10 @@ static __always_inline int checksum_left_to_finish(const struct mr_packet *packe
     __u16 check = packet->udp.check;
     if (check == 0 && packet->key.family == 4)
         return 0;
-    __u32 addresses[8] = {};
-    __builtin_memcpy(addresses, packet->key.source, 16);
-    __builtin_memcpy(addresses + 4, packet->key.destination, 16);
-    __s64 sum;
-    if (packet->key.family == 4) {
-        addresses[1] = addresses[4];
-        sum = bpf_csum_diff(NULL, 0, addresses, 8, 0);
-    } else {
-        sum = bpf_csum_diff(NULL, 0, addresses, 32, 0);
-    }
+    __s64 sum = pseudo_header_sum(packet->key.family, packet->key.source, packet->key.destination, packet->udp.len);
     if (sum < 0)
         return 1;
-    __u16 pseudo = (__u16)fold((__u64)(__u32)sum + bpf_htons(IPPROTO_UDP) + packet->udp.len);
+    __u16 pseudo = (__u16)sum;
     // 0 and 0xffff are the same number in ones' complement.
     return check == pseudo || (check == 0xffff && pseudo == 0) || (check == 0 && pseudo == 0xffff);
 }

@@ -1,25 +1,98 @@
 // The rewrite in a socket buffer (the tc program): bytes loaded and stored with the skb
-// helpers, room made or taken between the IP and UDP headers, and what the kernel holds about
-// the datagram's checksum respected. Included by relay.bpf.c after rewrite.h.
+// helpers, and what the kernel holds about the datagram's checksum respected. A datagram that
+// changes length (a ChannelData header removed or added) does so one of two ways. With no
+// checksum state held, room is made or taken between the IP and UDP headers and the checksum
+// updated from differences. With the checksum left to the kernel to finish (CHECKSUM_PARTIAL:
+// a sender on this host with transmit offload on), the kernel will sum the bytes from the UDP
+// header's place to the end and store the result at a place it keeps apart from the packet;
+// so the headers stay where they are, the payload moves by 4 bytes instead, and the checksum
+// field gets what that sum must start from: the new pseudo-header's sum. Included by
+// relay.bpf.c after rewrite.h.
 #ifndef MEDIARELAY_SKB_REWRITE_H
 #define MEDIARELAY_SKB_REWRITE_H
 
-// The kernel's sk_buff, only the field read here; CO-RE finds its place in this kernel.
+// The kernel's sk_buff, only the fields read here; CO-RE finds their place in this kernel
+// (csum_start and csum_offset inside an anonymous union).
 struct sk_buff___mr {
     __u8 ip_summed:2;
+    __u16 csum_start;
+    __u16 csum_offset;
+    unsigned char *head;
+    unsigned char *data;
 } __attribute__((preserve_access_index));
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 #define MR_CHECKSUM_COMPLETE 2
+#define MR_CHECKSUM_PARTIAL 3
 
-/// Whether the kernel holds checksum state for this datagram that a change of length would
-/// leave wrong: CHECKSUM_PARTIAL (finished later at the old header position) or
-/// CHECKSUM_COMPLETE (a sum over the received bytes).
-static __always_inline int checksum_pending(struct __sk_buff *skb)
+/// The most payload bytes the CHECKSUM_PARTIAL rewrites move: a datagram filling a jumbo
+/// frame's MTU (9,000) fits. Larger ones (only `lo` carries them) are handed back.
+#define MR_MOVE_MAX 9216
+
+/// Where the CHECKSUM_PARTIAL rewrites hold the payload while it moves: one per CPU, which a
+/// program run has to itself from the load to the store.
+struct mr_move_buffer {
+    __u8 bytes[MR_MOVE_MAX];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct mr_move_buffer);
+} move_buffer SEC(".maps");
+
+/// How a datagram that changes length by the ChannelData header is rewritten.
+enum mr_resize {
+    /// Room made or taken between the IP and UDP headers.
+    MR_RESIZE_ROOM = 0,
+    /// The headers kept in place and the payload moved (CHECKSUM_PARTIAL).
+    MR_RESIZE_MOVE = 1,
+};
+
+/// How this datagram may change length, in `*method`: MR_RESIZE_ROOM when the kernel holds no
+/// checksum state for it; MR_RESIZE_MOVE when its checksum is left to finish
+/// (CHECKSUM_PARTIAL) from exactly its UDP header, the `moved` payload bytes fit the move
+/// buffer, and, when the header is added, the arriving interface's MTU allows 4 bytes more
+/// (the tail grows while the datagram is still that interface's). -1 to go on, else the
+/// hand-back reason: a sum over the frame (CHECKSUM_COMPLETE) or a CHECKSUM_PARTIAL datagram
+/// the move cannot carry.
+static __always_inline int skb_resize_refusal(struct __sk_buff *skb, const struct mr_packet *packet,
+                                              const struct mr_fp_entry *entry, __u32 moved, int *method)
 {
     struct sk_buff___mr *kernel = bpf_cast_to_kern_ctx(skb);
-    return BPF_CORE_READ_BITFIELD(kernel, ip_summed) >= MR_CHECKSUM_COMPLETE;
+    __u8 state = BPF_CORE_READ_BITFIELD(kernel, ip_summed);
+    *method = MR_RESIZE_ROOM;
+    if (state < MR_CHECKSUM_COMPLETE)
+        return -1;
+    if (state == MR_CHECKSUM_COMPLETE)
+        return MR_FP_BACK_CHECKSUM_STATE;
+    // tc sees the frame from its Ethernet header, at skb->data; csum_start counts from head.
+    __u32 start = kernel->csum_start - (__u32)(kernel->data - kernel->head);
+    if (start != packet->l4 || kernel->csum_offset != offsetof(struct udphdr, check) || moved > MR_MOVE_MAX)
+        return MR_FP_BACK_CHECKSUM_STATE;
+    __u32 mtu = 0;
+    if (entry->kind == MR_FP_KIND_CHANNEL_ADD
+        && bpf_check_mtu(skb, 0, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
+        return MR_FP_BACK_TOO_LARGE;
+    *method = MR_RESIZE_MOVE;
+    return -1;
+}
+
+/// Copies `length` bytes at `from` to `to` through this CPU's move buffer; the ranges may
+/// overlap.
+static __always_inline int skb_move(struct __sk_buff *skb, __u32 from, __u32 to, __u32 length)
+{
+    __u32 zero = 0;
+    struct mr_move_buffer *buffer = bpf_map_lookup_elem(&move_buffer, &zero);
+    if (!buffer || length > MR_MOVE_MAX)
+        return -1;
+    if (length == 0)
+        return 0;
+    if (bpf_skb_load_bytes(skb, from, buffer->bytes, length) < 0)
+        return -1;
+    return bpf_skb_store_bytes(skb, to, buffer->bytes, length, 0);
 }
 
 /// The first payload bytes, as many as there are up to 8 (the rest zero).
@@ -73,9 +146,9 @@ static __always_inline int skb_rewrite_plain(struct __sk_buff *skb, const struct
     return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + packet->payload);
 }
 
-/// Client to peer: the ChannelData header (checked by the caller) removed, the payload cut to
-/// the length it names. The UDP header moves forward over the ChannelData header first, then
-/// the room between the IP and UDP headers shrinks by 4.
+/// Client to peer with no checksum state held: the ChannelData header (checked by the caller)
+/// removed, the payload cut to the length it names. The UDP header moves forward over the
+/// ChannelData header first, then the room between the IP and UDP headers shrinks by 4.
 static __always_inline int skb_strip_channel(struct __sk_buff *skb, const struct mr_packet *packet,
                                              const struct mr_fp_entry *entry, __u8 tos, const __u8 head[8])
 {
@@ -106,13 +179,71 @@ static __always_inline int skb_strip_channel(struct __sk_buff *skb, const struct
     return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + length);
 }
 
-/// Peer to client: room for the ChannelData header is made between the IP and UDP headers,
-/// then the UDP header and the ChannelData header are written over the first 12 bytes.
+/// Peer to client with no checksum state held: room for the ChannelData header is made
+/// between the IP and UDP headers, then the UDP header and the ChannelData header are written
+/// over the first 12 bytes.
 static __always_inline int skb_add_channel(struct __sk_buff *skb, const struct mr_packet *packet,
                                            const struct mr_fp_entry *entry, __u8 tos)
 {
     struct mr_channel_headers headers = channel_headers(packet, entry);
     if (bpf_skb_adjust_room(skb, MR_CHANNEL_HEADER, BPF_ADJ_ROOM_NET, 0) < 0)
+        return -1;
+    if (bpf_skb_store_bytes(skb, packet->l4, &headers, sizeof(headers), 0) < 0)
+        return -1;
+    return skb_write_ip(skb, packet, entry, tos, sizeof(headers) + packet->payload);
+}
+
+/// The UDP header a CHECKSUM_PARTIAL datagram leaves with: the entry's ports, `length`
+/// payload bytes, and in the checksum field the sum the kernel finishes from, the new
+/// pseudo-header's (ports and payload it sums itself). Not 0 ("no checksum" in IPv4), which
+/// a pseudo-header's sum never is.
+static __always_inline int partial_udp(const struct mr_packet *packet, const struct mr_fp_entry *entry, __u32 length,
+                                       struct udphdr *header)
+{
+    *header = rewritten_udp(entry, length);
+    __s64 sum = pseudo_header_sum(packet->key.family, entry->source, entry->destination, header->len);
+    if (sum < 0)
+        return -1;
+    header->check = (__u16)sum;
+    return 0;
+}
+
+/// Client to peer with the checksum left to finish: the payload of `length` bytes moves 4
+/// bytes towards the UDP header, over the ChannelData header, the tail is cut after it
+/// (the 4 bytes and any padding), and the headers are rewritten where they are.
+static __always_inline int skb_strip_channel_moving(struct __sk_buff *skb, const struct mr_packet *packet,
+                                                    const struct mr_fp_entry *entry, __u8 tos, const __u8 head[8])
+{
+    __u16 length = ((__u16)head[2] << 8) | head[3];
+    __u32 payload = packet->l4 + sizeof(struct udphdr);
+    struct udphdr header;
+    if (partial_udp(packet, entry, length, &header) < 0)
+        return -1;
+    if (skb_move(skb, payload + MR_CHANNEL_HEADER, payload, length) < 0)
+        return -1;
+    if (bpf_skb_change_tail(skb, payload + length, 0) < 0)
+        return -1;
+    if (bpf_skb_store_bytes(skb, packet->l4, &header, sizeof(header), 0) < 0)
+        return -1;
+    return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + length);
+}
+
+/// Peer to client with the checksum left to finish: the tail grows by 4 bytes, the payload
+/// moves 4 bytes towards it, and the UDP and ChannelData headers are written where the UDP
+/// header was and the payload began.
+static __always_inline int skb_add_channel_moving(struct __sk_buff *skb, const struct mr_packet *packet,
+                                                  const struct mr_fp_entry *entry, __u8 tos)
+{
+    __u32 payload = packet->l4 + sizeof(struct udphdr);
+    struct mr_channel_headers headers = {
+        .channel = bpf_htons(entry->channel),
+        .length = bpf_htons(packet->payload),
+    };
+    if (partial_udp(packet, entry, MR_CHANNEL_HEADER + packet->payload, &headers.udp) < 0)
+        return -1;
+    if (bpf_skb_change_tail(skb, payload + packet->payload + MR_CHANNEL_HEADER, 0) < 0)
+        return -1;
+    if (skb_move(skb, payload, payload + MR_CHANNEL_HEADER, packet->payload) < 0)
         return -1;
     if (bpf_skb_store_bytes(skb, packet->l4, &headers, sizeof(headers), 0) < 0)
         return -1;

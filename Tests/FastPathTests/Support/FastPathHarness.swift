@@ -76,15 +76,43 @@ final class FastPathHarness {
     /// Client to peer, sent on from the relay's peer-side address: out of the peer-side device,
     /// or, when `routed`, wherever the kernel's routes say.
     func entryToPeer(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                     routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
+                     routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false,
+                     packetCredited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayPeerSide.local, destination: peer.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: routed ? nil : peerSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
+                  egressInterface: routed ? nil : peerSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited,
+                  packetCredited: packetCredited)
     }
 
     /// Peer to client, sent on from the relay's client-side address.
     func entryToClient(_ kind: FlowEntry.Kind = .plain, dscp: FlowEntry.DSCP = .mirror, ecn: FlowEntry.ECN = .copy,
-                       routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false) -> FlowEntry {
+                       routed: Bool = false, expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false,
+                       packetCredited: Bool = false) -> FlowEntry {
         FlowEntry(source: relayClientSide.local, destination: client.local, kind: kind, dscp: dscp, ecn: ecn,
-                  egressInterface: routed ? nil : clientSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited)
+                  egressInterface: routed ? nil : clientSide, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited,
+                  packetCredited: packetCredited)
+    }
+}
+
+extension FastPathHarness {
+    /// A harness (tc) whose client and peer share `channel` in the kernel both ways, the
+    /// entries sent out of the relay's devices, with the client's and peer's transmit checksum
+    /// offload as `senders` says and the relay's as `relay` says (NamespaceTriangle).
+    static func boundChannel(_ channel: UInt16, ipv6: Bool, senders: Bool, relay: Bool) throws -> (FastPathHarness, KernelFastPath) {
+        let harness = try FastPathHarness(ipv6: ipv6)
+        do {
+            guard let fastPath = harness.fastPath else { throw NetworkNamespace.Failure(step: "loading the fast path", output: "none") }
+            try harness.triangle.setChecksumOffload(senders: senders, relay: relay)
+            try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
+            try fastPath.put(harness.toClient, harness.entryToClient(.addChannel(channel)))
+            return (harness, fastPath)
+        } catch {
+            harness.remove()
+            throw error
+        }
+    }
+
+    /// A ChannelData message of `channel` carrying `payload`, unpadded.
+    static func channelData(_ payload: [UInt8], channel: UInt16) -> [UInt8] {
+        [UInt8(channel >> 8), UInt8(channel & 0xff), UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] + payload
     }
 }

@@ -48,9 +48,62 @@ final class NamespaceTriangle {
     /// Turns UDP transmit checksum offload on or off on every device: on, a local sender leaves
     /// the checksum to the kernel (CHECKSUM_PARTIAL); off, it computes it itself.
     func setChecksumOffload(_ on: Bool) throws {
-        for (side, device) in [(Side.client, "c"), (.relay, "rc"), (.relay, "rp"), (.peer, "p")] {
+        try setChecksumOffload(senders: on, relay: on)
+    }
+
+    /// Transmit checksum offload on the client's and the peer's devices (`senders`: on, their
+    /// datagrams reach the relay with the checksum left to the kernel) and on the relay's two
+    /// (`relay`: off, the kernel finishes a checksum left to it as the datagram leaves the
+    /// relay, and the receiver checks what it finished; on, the datagram arrives with the
+    /// checksum still left to finish, which a receiver in this host takes as good).
+    func setChecksumOffload(senders: Bool, relay: Bool) throws {
+        for (side, device, on) in [(Side.client, "c", senders), (.relay, "rc", relay), (.relay, "rp", relay), (.peer, "p", senders)] {
             try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "tx", on ? "on" : "off"]))
         }
+    }
+
+    /// Sets the MTU of every device.
+    func setMTU(_ mtu: Int) throws {
+        for (side, device) in [(Side.client, "c"), (.relay, "rc"), (.relay, "rp"), (.peer, "p")] {
+            try namespaces[side]!.run(["link", "set", device, "mtu", "\(mtu)"])
+        }
+    }
+
+    /// UDP datagrams `side`'s namespace dropped for a bad checksum, IPv4 and IPv6 together
+    /// (UdpInCsumErrors and Udp6InCsumErrors).
+    func udpChecksumErrors(in side: Side) throws -> Int {
+        try inside(side) {
+            let ipv4 = try Self.counter("InCsumErrors", table: "Udp:", in: Self.contents(of: "/proc/thread-self/net/snmp"))
+            let ipv6 = try Self.counter("Udp6InCsumErrors", table: nil, in: Self.contents(of: "/proc/thread-self/net/snmp6"))
+            return ipv4 + ipv6
+        }
+    }
+
+    /// A counter of /proc/net/snmp (a line of names after `table`, then a line of values) or,
+    /// with `table` nil, of /proc/net/snmp6 (a name and its value on each line).
+    private static func counter(_ name: String, table: String?, in text: String) throws -> Int {
+        let lines = text.split(separator: "\n").map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) }
+        if let table {
+            let rows = lines.filter { $0.first == table }
+            if rows.count == 2, let index = rows[0].firstIndex(of: name), let value = Int(rows[1][index]) { return value }
+        } else if let row = lines.first(where: { $0.first == name }), row.count == 2, let value = Int(row[1]) {
+            return value
+        }
+        throw NetworkNamespace.Failure(step: "reading \(name)", output: text)
+    }
+
+    private static func contents(of path: String) throws -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw NetworkNamespace.Failure(step: "open \(path)", output: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            guard count > 0 else { break }
+            text += chunk[0..<count]
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Turns GRO on or off on the client's and the peer's devices: native XDP on the relay's

@@ -3,7 +3,7 @@ import FastPath
 import NetAddress
 
 /// An in-memory stand-in for the kernel fast path, for table logic only: it keeps what the
-/// tables install and remove, in order, and answers counters, last-forwarded times and credit
+/// tables install and remove, in order, and answers counters, last-forwarded times and credits
 /// as the test sets them. The kernel's own behaviour is FastPathTests' and the namespace
 /// tests' to check. Driven on the test's thread only.
 final class InMemoryOffload: FlowOffload, @unchecked Sendable {
@@ -24,6 +24,8 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
     var onInstall: (FlowKey) -> Void = { _ in }
     /// Each entry's credit as the table last set it, less what `spend` took.
     private(set) var credit: [FlowKey: Int64] = [:]
+    /// Each entry's packet credit as the table last set it, less what `spend` took.
+    private(set) var packetCredit: [FlowKey: Int64] = [:]
 
     func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool {
         onInstall(key)
@@ -37,6 +39,7 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
         guard entries.removeValue(forKey: key) != nil else { return }
         counts[key] = nil
         credit[key] = nil
+        packetCredit[key] = nil
         forwardedAt[key] = nil
         events.append(.remove(key))
     }
@@ -51,8 +54,18 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
         return credit[key] ?? 0
     }
 
-    /// Takes `bytes` off `key`'s credit, as the kernel does for what it forwards on credit.
-    func spend(_ key: FlowKey, _ bytes: Int64) { credit[key, default: 0] -= bytes }
+    func exchangePacketCredit(_ key: FlowKey, _ packets: Int64) -> Int64? {
+        guard entries[key] != nil else { return nil }
+        defer { packetCredit[key] = packets }
+        return packetCredit[key] ?? 0
+    }
+
+    /// Takes `bytes` (and `packets`) off `key`'s credits, as the kernel does for what it
+    /// forwards on credit.
+    func spend(_ key: FlowKey, _ bytes: Int64, packets: Int64 = 0) {
+        credit[key, default: 0] -= bytes
+        if packets != 0 { packetCredit[key, default: 0] -= packets }
+    }
 
     /// Counters of `packets` datagrams of `bytes` bytes each that arrived and left with `ecn`.
     static func carried(_ packets: UInt64, bytes: UInt64, ecn: Int) -> FlowCounters {
