@@ -49,18 +49,34 @@ final class SessionOffloadTests: XCTestCase {
         XCTAssertEqual(entry.ecn, .clear)
     }
 
-    func testFanOutAndAPacketLimitStayInUserSpace() throws {
+    func testFanOutStaysInUserSpace() throws {
         let offload = InMemoryOffload()
         let tables = try InMemoryTables(offload: offload)
         let three = try tables.sessions.create({ var r = SessionRequest(); r.legs = 3; return r }(), id: "fan").get().legs.map(\.address)
         tables.send([1], from: peerA, to: three[0])
         tables.send([1], from: peerB, to: three[1])
         tables.send([1], from: Endpoint(host: "203.0.113.5", port: 7000)!, to: three[2])
-        let limited = try tables.sessions.create({ var r = SessionRequest(); r.maxPacketsPerSecond = 100; return r }(), id: "lim")
-            .get().legs.map(\.address)
-        tables.send([1], from: peerA, to: limited[0])
-        tables.send([1], from: peerB, to: limited[1])
         XCTAssertTrue(offload.entries.isEmpty)
+    }
+
+    /// A packet limit is forwarded on packet credit: what its bucket passes before ECT(1)
+    /// marking starts, set aside in it; what the kernel leaves comes back at the next round.
+    func testAPacketLimitForwardsOnPacketCredit() throws {
+        let offload = InMemoryOffload()
+        let tables = try InMemoryTables(offload: offload)
+        let legs = try pair(tables) { $0.maxPacketsPerSecond = 400 }
+        tables.send([1], from: peerA, to: legs[0])
+        tables.send([1], from: peerB, to: legs[1])
+        let forward = FlowKey(source: peerA, destination: legs[0])
+        XCTAssertEqual(offload.entries[forward]?.packetCredited, true)
+        XCTAssertEqual(offload.entries[forward]?.credited, false, "no byte limit, no egress cap: no byte credit")
+        // A quarter of the 400-datagram burst, less the datagram user space passed.
+        XCTAssertEqual(Double(offload.packetCredit[forward] ?? 0), 99, accuracy: 1)
+        offload.spend(forward, 0, packets: 60)
+        tables.creditRound()
+        XCTAssertEqual(Double(offload.packetCredit[forward] ?? 0), 39, accuracy: 1, "what the kernel sent stays spent")
+        XCTAssertTrue(tables.sessions.delete("s1"))
+        XCTAssertTrue(offload.packetCredit.isEmpty)
     }
 
     /// Under the egress cap a pair is forwarded on credit; a leg's own byte limit bounds its

@@ -16,8 +16,11 @@ struct OffloadedPair: Equatable {
     /// and the difference charged to the limit's bucket.
     var forwardCredit: Int64?
     var backwardCredit: Int64?
+    /// The same in datagrams, for a direction with a packet limit (nil: none).
+    var forwardPackets: Int64?
+    var backwardPackets: Int64?
 
-    var isCredited: Bool { forwardCredit != nil || backwardCredit != nil }
+    var isCredited: Bool { forwardCredit != nil || backwardCredit != nil || forwardPackets != nil || backwardPackets != nil }
 
     /// Whether `other` names the same flows (a rewrite of the same entries, not new ones).
     func sameKeys(_ other: OffloadedPair) -> Bool { forward == other.forward && backward == other.backward }
@@ -43,6 +46,9 @@ struct CreditSettlement {
     var backwardSpent: UInt64 = 0
     var forwardLeft: UInt64 = 0
     var backwardLeft: UInt64 = 0
+    /// Datagrams of packet credit each direction had left.
+    var forwardPacketsLeft: UInt64 = 0
+    var backwardPacketsLeft: UInt64 = 0
 
     var left: UInt64 { forwardLeft &+ backwardLeft }
 }
@@ -60,11 +66,21 @@ extension OffloadedPair {
             (settled.backwardSpent, settled.backwardLeft) = offload.settle(backward, granted: granted)
             backwardCredit = 0
         }
+        if let granted = forwardPackets {
+            settled.forwardPacketsLeft = offload.settlePackets(forward, granted: granted)
+            forwardPackets = 0
+        }
+        if let granted = backwardPackets {
+            settled.backwardPacketsLeft = offload.settlePackets(backward, granted: granted)
+            backwardPackets = 0
+        }
         return settled
     }
 
     /// How many of its directions are forwarded on credit.
-    var creditedDirections: Int { (forwardCredit == nil ? 0 : 1) + (backwardCredit == nil ? 0 : 1) }
+    var creditedDirections: Int {
+        (forwardCredit == nil && forwardPackets == nil ? 0 : 1) + (backwardCredit == nil && backwardPackets == nil ? 0 : 1)
+    }
 }
 
 extension FlowOffload {
@@ -73,6 +89,18 @@ extension FlowOffload {
     func settle(_ key: FlowKey, granted: Int64) -> (spent: UInt64, left: UInt64) {
         let left = UInt64(max(0, min(granted, exchangeCredit(key, 0) ?? 0)))
         return (UInt64(max(0, granted)) &- left, left)
+    }
+
+    /// Takes back what is left of `key`'s packet credit, granted `granted`; returns it.
+    func settlePackets(_ key: FlowKey, granted: Int64) -> UInt64 {
+        UInt64(max(0, min(granted, exchangePacketCredit(key, 0) ?? 0)))
+    }
+
+    /// Grants `key`'s entry `packets` of packet credit and returns them as granted.
+    func grantPackets(_ key: FlowKey, _ packets: UInt64) -> Int64 {
+        let credit = Int64(min(packets, UInt64(Int64.max)))
+        _ = exchangePacketCredit(key, credit)
+        return credit
     }
 
     /// Grants `key`'s entry `bytes` of credit and returns them as granted.

@@ -1,14 +1,14 @@
 import FastPath
 
-/// Credit for the session pairs the kernel forwards on credit (a leg with a byte limit; every
-/// leg under the egress cap): each direction is granted what its leg's byte limit would pass
-/// unmarked (`Policer.credit`), at most the egress cap's share, and the grant is set aside in
+/// Credit for the session pairs the kernel forwards on credit (a leg with a limit; every leg
+/// under the egress cap): each direction is granted what its leg's limits would pass unmarked
+/// (`Policer.credit`: bytes, at most the egress cap's share, and datagrams), and the grant is set aside in
 /// the limit's bucket at once (`Policer.reserve`), so that a datagram the kernel hands back
 /// meets the bucket net of what the kernel may still send; each round gives back what the
 /// kernel left (`Policer.release`). Past its credit the kernel hands the datagrams back and the
 /// user-space policers mark and drop them as they always have.
 extension SessionTable {
-    /// Whether `leg`'s arrivals are forwarded on credit in the kernel.
+    /// Whether `leg`'s arrivals are forwarded on byte credit in the kernel.
     func isCredited(_ leg: Int) -> Bool { legs[leg].limits.bytes.isLimited || egress.isOn }
 
     /// How many directions are forwarded on credit.
@@ -48,6 +48,8 @@ extension SessionTable {
             pair.backwardCredit = grant(offload, pair.backward, leg: first + 1, egressShare)
             granted &+= UInt64(pair.backwardCredit!)
         }
+        if pair.forwardPackets != nil { pair.forwardPackets = grantPackets(offload, pair.forward, leg: first) }
+        if pair.backwardPackets != nil { pair.backwardPackets = grantPackets(offload, pair.backward, leg: first + 1) }
         offloaded[Int32(first)] = pair
         return granted
     }
@@ -59,6 +61,8 @@ extension SessionTable {
         let settled = pair.settleCredit(offload)
         if legs[first].limits.bytes.isLimited { legs[first].limits.bytes.release(settled.forwardLeft, now: now) }
         if legs[first + 1].limits.bytes.isLimited { legs[first + 1].limits.bytes.release(settled.backwardLeft, now: now) }
+        if legs[first].limits.packets.isLimited { legs[first].limits.packets.release(settled.forwardPacketsLeft, now: now) }
+        if legs[first + 1].limits.packets.isLimited { legs[first + 1].limits.packets.release(settled.backwardPacketsLeft, now: now) }
         return settled.left
     }
 
@@ -71,5 +75,12 @@ extension SessionTable {
             legs[leg].limits.bytes.reserve(credit, now: now)
         }
         return offload.grant(key, credit)
+    }
+
+    /// Grants `key` the datagrams `leg`'s packet limit would pass unmarked now, set aside in it.
+    private func grantPackets(_ offload: any FlowOffload, _ key: FlowKey, leg: Int) -> Int64 {
+        let credit = legs[leg].limits.packets.credit(now: now, marks: legs[leg].ecnMarking, thresholds: thresholds)
+        legs[leg].limits.packets.reserve(credit, now: now)
+        return offload.grantPackets(key, credit)
     }
 }

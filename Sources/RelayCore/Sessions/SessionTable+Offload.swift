@@ -4,31 +4,33 @@ import NetAddress
 /// Session pairs in the kernel fast path: once both legs of a pair (or both RTCP companions)
 /// have latched, each direction goes into the kernel, and a relatch writes them again. What
 /// the kernel does not do the same way stays in user space: fan-out (one datagram to several
-/// legs) and legs with a packet limit; a rewrite that would change family is refused by the
-/// kernel. A leg with a byte limit, and every leg under the egress cap, is forwarded on
-/// credit (`SessionTable+Credit`): the kernel carries what the buckets would pass unmarked,
-/// and hands the rest to the user-space policers.
+/// legs); a rewrite that would change family is refused by the kernel. A leg with a limit,
+/// and every leg under the egress cap, is forwarded on credit (`SessionTable+Credit`): the
+/// kernel carries what the buckets would pass unmarked, and hands the rest to the user-space
+/// policers.
 extension SessionTable {
     /// Writes the entries of the pair `leg` belongs to, when both its legs are latched. A leg
-    /// with a byte limit is forwarded on credit (`grantCredit`); one with a packet limit stays
-    /// in user space.
+    /// with a limit is forwarded on credit (`grantCredit`).
     func offloadPair(of leg: Int) {
         guard let offload, legs[leg].legCount == 2 else { return }
         let first = Int(legs[leg].firstLeg)
         let a = first, b = first + 1
         guard let peerA = legs[a].latched, let peerB = legs[b].latched,
-              !legs[a].limits.packets.isLimited, !legs[b].limits.packets.isLimited,
               let localA = localAddress(a), let localB = localAddress(b),
               let session = sessions[Int(legs[leg].session)] else { return }
         var pair = OffloadedPair(forward: FlowKey(source: peerA, destination: localA),
                                  backward: FlowKey(source: peerB, destination: localB), written: now,
                                  idleTimeout: session.idleTimeout,
-                                 forwardCredit: isCredited(a) ? 0 : nil, backwardCredit: isCredited(b) ? 0 : nil)
+                                 forwardCredit: isCredited(a) ? 0 : nil, backwardCredit: isCredited(b) ? 0 : nil,
+                                 forwardPackets: legs[a].limits.packets.isLimited ? 0 : nil,
+                                 backwardPackets: legs[b].limits.packets.isLimited ? 0 : nil)
         if let old = offloaded[Int32(first)] {
             if old.sameKeys(pair) {
                 // A rewrite keeps the kernel's credit: so does the record of what was granted.
                 pair.forwardCredit = old.forwardCredit
                 pair.backwardCredit = old.backwardCredit
+                pair.forwardPackets = old.forwardPackets
+                pair.backwardPackets = old.backwardPackets
             } else {
                 takeOffloaded(group: first)
             }
@@ -36,9 +38,10 @@ extension SessionTable {
         offloaded[Int32(first)] = pair
         let idle = session.idleTimeout
         guard offload.install(pair.forward, .relay(from: localB, to: peerB, policy: legs[a].policy, idleTimeout: idle,
-                                                   credited: pair.forwardCredit != nil)),
+                                                   credited: pair.forwardCredit != nil, packetCredited: pair.forwardPackets != nil)),
               offload.install(pair.backward, .relay(from: localA, to: peerA, policy: legs[b].policy, idleTimeout: idle,
-                                                    credited: pair.backwardCredit != nil)) else {
+                                                    credited: pair.backwardCredit != nil,
+                                                    packetCredited: pair.backwardPackets != nil)) else {
             return takeOffloaded(group: first)
         }
         if pair.isCredited {
