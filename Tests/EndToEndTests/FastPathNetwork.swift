@@ -6,89 +6,44 @@ import TestSupport
 import XCTest
 
 /// The real relay with its kernel fast path between a client and a peer, each in a network
-/// namespace of its own: client ns - veth - relay ns (two devices) - veth - peer ns. The
-/// relay's program sits on its two devices' ingress, so every datagram it forwards crosses a
-/// real interface, and what the client and peer read is what the kernel delivered (their
-/// sockets are `IndependentPeer`s: LoadGen's socket code, which reads the TOS byte).
-///
-/// Each link has an IPv4 /24 and an IPv6 /64 (no duplicate address detection, so usable at
-/// once); the relay's side is .1 / ::1. A test fixture: made with `ip`, removed with its
-/// namespaces by `remove()`. Sockets belong to the namespace they are created in (`inside`);
-/// the relay's control API is on 127.0.0.1 of the relay's namespace, so every HTTP call to it
-/// is made from inside there too (`stats`, `createSession`...).
+/// namespace of its own (`NamespaceTriangle`: client ns - veth - relay ns (two devices) - veth
+/// - peer ns). The relay's program sits on its two devices' ingress, so every datagram it
+/// forwards crosses a real interface, and what the client and peer read is what the kernel
+/// delivered (their sockets are `IndependentPeer`s: LoadGen's socket code, which reads the TOS
+/// byte). The relay's control API is on 127.0.0.1 of the relay's namespace, so every HTTP call
+/// to it is made from inside there too (`stats`, `createSession`...). Removed with its
+/// namespaces by `remove()`.
 final class FastPathNetwork {
-    enum Side { case client, relay, peer }
+    typealias Side = NamespaceTriangle.Side
+    typealias Family = NamespaceTriangle.Family
 
-    /// One family's addresses: the client's, the relay's on the client's link (`front`) and
-    /// on the peer's link (`back`), the peer's, and the peer link's prefix (TURN peers there
-    /// are private addresses: the relay refuses them unless allowed).
-    struct Family {
-        let client: String
-        let front: String
-        let back: String
-        let peer: String
-        let peerSubnet: String
-
-        /// `host` as a command line writes it beside a port.
-        static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
-    }
-
-    static let ipv4 = Family(client: "10.72.1.2", front: "10.72.1.1", back: "10.72.2.1", peer: "10.72.2.2", peerSubnet: "10.72.2.0/24")
-    static let ipv6 = Family(client: "fd72:1::2", front: "fd72:1::1", back: "fd72:2::1", peer: "fd72:2::2", peerSubnet: "fd72:2::/64")
+    static let ipv4 = NamespaceTriangle.ipv4
+    static let ipv6 = NamespaceTriangle.ipv6
 
     /// The relay's two devices (the fast path's interfaces) and the client's and peer's.
-    let frontDevice: String
-    let backDevice: String
-    let clientDevice: String
-    let peerDevice: String
-    private let namespaces: [Side: NetworkNamespace]
+    let frontDevice = NamespaceTriangle.frontDevice
+    let backDevice = NamespaceTriangle.backDevice
+    let clientDevice = NamespaceTriangle.clientDevice
+    let peerDevice = NamespaceTriangle.peerDevice
+    private let triangle: NamespaceTriangle
 
     /// Fails (or skips outside `make test`) when not root: namespaces and BPF both need it.
     init() throws {
-        try HostRequirement.require(getuid() == 0, "the fast path's end-to-end tests need root (network namespaces, BPF)")
-        try HostRequirement.requireTools(["/usr/sbin/ip", "/usr/sbin/ethtool"])
         try IPv6Loopback.require()
-        // Device names unique on the host: veth pairs are made from the host's namespace.
-        let id = getpid() % 100_000
-        (clientDevice, frontDevice, backDevice, peerDevice) = ("fe\(id)c", "fe\(id)rc", "fe\(id)rp", "fe\(id)p")
-        let made = try NetworkNamespace.make("fpe-\(id)-c", "fpe-\(id)-r", "fpe-\(id)-p")
-        namespaces = [.client: made[0], .relay: made[1], .peer: made[2]]
-        do {
-            try NetworkNamespace.check(["ip", "link", "add", clientDevice, "netns", made[0].name, "type", "veth",
-                                        "peer", "name", frontDevice, "netns", made[1].name])
-            try NetworkNamespace.check(["ip", "link", "add", backDevice, "netns", made[1].name, "type", "veth",
-                                        "peer", "name", peerDevice, "netns", made[2].name])
-            let (v4, v6) = (Self.ipv4, Self.ipv6)
-            for (namespace, device, address4, address6) in [(made[0], clientDevice, v4.client, v6.client), (made[1], frontDevice, v4.front, v6.front),
-                                                            (made[1], backDevice, v4.back, v6.back), (made[2], peerDevice, v4.peer, v6.peer)] {
-                try namespace.run(["addr", "add", address4 + "/24", "dev", device])
-                try namespace.run(["addr", "add", address6 + "/64", "dev", device, "nodad"])
-                try namespace.run(["link", "set", device, "up"])
-            }
-        } catch {
-            remove()
-            throw error
-        }
+        triangle = try NamespaceTriangle(tag: "fpe")
     }
 
-    func remove() {
-        for namespace in namespaces.values { namespace.remove() }
-    }
+    func remove() { triangle.remove() }
 
     /// Runs `body` on this thread inside `side`'s namespace (sockets and processes made there
     /// stay there), then returns the thread to its own.
-    func inside<T>(_ side: Side, _ body: () throws -> T) throws -> T {
-        try namespaces[side]!.inside(body)
-    }
+    func inside<T>(_ side: Side, _ body: () throws -> T) throws -> T { try triangle.inside(side, body) }
 
     /// Transmit checksum offload on the client's and the peer's device. On (veth's default),
     /// their local senders leave the UDP checksum to the kernel (CHECKSUM_PARTIAL) and the
-    /// datagrams reach the relay that way; off, each sender computes its own.
-    func setChecksumOffload(_ on: Bool) throws {
-        for (side, device) in [(Side.client, clientDevice), (.peer, peerDevice)] {
-            try NetworkNamespace.check(["ip", "netns", "exec", namespaces[side]!.name, "ethtool", "-K", device, "tx", on ? "on" : "off"])
-        }
-    }
+    /// datagrams reach the relay that way; off, each sender computes its own. The relay's own
+    /// devices keep veth's default.
+    func setChecksumOffload(_ on: Bool) throws { try triangle.setChecksumOffload(senders: on, relay: true) }
 
     /// Starts mediarelay in the relay's namespace with `--fast-path MODE` on its two devices
     /// (one worker) and `arguments`; with "tc" it checks the program is on both before

@@ -11,6 +11,17 @@ final class SessionOffloadTests: XCTestCase {
     let peerA = Endpoint(host: "192.0.2.10", port: 5000)!
     let peerB = Endpoint(host: "198.51.100.20", port: 6000)!
 
+    /// A session "s1" whose two legs peerA and peerB have latched (so its pair is offloaded when
+    /// it can be), on fresh tables; the key of peerA's arrivals at leg 0.
+    private func latched(_ offload: InMemoryOffload, configure: (inout SessionRequest) -> Void = { _ in })
+        throws -> (tables: InMemoryTables, legs: [Endpoint], forward: FlowKey) {
+        let tables = try InMemoryTables(offload: offload)
+        let legs = try pair(tables, configure: configure)
+        tables.send([1], from: peerA, to: legs[0])
+        tables.send([1], from: peerB, to: legs[1])
+        return (tables, legs, FlowKey(source: peerA, destination: legs[0]))
+    }
+
     private func pair(_ tables: InMemoryTables, configure: (inout SessionRequest) -> Void = { _ in }) throws -> [Endpoint] {
         var request = SessionRequest()
         configure(&request)
@@ -63,11 +74,7 @@ final class SessionOffloadTests: XCTestCase {
     /// marking starts, set aside in it; what the kernel leaves comes back at the next round.
     func testAPacketLimitForwardsOnPacketCredit() throws {
         let offload = InMemoryOffload()
-        let tables = try InMemoryTables(offload: offload)
-        let legs = try pair(tables) { $0.maxPacketsPerSecond = 400 }
-        tables.send([1], from: peerA, to: legs[0])
-        tables.send([1], from: peerB, to: legs[1])
-        let forward = FlowKey(source: peerA, destination: legs[0])
+        let (tables, _, forward) = try latched(offload) { $0.maxPacketsPerSecond = 400 }
         XCTAssertEqual(offload.entries[forward]?.packetCredited, true)
         XCTAssertEqual(offload.entries[forward]?.credited, false, "no byte limit, no egress cap: no byte credit")
         // A quarter of the 400-datagram burst, less the datagram user space passed.
@@ -166,13 +173,9 @@ final class SessionOffloadTests: XCTestCase {
         XCTAssertTrue(tables.sessions.offloaded.isEmpty)
     }
 
-    func testAByteLimitForwardsOnCreditAndThePacketLimitStaysInUserSpace() throws {
+    func testAByteLimitForwardsOnCredit() throws {
         let offload = InMemoryOffload()
-        let tables = try InMemoryTables(offload: offload)
-        let legs = try pair(tables) { $0.maxBytesPerSecond = 40_000 }
-        tables.send([1], from: peerA, to: legs[0])
-        tables.send([1], from: peerB, to: legs[1])
-        let forward = FlowKey(source: peerA, destination: legs[0])
+        let (tables, _, forward) = try latched(offload) { $0.maxBytesPerSecond = 40_000 }
         XCTAssertEqual(offload.entries[forward]?.credited, true)
         // One datagram of a byte passed the user-space bucket before the pair went to the kernel.
         XCTAssertEqual(Double(offload.credit[forward] ?? 0), 10_000 - 1, accuracy: 1)

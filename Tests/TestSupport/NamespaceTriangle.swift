@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import NetAddress
-import TestSupport
 
 /// Three network namespaces in a row, the way a relay sits between a client and a peer:
 /// client ns (device "c") - veth - relay ns ("rc" | "rp") - veth - peer ns ("p"). Each link
@@ -9,19 +8,44 @@ import TestSupport
 /// at once): 10.71.1.0/24 and fd71:1::/64 between client and relay, 10.71.2.0/24 and
 /// fd71:2::/64 between relay and peer; the relay's side is .1 / ::1, the other side .2 / ::2.
 ///
-/// A test fixture: made with `ip`, removed with its namespaces by `remove()`. Sockets are put
-/// in a namespace by creating them inside `inside(_:)`; the fast path is attached there too.
-final class NamespaceTriangle {
-    enum Side: String { case client, relay, peer }
+/// A test fixture (FastPathTests drive the fast path itself in it, EndToEndTests the relay):
+/// made with `ip`, removed with its namespaces by `remove()`. Sockets are put in a namespace by
+/// creating them inside `inside(_:)`; the fast path is attached there too. The devices are
+/// made inside their namespaces, so their short names never meet the host's.
+public final class NamespaceTriangle {
+    public enum Side: String, Sendable { case client, relay, peer }
+
+    /// One family's addresses: the client's, the relay's on the client's link (`front`) and on
+    /// the peer's link (`back`), the peer's, and the peer link's prefix.
+    public struct Family: Sendable {
+        public let client: String
+        public let front: String
+        public let back: String
+        public let peer: String
+        public let peerSubnet: String
+
+        /// `host` as a command line writes it beside a port.
+        public static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+    }
+
+    public static let ipv4 = Family(client: "10.71.1.2", front: "10.71.1.1", back: "10.71.2.1", peer: "10.71.2.2", peerSubnet: "10.71.2.0/24")
+    public static let ipv6 = Family(client: "fd71:1::2", front: "fd71:1::1", back: "fd71:2::1", peer: "fd71:2::2", peerSubnet: "fd71:2::/64")
+    /// The devices: the client's, the relay's two, the peer's.
+    public static let clientDevice = "c"
+    public static let frontDevice = "rc"
+    public static let backDevice = "rp"
+    public static let peerDevice = "p"
 
     private let namespaces: [Side: NetworkNamespace]
 
     /// Fails (or skips outside `make test`) when not root: namespaces and BPF both need it.
-    init() throws {
+    /// `tag` names the namespaces (with the process id), so that fixtures of different tests
+    /// can tell theirs apart.
+    public init(tag: String = "fp30") throws {
         try HostRequirement.require(getuid() == 0, "the fast path tests need root (network namespaces, BPF)")
         try HostRequirement.requireTools(["/usr/sbin/ip", "/usr/sbin/ethtool"])
         let id = getpid()
-        let made = try NetworkNamespace.make("fp30-\(id)-c", "fp30-\(id)-r", "fp30-\(id)-p")
+        let made = try NetworkNamespace.make("\(tag)-\(id)-c", "\(tag)-\(id)-r", "\(tag)-\(id)-p")
         namespaces = [.client: made[0], .relay: made[1], .peer: made[2]]
         let (client, relay, peer) = (made[0], made[1], made[2])
         do {
@@ -41,13 +65,13 @@ final class NamespaceTriangle {
         }
     }
 
-    func remove() {
+    public func remove() {
         for namespace in namespaces.values { namespace.remove() }
     }
 
     /// Turns UDP transmit checksum offload on or off on every device: on, a local sender leaves
     /// the checksum to the kernel (CHECKSUM_PARTIAL); off, it computes it itself.
-    func setChecksumOffload(_ on: Bool) throws {
+    public func setChecksumOffload(_ on: Bool) throws {
         try setChecksumOffload(senders: on, relay: on)
     }
 
@@ -56,14 +80,14 @@ final class NamespaceTriangle {
     /// (`relay`: off, the kernel finishes a checksum left to it as the datagram leaves the
     /// relay, and the receiver checks what it finished; on, the datagram arrives with the
     /// checksum still left to finish, which a receiver in this host takes as good).
-    func setChecksumOffload(senders: Bool, relay: Bool) throws {
+    public func setChecksumOffload(senders: Bool, relay: Bool) throws {
         for (side, device, on) in [(Side.client, "c", senders), (.relay, "rc", relay), (.relay, "rp", relay), (.peer, "p", senders)] {
             try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "tx", on ? "on" : "off"]))
         }
     }
 
     /// Sets the MTU of every device.
-    func setMTU(_ mtu: Int) throws {
+    public func setMTU(_ mtu: Int) throws {
         for (side, device) in [(Side.client, "c"), (.relay, "rc"), (.relay, "rp"), (.peer, "p")] {
             try namespaces[side]!.run(["link", "set", device, "mtu", "\(mtu)"])
         }
@@ -71,7 +95,7 @@ final class NamespaceTriangle {
 
     /// UDP datagrams `side`'s namespace dropped for a bad checksum, IPv4 and IPv6 together
     /// (UdpInCsumErrors and Udp6InCsumErrors).
-    func udpChecksumErrors(in side: Side) throws -> Int {
+    public func udpChecksumErrors(in side: Side) throws -> Int {
         try inside(side) {
             let ipv4 = try Self.counter("InCsumErrors", table: "Udp:", in: Self.contents(of: "/proc/thread-self/net/snmp"))
             let ipv6 = try Self.counter("Udp6InCsumErrors", table: nil, in: Self.contents(of: "/proc/thread-self/net/snmp6"))
@@ -109,20 +133,20 @@ final class NamespaceTriangle {
     /// Turns GRO on or off on the client's and the peer's devices: native XDP on the relay's
     /// devices redirects frames into their veth peers, and veth delivers a redirected frame
     /// only when the receiving end has GRO on (or an XDP program of its own).
-    func setOuterGRO(_ on: Bool) throws {
+    public func setOuterGRO(_ on: Bool) throws {
         for (side, device) in [(Side.client, "c"), (.peer, "p")] {
             try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "gro", on ? "on" : "off"]))
         }
     }
 
     /// `ip netns exec` into `side`'s namespace: the argument list for a child process.
-    func execute(in side: Side, _ command: [String]) -> [String] {
+    public func execute(in side: Side, _ command: [String]) -> [String] {
         ["netns", "exec", namespaces[side]!.name] + command
     }
 
     /// Runs `body` on this thread inside `side`'s namespace, then returns the thread to its
     /// own; sockets created and interfaces looked up in `body` belong to that namespace.
-    func inside<T>(_ side: Side, _ body: () throws -> T) throws -> T {
+    public func inside<T>(_ side: Side, _ body: () throws -> T) throws -> T {
         try namespaces[side]!.inside(body)
     }
 }
