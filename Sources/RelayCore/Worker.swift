@@ -31,8 +31,6 @@ final class Worker {
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
     var lastCredit: UInt64 = 0
-    /// The tables whose kernel entries `grantCredit` serves.
-    let creditedTables: [any CreditedTable]
 
     init(shared: WorkerShared, settings: RelaySettings, turnState: TurnSharedState = TurnSharedState(),
          ruleShares: [RuleShared]) throws(SystemCallError) {
@@ -49,7 +47,6 @@ final class Worker {
         } else {
             turnTable = nil
         }
-        creditedTables = [sessions, forwardRules] + (turnTable.map { [$0] } ?? [])
         forwardRules.accounting = settings.accounting
         sessions.accounting = settings.accounting
         turnTable?.accounting = settings.accounting
@@ -126,7 +123,8 @@ final class Worker {
     /// A round of credit for the fast path's flows forwarded on credit (`CreditRound`).
     func grantCredit() {
         lastCredit = now
-        CreditRound.run(creditedTables, egress: egress, now: now, thresholds: settings.ecnThresholds)
+        CreditRound.run(sessions: sessions, forwardRules: forwardRules, turn: turnTable, egress: egress, now: now,
+                        thresholds: settings.ecnThresholds)
     }
 
     /// A command from the control plane, run between batches.

@@ -1,15 +1,3 @@
-/// What a table forwarding flows on credit in the kernel offers a round of credit.
-protocol CreditedTable: AnyObject {
-    /// How many of its entries are forwarded on credit.
-    var creditedDirections: Int { get }
-    /// Takes back every credited entry's credit, charges what was spent to the flows' own
-    /// limits, and returns what was left in all.
-    func settleCredit() -> UInt64
-    /// Grants every credited entry what its own limit allows now, at most `egressShare` (nil:
-    /// no egress cap); returns the total granted.
-    func grantCredit(egressShare: UInt64?) -> UInt64
-}
-
 /// One round of credit for a worker's kernel entries, every 20 ms of its turns: what the
 /// kernel spent is settled, what it left goes back to the egress cap, and each entry gets what
 /// its own limit allows now, at most an equal share of what the cap would pass unmarked
@@ -17,12 +5,13 @@ protocol CreditedTable: AnyObject {
 /// Past its credit the kernel hands a flow's datagrams back, and the user-space policers mark
 /// and drop them as they always have.
 enum CreditRound {
-    static func run(_ tables: [any CreditedTable], egress: EgressShare, now: UInt64, thresholds: ECNThresholds) {
-        var directions = 0
-        for table in tables { directions += table.creditedDirections }
+    /// One round over a worker's tables (any of them nil when a test has only some), called
+    /// with their concrete types: it runs every 20 ms of a worker's turns.
+    static func run<Engine: TableEngine>(sessions: SessionTable<Engine>?, forwardRules: ForwardRuleTable<Engine>?,
+                                         turn: TurnTable<Engine>?, egress: EgressShare, now: UInt64, thresholds: ECNThresholds) {
+        let directions = (sessions?.creditedDirections ?? 0) + (forwardRules?.creditedDirections ?? 0) + (turn?.creditedDirections ?? 0)
         guard directions > 0 else { return }
-        var left: UInt64 = 0
-        for table in tables { left &+= table.settleCredit() }
+        let left = (sessions?.settleCredit() ?? 0) &+ (forwardRules?.settleCredit() ?? 0) &+ (turn?.settleCredit() ?? 0)
         var share: UInt64?
         var taken: UInt64 = 0
         if egress.isOn {
@@ -30,12 +19,8 @@ enum CreditRound {
             taken = egress.takeForKernel(now: now, thresholds: thresholds)
             share = taken / UInt64(directions)
         }
-        var granted: UInt64 = 0
-        for table in tables { granted &+= table.grantCredit(egressShare: share) }
+        let granted = (sessions?.grantCredit(egressShare: share) ?? 0) &+ (forwardRules?.grantCredit(egressShare: share) ?? 0)
+            &+ (turn?.grantCredit(egressShare: share) ?? 0)
         if taken > granted { egress.giveBack(taken &- granted) }
     }
 }
-
-extension SessionTable: CreditedTable {}
-extension ForwardRuleTable: CreditedTable {}
-extension TurnTable: CreditedTable {}

@@ -32,7 +32,8 @@ final class InMemoryTables {
     /// A round of credit for the tables' kernel entries, as the worker runs every 20 ms.
     func creditRound() {
         egress.endTurn()
-        CreditRound.run([sessions, forwardRules], egress: egress, now: clock.now, thresholds: ECNThresholds())
+        CreditRound.run(sessions: sessions, forwardRules: forwardRules, turn: nil, egress: egress, now: clock.now,
+                        thresholds: ECNThresholds())
     }
 
     /// One datagram from `source` to the relay's socket on `destination`, routed by its owner

@@ -55,7 +55,8 @@ final class InMemoryTurnHarness: TurnTestNetwork {
     /// A round of credit for the table's kernel entries, as the worker runs every 20 ms.
     func creditRound() {
         table.clock.now = now
-        CreditRound.run([table], egress: table.packets.egress, now: now, thresholds: ECNThresholds())
+        CreditRound.run(sessions: nil, forwardRules: nil, turn: table, egress: table.packets.egress, now: now,
+                        thresholds: ECNThresholds())
     }
 
     /// How many datagrams the table has queued and not yet flushed.
