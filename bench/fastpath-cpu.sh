@@ -113,12 +113,13 @@ stop_peer() {
 
 # measure RUN LOAD COLUMN REPEAT: one measurement; appends a line to $results:
 # run load column repeat sent delivered relayed us_per_datagram failed_clients own_us_per_datagram
+# offered (datagrams the load should have sent: when sent falls short, the ends could not keep up)
 measure() {
 	local run=$1 load=$2 column=$3 repeat=$4 count rate size kind line peer_count legs=""
 	read -r count rate size kind <<< "$(shape "$load")"
 	case "$column" in
 		coturn) [ "$kind" = turn ] || return 0 ;;
-		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - -" >> "$results"; return 0; } ;;
+		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - - -" >> "$results"; return 0; } ;;
 	esac
 	local send=(--flows "$count" --rate "$rate" --size "$size" --seconds "$seconds" --idle "$idle" "${own[@]}")
 	case "$column" in
@@ -151,7 +152,7 @@ measure() {
 	stop_server
 	echo "$load $column $repeat $line peer=$peer_count" >> "$logs_dir/flows-run$run.log"
 	[ "${peer_count:-0}" -gt 0 ] || echo "fastpath-cpu: the peer end counted nothing: $line; peer: $(tr '\n' ' ' < "$workdir/peer.out")" >&2
-	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" '
+	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" -v offered="$((count * rate * ${seconds%.*}))" '
 		BEGIN {
 			n = split(line, fields, " ")
 			for (i = 1; i <= n; i++) { split(fields[i], kv, "="); v[kv[1]] = kv[2] }
@@ -160,8 +161,9 @@ measure() {
 			delivered = echo ? v["received"] : peer
 			busy = v["run_ticks"] - v["idle_ticks"] * v["run_ns"] / v["idle_ns"]
 			own = v["own_run_ns"] - v["own_idle_ns"] * v["run_ns"] / v["idle_ns"]
-			printf "%s %s %s %s %d %d %d %.3f %d %s\n", run, load, column, repeat, v["sent"], delivered, relayed,
-				relayed ? busy / hz * 1e6 / relayed : 0, v["failed"], v["own_run_ns"] && relayed ? sprintf("%.3f", own / 1000 / relayed) : "-"
+			printf "%s %s %s %s %d %d %d %.3f %d %s %d\n", run, load, column, repeat, v["sent"], delivered, relayed,
+				relayed ? busy / hz * 1e6 / relayed : 0, v["failed"], v["own_run_ns"] && relayed ? sprintf("%.3f", own / 1000 / relayed) : "-",
+				offered
 		}' >> "$results"
 	tail -1 "$results" | awk '{ printf "fastpath-cpu:   sent %d, delivered %d, relayed %d, %.2f us per relayed datagram (own processes %s)\n", $5, $6, $7, $8, $10 }' >&2
 }

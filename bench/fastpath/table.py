@@ -4,7 +4,7 @@
     table.py RUN_LOG...
 
 A log line: run load column repeat sent delivered relayed us_per_datagram failed_clients
-own_us_per_datagram, or the same with "-" fields and "unavailable" (a fast-path column this
+own_us_per_datagram offered, or the same with "-" fields and "unavailable" (a fast-path column this
 build cannot run). us_per_datagram is whole-machine CPU, own_us_per_datagram the benchmark's
 own processes' (a cpuacct cgroup; "-" without one).
 Overhead is a column's figure minus direct's in the same run and repeat; a ratio of overheads is
@@ -41,7 +41,8 @@ def main():
                 unavailable.add(column)
                 continue
             own = float(f[9]) if len(f) > 9 and f[9] != "-" else None
-            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own)
+            offered = int(f[10]) if len(f) > 10 else int(f[4])
+            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own, offered)
     columns = [c for c in ORDER if any(k[2] == c for k in rows) or c in unavailable]
 
     def figures(run, load, column):
@@ -55,9 +56,9 @@ def main():
     print("Whole machine: every CPU's busy time (/proc/stat, softirq included) per relayed datagram, us; own: the")
     print("benchmark's processes alone (cpuacct); overhead: minus direct in the same repeat; median (min-max) over repeats.")
     print()
-    header = "| load | path |" + "".join(" run %s: whole machine | overhead | own processes | overhead | delivered, worst |" % r for r in runs)
+    header = "| load | path |" + "".join(" run %s: whole machine | overhead | own processes | overhead | delivered, worst | sent of offered, worst |" % r for r in runs)
     print(header)
-    print("|---|---|" + "---:|---:|---:|---:|---:|" * len(runs))
+    print("|---|---|" + "---:|---:|---:|---:|---:|---:|" * len(runs))
     for load in loads:
         for column in columns:
             if column == "coturn" and not any(figures(r, load, column) for r in runs):
@@ -66,7 +67,7 @@ def main():
             for run in runs:
                 mine = figures(run, load, column)
                 if column in unavailable and not mine:
-                    cells += ["not available in this build", "-", "-", "-", "-"]
+                    cells += ["not available in this build", "-", "-", "-", "-", "-"]
                     continue
                 worst = min((v[1] / v[0] for v in mine.values() if v[0]), default=None)
                 failed = sum(v[4] for v in mine.values())
@@ -74,6 +75,8 @@ def main():
                     cells.append(spread([v[metric] for v in mine.values() if v[metric] is not None]))
                     cells.append(spread(list(overheads(run, load, column, metric).values())) if column != "direct" else "-")
                 cells.append(("%.2f%%" % (100 * worst) if worst is not None else "-") + (", %d clients failed" % failed if failed else ""))
+                short = min((v[0] / v[6] for v in mine.values() if v[6]), default=None)
+                cells.append("%.1f%%" % (100 * short) if short is not None else "-")
             print("| %s | %s | %s |" % (load, NAMES[column], " | ".join(cells)))
     print()
     print("Ratios of overheads, per repeat (aims: fast path / coturn <= 0.3, fast path / uring <= 0.5):")

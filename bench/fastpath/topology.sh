@@ -36,6 +36,12 @@ topology_up() {
 	ip -n "$peer_ns" route add local 10.74.0.0/16 dev lo
 	ip -n "$relay_ns" route add 10.74.0.0/16 via "$peer_ip"
 	ip netns exec "$relay_ns" sysctl -qw net.ipv4.ip_forward=1
+	# The ends fill in their own UDP checksums, as a datagram from a NIC arrives (checksum
+	# complete or checked), not CHECKSUM_PARTIAL, which a fast path that strips or adds the
+	# ChannelData header must hand back to user space (issue 30's first trap): left on, the
+	# kernel columns would measure that fallback, not the fast path. The same in every column.
+	ip netns exec "$client_ns" ethtool -K c0 tx off >/dev/null
+	ip netns exec "$peer_ns" ethtool -K p0 tx off >/dev/null
 	# Thousands of client sockets and relayed ports: the client's sockets stay off the relay's
 	# port ranges (the namespaces have their own, but keep the same habit as turn-bench.sh).
 	ip netns exec "$client_ns" sysctl -qw net.ipv4.ip_local_port_range="20000 60999"
