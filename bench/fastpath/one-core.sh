@@ -6,7 +6,7 @@
 #
 # Confinement: veth has no interrupts to steer, but it takes RPS. The relay side's receive
 # (r0's rx queue: the tc program, the rewrite, the redirect and the transmit on r1) is steered
-# to CPU 1; the peer side's (p0) back to CPU 0, where the sender (udp-blast) is pinned. There is
+# to CPU 1; the peer side's (p0) back to CPU 0, where the sender is pinned. There is
 # no receiving socket: the entry sends to 10.75.0.1, which the peer namespace routes to a
 # blackhole, and what arrived is p0's receive counter; a receiver would share CPU 0 with the
 # sender (2 vCPUs) and be the first to drop. So CPU 1 does the relay's work and nothing of ours
@@ -14,12 +14,17 @@
 # on a shared machine hardly touch) is what the fast path costs one core at that rate. Past
 # some rate the one sender on CPU 0, not the relay, is the limit; the table shows both CPUs'
 # shares and the sender's achieved rate so a reader can see which one ran out.
-#   [RATES=250000,500000,1000000,1500000,2000000,3000000] [SECONDS_PER_STEP=3]
+# The sender: SENDER=frame (the default), bench/fastpath/frame-blast.c: finished frames through a
+# packet socket that bypasses the qdisc, as a NIC hands them over (checksums filled in), a few
+# times cheaper per datagram than a UDP socket; SENDER=udp, udp-blast through a UDP socket.
+#
+#   [RATES=250000,500000,1000000,1500000,2000000,3000000] [SECONDS_PER_STEP=3] [SENDER=frame]
 #   [OUT=bench/results/fastpath-one-core.md] bench/fastpath/one-core.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rates=${RATES:-250000,500000,1000000,1500000,2000000,3000000} seconds=${SECONDS_PER_STEP:-3}
-out=${OUT:-bench/results/fastpath-one-core.md}
+out=${OUT:-bench/results/fastpath-one-core.md} sender=${SENDER:-frame}
+case "$sender" in frame|udp) ;; *) echo "one-core: SENDER is frame or udp" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "one-core: needs root (ip netns, BPF)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "one-core: needs 2 CPUs" >&2; exit 2; }
 . bench/fastpath/topology.sh
@@ -35,7 +40,8 @@ trap cleanup EXIT
 swift build -c release --product fastpath-holder >/dev/null
 mkdir -p .build/fastpath-bench
 cc -O2 -Wall -Wextra -o .build/fastpath-bench/udp-blast bench/fastpath/udp-blast.c
-blast=$PWD/.build/fastpath-bench/udp-blast holder=$PWD/.build/release/fastpath-holder
+cc -O2 -Wall -Wextra -o .build/fastpath-bench/frame-blast bench/fastpath/frame-blast.c
+blast=$PWD/.build/fastpath-bench/udp-blast frames=$PWD/.build/fastpath-bench/frame-blast holder=$PWD/.build/release/fastpath-holder
 
 topology_up
 ip netns exec "$relay_ns" sh -c 'echo 2 > /sys/class/net/r0/queues/rx-0/rps_cpus'
@@ -62,6 +68,7 @@ shown = shown if isinstance(shown, list) else [shown]
 print(sum(p.get("run_cnt", 0) for p in shown), sum(p.get("run_time_ns", 0) for p in shown))'
 }
 
+relay_mac=$(ip -n "$relay_ns" -j link show r0 | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M')
 lines=() best=""
@@ -69,7 +76,11 @@ IFS=, read -r -a rate_list <<< "$rates"
 sysctl -qw kernel.bpf_stats_enabled=1
 for rate in "${rate_list[@]}"; do
 	before=$(arrived) c0=$(cpu_busy 0) c1=$(cpu_busy 1) program=$(program_stats)
-	sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" send 40000 "$relay_ip" "$turn_port" "$rate" "$seconds" 200)
+	if [ "$sender" = frame ]; then
+		sent=$(ip netns exec "$client_ns" taskset -c 0 "$frames" c0 "$relay_mac" "$client_ip:40000" "$relay_ip:$turn_port" "$rate" "$seconds" 200)
+	else
+		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" send 40000 "$relay_ip" "$turn_port" "$rate" "$seconds" 200)
+	fi
 	c0_end=$(cpu_busy 0) c1_end=$(cpu_busy 1) program_end=$(program_stats)
 	sleep 0.2
 	received=$(( $(arrived) - before ))
@@ -87,9 +98,9 @@ sysctl -qw kernel.bpf_stats_enabled=0
 {
 	echo "# Kernel fast path: one core's forwarding rate"
 	echo
-	echo "Command: \`RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
+	echo "Command: \`SENDER=$sender RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r). Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "One flow of 200 B datagrams (udp-blast, one sendmmsg a millisecond for what is due), fastpath-holder's tc entry;"
+	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "frame-blast: frames through a packet socket" || echo "udp-blast: a UDP socket"), one sendmmsg a millisecond for what is due), fastpath-holder's tc entry;"
 	echo "relay work steered to CPU 1 by RPS on r0; the sender and the peer side's receive (into a blackhole route, counted on p0) on CPU 0."
 	echo
 	echo "| offered/s | sent/s | arrived | delivered | CPU 1 softirq (the relay's work) | CPU 1 busy, all | CPU 0 busy (sender) | tc program ns a run |"
