@@ -14,15 +14,16 @@
 # on a shared machine hardly touch) is what the fast path costs one core at that rate. Past
 # some rate the one sender on CPU 0, not the relay, is the limit; the table shows both CPUs'
 # shares and the sender's achieved rate so a reader can see which one ran out.
+#
 # The sender: SENDER=frame (the default), bench/fastpath/frame-blast.c: finished frames through a
 # packet socket that bypasses the qdisc, as a NIC hands them over (checksums filled in), a few
 # times cheaper per datagram than a UDP socket; SENDER=udp, udp-blast through a UDP socket.
 #
-#   [RATES=250000,500000,1000000,1500000,2000000,3000000] [SECONDS_PER_STEP=3] [SENDER=frame]
+#   [RATES=500000,1000000,1500000,2000000,2500000,3000000,4000000] [SECONDS_PER_STEP=3] [SENDER=frame]
 #   [OUT=bench/results/fastpath-one-core.md] bench/fastpath/one-core.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-rates=${RATES:-250000,500000,1000000,1500000,2000000,3000000} seconds=${SECONDS_PER_STEP:-3}
+rates=${RATES:-500000,1000000,1500000,2000000,2500000,3000000,4000000} seconds=${SECONDS_PER_STEP:-3}
 out=${OUT:-bench/results/fastpath-one-core.md} sender=${SENDER:-frame}
 case "$sender" in frame|udp) ;; *) echo "one-core: SENDER is frame or udp" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "one-core: needs root (ip netns, BPF)" >&2; exit 2; }
@@ -90,8 +91,9 @@ for rate in "${rate_list[@]}"; do
 	line="| $rate | $rate_sent | $received | $delivered% | $(share "$c1" "$c1_end" 2)% | $(share "$c1" "$c1_end" 1)% | $(share "$c0" "$c0_end" 1)% | $per_run |"
 	echo "one-core: $line" >&2
 	lines+=("$line")
-	# A step counts when the sender kept up (99% of the offered rate) and 99.9% arrived.
-	awk -v d="$delivered" -v s="$rate_sent" -v r="$rate" 'BEGIN { exit !(d >= 99.9 && s >= 0.99 * r) }' && best=$rate
+	# The highest rate actually sent of which 99.9% arrived, whatever was offered: when the
+	# sender falls behind, what it did send is still a rate the relay's core carried.
+	awk -v d="$delivered" -v s="$rate_sent" -v b="${best:-0}" 'BEGIN { exit !(d >= 99.9 && s > b) }' && best=$rate_sent
 done
 sysctl -qw kernel.bpf_stats_enabled=0
 
@@ -107,7 +109,8 @@ sysctl -qw kernel.bpf_stats_enabled=0
 	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 	printf '%s\n' "${lines[@]}"
 	echo
-	echo "Highest offered rate that the sender kept up with (99%) and that arrived at 99.9%: ${best:-none}."
+	echo "Highest rate sent of which at least 99.9% arrived: ${best:-none}/s. Where the sender fell short of the offered rate,"
+	echo "CPU 0 (the sender) ran out before CPU 1 (the relay's core): the relay's limit is above that figure."
 	echo "CPU 1's softirq share is the relay namespace's receive, the program and the redirect; its busy share also holds"
 	echo "whatever else the machine ran there. Program time: kernel.bpf_stats_enabled, run_time_ns / run_cnt."
 } > "$out"
