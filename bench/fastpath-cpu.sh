@@ -27,7 +27,7 @@
 # context (on veth, the whole path of a datagram a process sends) is charged to them, and other
 # work on the machine is not; softirq done in ksoftirqd or on another task's time is missed.
 #
-#   [RUNS=1] [REPEATS=3] [TURN_PEER=sink] [SECONDS_PER_RUN=4] [IDLE_SECONDS=3] [LOADS=turn2000,50k,200k,voice2000]
+#   [RUNS=1] [REPEATS=3] [TURN_PEER=sink] [QUIET=0] [QUIET_WAIT=120] [SECONDS_PER_RUN=4] [IDLE_SECONDS=3] [LOADS=turn2000,50k,200k,voice2000]
 #   [COLUMNS=direct,coturn,uring,tc,xdp] [OUT=bench/results/fastpath-cpu.md] bench/fastpath-cpu.sh
 #
 # RUNS=2 runs everything twice, as two whole runs one after the other; the table gives each run's
@@ -78,6 +78,20 @@ if [ ! -x "$turnserver" ]; then
 fi
 hertz=$(getconf CLK_TCK)
 
+# QUIET=1: before each measurement, wait (at most QUIET_WAIT seconds, then go on and say so)
+# until the machine has been under 10% busy for 2 s, so that the whole-machine figure is
+# measured between other programs' work rather than during it.
+quiet=${QUIET:-0} quiet_wait=${QUIET_WAIT:-120}
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+wait_quiet() {
+	local deadline=$((SECONDS + quiet_wait)) a b
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		a=$(machine_busy); sleep 2; b=$(machine_busy)
+		awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); exit !((y[1] - x[1]) < 0.1 * (y[2] - x[2])) }' && return 0
+	done
+	echo "fastpath-cpu: the machine stayed busy for $quiet_wait s; measuring anyway" >&2
+}
+
 # The load's shape: flows, datagrams/s per flow, payload bytes, kind (turn or sessions).
 shape() {
 	case "$1" in
@@ -114,12 +128,13 @@ stop_peer() {
 # measure RUN LOAD COLUMN REPEAT: one measurement; appends a line to $results:
 # run load column repeat sent delivered relayed us_per_datagram failed_clients own_us_per_datagram
 # offered (datagrams the load should have sent: when sent falls short, the ends could not keep up)
+# other_idle% other_run% (other programs' share of the machine in the idle interval and the run)
 measure() {
 	local run=$1 load=$2 column=$3 repeat=$4 count rate size kind line peer_count legs=""
 	read -r count rate size kind <<< "$(shape "$load")"
 	case "$column" in
 		coturn) [ "$kind" = turn ] || return 0 ;;
-		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - - -" >> "$results"; return 0; } ;;
+		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - - - - -" >> "$results"; return 0; } ;;
 	esac
 	local send=(--flows "$count" --rate "$rate" --size "$size" --seconds "$seconds" --idle "$idle" "${own[@]}")
 	case "$column" in
@@ -144,6 +159,7 @@ measure() {
 		sleep 0.5
 		send=(legs "${send[@]}" --legs "$legs" --socket one)
 	fi
+	[ "$quiet" = 0 ] || wait_quiet
 	echo "fastpath-cpu: run $run, repeat $repeat, $load, $column (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 	line=$(ip netns exec "$client_ns" "$flows" send "${send[@]}")
 	stop_peer
@@ -152,7 +168,7 @@ measure() {
 	stop_server
 	echo "$load $column $repeat $line peer=$peer_count" >> "$logs_dir/flows-run$run.log"
 	[ "${peer_count:-0}" -gt 0 ] || echo "fastpath-cpu: the peer end counted nothing: $line; peer: $(tr '\n' ' ' < "$workdir/peer.out")" >&2
-	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" -v offered="$((count * rate * ${seconds%.*}))" '
+	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" -v offered="$((count * rate * ${seconds%.*}))" -v cpus="$(nproc)" '
 		BEGIN {
 			n = split(line, fields, " ")
 			for (i = 1; i <= n; i++) { split(fields[i], kv, "="); v[kv[1]] = kv[2] }
@@ -161,9 +177,13 @@ measure() {
 			delivered = echo ? v["received"] : peer
 			busy = v["run_ticks"] - v["idle_ticks"] * v["run_ns"] / v["idle_ns"]
 			own = v["own_run_ns"] - v["own_idle_ns"] * v["run_ns"] / v["idle_ns"]
-			printf "%s %s %s %s %d %d %d %.3f %d %s %d\n", run, load, column, repeat, v["sent"], delivered, relayed,
+			# Other work: the machine busy share less ours, in the idle interval and in the run.
+			# When the two differ, the whole-machine figure holds the difference.
+			other_idle = (v["idle_ticks"] / hz * 1e9 - v["own_idle_ns"]) / (v["idle_ns"] * cpus)
+			other_run = (v["run_ticks"] / hz * 1e9 - v["own_run_ns"]) / (v["run_ns"] * cpus)
+			printf "%s %s %s %s %d %d %d %.3f %d %s %d %.1f %.1f\n", run, load, column, repeat, v["sent"], delivered, relayed,
 				relayed ? busy / hz * 1e6 / relayed : 0, v["failed"], v["own_run_ns"] && relayed ? sprintf("%.3f", own / 1000 / relayed) : "-",
-				offered
+				offered, 100 * other_idle, 100 * other_run
 		}' >> "$results"
 	tail -1 "$results" | awk '{ printf "fastpath-cpu:   sent %d, delivered %d, relayed %d, %.2f us per relayed datagram (own processes %s)\n", $5, $6, $7, $8, $10 }' >&2
 }
@@ -193,7 +213,7 @@ done
 {
 	echo "# Kernel fast path: whole-machine CPU per relayed datagram"
 	echo
-	echo "Command: \`TURN_PEER=$turn_peer RUNS=$runs REPEATS=$repeats SECONDS_PER_RUN=$seconds IDLE_SECONDS=$idle LOADS=$loads COLUMNS=$columns bench/fastpath-cpu.sh\`"
+	echo "Command: \`QUIET=$quiet TURN_PEER=$turn_peer RUNS=$runs REPEATS=$repeats SECONDS_PER_RUN=$seconds IDLE_SECONDS=$idle LOADS=$loads COLUMNS=$columns bench/fastpath-cpu.sh\`"
 	echo "at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)."
 	echo "mediarelay: release build, \`--engine uring --gso on --gro off --workers 1 --batch-size 64\`; coturn: $coturn_note, \`--multiplex-peer --udp-gso\`."

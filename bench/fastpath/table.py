@@ -4,7 +4,7 @@
     table.py RUN_LOG...
 
 A log line: run load column repeat sent delivered relayed us_per_datagram failed_clients
-own_us_per_datagram offered, or the same with "-" fields and "unavailable" (a fast-path column this
+own_us_per_datagram offered other_idle% other_run%, or the same with "-" fields and "unavailable" (a fast-path column this
 build cannot run). us_per_datagram is whole-machine CPU, own_us_per_datagram the benchmark's
 own processes' (a cpuacct cgroup; "-" without one).
 Overhead is a column's figure minus direct's in the same run and repeat; a ratio of overheads is
@@ -42,7 +42,8 @@ def main():
                 continue
             own = float(f[9]) if len(f) > 9 and f[9] != "-" else None
             offered = int(f[10]) if len(f) > 10 else int(f[4])
-            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own, offered)
+            drift = abs(float(f[12]) - float(f[11])) if len(f) > 12 else None
+            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own, offered, drift)
     columns = [c for c in ORDER if any(k[2] == c for k in rows) or c in unavailable]
 
     def figures(run, load, column):
@@ -55,10 +56,12 @@ def main():
 
     print("Whole machine: every CPU's busy time (/proc/stat, softirq included) per relayed datagram, us; own: the")
     print("benchmark's processes alone (cpuacct); overhead: minus direct in the same repeat; median (min-max) over repeats.")
+    print("Other work's drift: how far other programs' share of the machine moved between the idle interval and the run")
+    print("(percent of all CPUs); the whole-machine figure holds that movement, the own-process figure does not.")
     print()
-    header = "| load | path |" + "".join(" run %s: whole machine | overhead | own processes | overhead | delivered, worst | sent of offered, worst |" % r for r in runs)
+    header = "| load | path |" + "".join(" run %s: whole machine | overhead | own processes | overhead | delivered, worst | sent of offered, worst | other work's drift, worst |" % r for r in runs)
     print(header)
-    print("|---|---|" + "---:|---:|---:|---:|---:|---:|" * len(runs))
+    print("|---|---|" + "---:|---:|---:|---:|---:|---:|---:|" * len(runs))
     for load in loads:
         for column in columns:
             if column == "coturn" and not any(figures(r, load, column) for r in runs):
@@ -67,7 +70,7 @@ def main():
             for run in runs:
                 mine = figures(run, load, column)
                 if column in unavailable and not mine:
-                    cells += ["not available in this build", "-", "-", "-", "-", "-"]
+                    cells += ["not available in this build", "-", "-", "-", "-", "-", "-"]
                     continue
                 worst = min((v[1] / v[0] for v in mine.values() if v[0]), default=None)
                 failed = sum(v[4] for v in mine.values())
@@ -77,6 +80,8 @@ def main():
                 cells.append(("%.2f%%" % (100 * worst) if worst is not None else "-") + (", %d clients failed" % failed if failed else ""))
                 short = min((v[0] / v[6] for v in mine.values() if v[6]), default=None)
                 cells.append("%.1f%%" % (100 * short) if short is not None else "-")
+                drift = max((v[7] for v in mine.values() if v[7] is not None), default=None)
+                cells.append("%.1f%%" % drift if drift is not None else "-")
             print("| %s | %s | %s |" % (load, NAMES[column], " | ".join(cells)))
     print()
     print("Ratios of overheads, per repeat (aims: fast path / coturn <= 0.3, fast path / uring <= 0.5):")
