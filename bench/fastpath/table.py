@@ -15,6 +15,9 @@ import statistics
 import sys
 
 ORDER = ["direct", "coturn", "uring", "tc", "xdp"]
+# A repeat whose other work moved by less than this share of the machine (percent) between the
+# idle interval and the run: its whole-machine figure is close to ours alone.
+STEADY = 3.0
 NAMES = {"direct": "direct (no relay)", "coturn": "coturn 4.17.1 fastest", "uring": "mediarelay uring+gso",
          "tc": "mediarelay fast path tc", "xdp": "mediarelay fast path xdp"}
 
@@ -57,11 +60,12 @@ def main():
     print("Whole machine: every CPU's busy time (/proc/stat, softirq included) per relayed datagram, us; own: the")
     print("benchmark's processes alone (cpuacct); overhead: minus direct in the same repeat; median (min-max) over repeats.")
     print("Other work's drift: how far other programs' share of the machine moved between the idle interval and the run")
-    print("(percent of all CPUs); the whole-machine figure holds that movement, the own-process figure does not.")
+    print("(percent of all CPUs); the whole-machine figure holds that movement, the own-process figure does not. Steady")
+    print("repeats: those whose drift was under %.0f%%, their whole-machine figures alone." % STEADY)
     print()
-    header = "| load | path |" + "".join(" run %s: whole machine | overhead | own processes | overhead | delivered, worst | sent of offered, worst | other work's drift, worst |" % r for r in runs)
+    header = "| load | path |" + "".join(" run %s: whole machine | overhead | whole machine, steady repeats | own processes | overhead | delivered, worst | sent of offered, worst | other work's drift, worst |" % r for r in runs)
     print(header)
-    print("|---|---|" + "---:|---:|---:|---:|---:|---:|---:|" * len(runs))
+    print("|---|---|" + "---:|---:|---:|---:|---:|---:|---:|---:|" * len(runs))
     for load in loads:
         for column in columns:
             if column == "coturn" and not any(figures(r, load, column) for r in runs):
@@ -70,13 +74,16 @@ def main():
             for run in runs:
                 mine = figures(run, load, column)
                 if column in unavailable and not mine:
-                    cells += ["not available in this build", "-", "-", "-", "-", "-", "-"]
+                    cells += ["not available in this build", "-", "-", "-", "-", "-", "-", "-"]
                     continue
                 worst = min((v[1] / v[0] for v in mine.values() if v[0]), default=None)
                 failed = sum(v[4] for v in mine.values())
                 for metric in (3, 5):
                     cells.append(spread([v[metric] for v in mine.values() if v[metric] is not None]))
                     cells.append(spread(list(overheads(run, load, column, metric).values())) if column != "direct" else "-")
+                    if metric == 3:
+                        steady = [v[3] for v in mine.values() if v[7] is not None and v[7] < STEADY]
+                        cells.append("%s, %d of %d" % (spread(steady), len(steady), len(mine)) if steady else "none of %d" % len(mine))
                 cells.append(("%.2f%%" % (100 * worst) if worst is not None else "-") + (", %d clients failed" % failed if failed else ""))
                 short = min((v[0] / v[6] for v in mine.values() if v[6]), default=None)
                 cells.append("%.1f%%" % (100 * short) if short is not None else "-")
