@@ -15,9 +15,10 @@
 # some rate the one sender on CPU 0, not the relay, is the limit; the table shows both CPUs'
 # shares and the sender's achieved rate so a reader can see which one ran out.
 #
-# The sender: SENDER=frame (the default), bench/fastpath/frame-blast.c: finished frames through a
-# packet socket that bypasses the qdisc, as a NIC hands them over (checksums filled in), a few
-# times cheaper per datagram than a UDP socket; SENDER=udp, udp-blast through a UDP socket.
+# The sender: SENDER=frame (the default), `udp-blast frames` (bench/fastpath/udp-blast.c):
+# finished frames through a packet socket that bypasses the qdisc, as a NIC hands them over
+# (checksums filled in), a few times cheaper per datagram than a UDP socket; SENDER=udp,
+# `udp-blast send` through a UDP socket.
 #
 #   [RATES=500000,1000000,1500000,2000000,2500000,3000000,4000000] [SECONDS_PER_STEP=3] [SENDER=frame]
 #   [OUT=bench/results/fastpath-one-core.md] bench/fastpath/one-core.sh
@@ -41,8 +42,7 @@ trap cleanup EXIT
 swift build -c release --product fastpath-holder >/dev/null
 mkdir -p .build/fastpath-bench
 cc -O2 -Wall -Wextra -o .build/fastpath-bench/udp-blast bench/fastpath/udp-blast.c
-cc -O2 -Wall -Wextra -o .build/fastpath-bench/frame-blast bench/fastpath/frame-blast.c
-blast=$PWD/.build/fastpath-bench/udp-blast frames=$PWD/.build/fastpath-bench/frame-blast holder=$PWD/.build/release/fastpath-holder
+blast=$PWD/.build/fastpath-bench/udp-blast holder=$PWD/.build/release/fastpath-holder
 
 topology_up
 ip netns exec "$relay_ns" sh -c 'echo 2 > /sys/class/net/r0/queues/rx-0/rps_cpus'
@@ -78,7 +78,7 @@ sysctl -qw kernel.bpf_stats_enabled=1
 for rate in "${rate_list[@]}"; do
 	before=$(arrived) c0=$(cpu_busy 0) c1=$(cpu_busy 1) program=$(program_stats)
 	if [ "$sender" = frame ]; then
-		sent=$(ip netns exec "$client_ns" taskset -c 0 "$frames" c0 "$relay_mac" "$client_ip:40000" "$relay_ip:$turn_port" "$rate" "$seconds" 200)
+		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" frames c0 "$relay_mac" "$client_ip:40000" "$relay_ip:$turn_port" "$rate" "$seconds" 200)
 	else
 		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" send 40000 "$relay_ip" "$turn_port" "$rate" "$seconds" 200)
 	fi
@@ -102,7 +102,7 @@ sysctl -qw kernel.bpf_stats_enabled=0
 	echo
 	echo "Command: \`SENDER=$sender RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r). Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "frame-blast: frames through a packet socket" || echo "udp-blast: a UDP socket"), one sendmmsg a millisecond for what is due), fastpath-holder's tc entry;"
+	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "udp-blast frames: through a packet socket" || echo "udp-blast send: a UDP socket"), one sendmmsg a millisecond for what is due), fastpath-holder's tc entry;"
 	echo "relay work steered to CPU 1 by RPS on r0; the sender and the peer side's receive (into a blackhole route, counted on p0) on CPU 0."
 	echo
 	echo "| offered/s | sent/s | arrived | delivered | CPU 1 softirq (the relay's work) | CPU 1 busy, all | CPU 0 busy (sender) | tc program ns a run |"
