@@ -214,7 +214,7 @@ done
 	echo "# Kernel fast path: whole-machine CPU per relayed datagram"
 	echo
 	echo "Command: \`QUIET=$quiet TURN_PEER=$turn_peer RUNS=$runs REPEATS=$repeats SECONDS_PER_RUN=$seconds IDLE_SECONDS=$idle LOADS=$loads COLUMNS=$columns bench/fastpath-cpu.sh\`"
-	echo "at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
+	echo "at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench/fastpath-cpu.sh bench/fastpath Sources || echo ' (with uncommitted changes to what it runs)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)."
 	echo "mediarelay: release build, \`--engine uring --gso on --gro off --workers 1 --batch-size 64\`; coturn: $coturn_note, \`--multiplex-peer --udp-gso\`."
 	echo "Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg) (all other work on the machine is in every figure)."

@@ -100,9 +100,9 @@ sysctl -qw kernel.bpf_stats_enabled=0
 {
 	echo "# Kernel fast path: one core's forwarding rate"
 	echo
-	echo "Command: \`SENDER=$sender RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench Sources || echo ' (with uncommitted changes)'), $started UTC."
+	echo "Command: \`SENDER=$sender RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench/fastpath Sources || echo ' (with uncommitted changes to what it runs)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r). Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "udp-blast frames: through a packet socket" || echo "udp-blast send: a UDP socket"), one sendmmsg a millisecond for what is due), fastpath-holder's tc entry;"
+	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "udp-blast frames: through a packet socket" || echo "udp-blast send: a UDP socket"), sendmmsg every millisecond for what is due), fastpath-holder's tc entry;"
 	echo "relay work steered to CPU 1 by RPS on r0; the sender and the peer side's receive (into a blackhole route, counted on p0) on CPU 0."
 	echo
 	echo "| offered/s | sent/s | arrived | delivered | CPU 1 softirq (the relay's work) | CPU 1 busy, all | CPU 0 busy (sender) | tc program ns a run |"
