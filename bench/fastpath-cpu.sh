@@ -66,8 +66,9 @@ if mkdir "$cgroup" 2>/dev/null && echo $$ > "$cgroup/cgroup.procs" && exec {usag
 fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-swift build -c release --product mediarelay >/dev/null
-mediarelay=.build/release/mediarelay
+# MEDIARELAY=PATH measures another build (a branch with the fast path, for instance) as is.
+mediarelay=${MEDIARELAY:-}
+if [ -z "$mediarelay" ]; then swift build -c release --product mediarelay >/dev/null; mediarelay=.build/release/mediarelay; fi
 mkdir -p .build/fastpath-bench
 cc -O2 -Wall -Wextra -o .build/fastpath-bench/flows bench/fastpath/flows.c -lcrypto
 flows=$PWD/.build/fastpath-bench/flows
@@ -129,12 +130,14 @@ stop_peer() {
 # run load column repeat sent delivered relayed us_per_datagram failed_clients own_us_per_datagram
 # offered (datagrams the load should have sent: when sent falls short, the ends could not keep up)
 # other_idle% other_run% (other programs' share of the machine in the idle interval and the run)
+# kernel_datagrams kernel_on kernel_entries handed_back modes (mediarelay's /v1/stats fast_path after the
+# run, counted since start, set-up included; "-" where there is none)
 measure() {
 	local run=$1 load=$2 column=$3 repeat=$4 count rate size kind line peer_count legs=""
 	read -r count rate size kind <<< "$(shape "$load")"
 	case "$column" in
 		coturn) [ "$kind" = turn ] || return 0 ;;
-		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - - - - -" >> "$results"; return 0; } ;;
+		tc|xdp) has_fast_path || { echo "$run $load $column $repeat - - - unavailable - - - - - - - - - -" >> "$results"; return 0; } ;;
 	esac
 	local send=(--flows "$count" --rate "$rate" --size "$size" --seconds "$seconds" --idle "$idle" "${own[@]}")
 	case "$column" in
@@ -163,12 +166,16 @@ measure() {
 	echo "fastpath-cpu: run $run, repeat $repeat, $load, $column (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 	line=$(ip netns exec "$client_ns" "$flows" send "${send[@]}")
 	stop_peer
-	[ "$column" = direct ] || ip netns exec "$relay_ns" curl -s "http://127.0.0.1:$http_port/v1/stats" \
-		> "$logs_dir/stats-$run-$load-$column-$repeat.json" 2>/dev/null || true
+	local stats=$logs_dir/stats-$run-$load-$column-$repeat.json kernel="- - - - -"
+	[ "$column" = direct ] || [ "$column" = coturn ] \
+		|| ip netns exec "$relay_ns" curl -s "http://127.0.0.1:$http_port/v1/stats" > "$stats" 2>/dev/null || true
+	# What the kernel carried: datagrams, whether it was on, its entries, datagrams handed back,
+	# each interface's mode.
+	[ -s "$stats" ] && kernel=$(python3 bench/fastpath/kernel-share.py < "$stats")
 	stop_server
 	echo "$load $column $repeat $line peer=$peer_count" >> "$logs_dir/flows-run$run.log"
 	[ "${peer_count:-0}" -gt 0 ] || echo "fastpath-cpu: the peer end counted nothing: $line; peer: $(tr '\n' ' ' < "$workdir/peer.out")" >&2
-	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" -v offered="$((count * rate * ${seconds%.*}))" -v cpus="$(nproc)" '
+	awk -v run="$run" -v load="$load" -v column="$column" -v repeat="$repeat" -v echo="$([ "$kind" = turn ] && [ "$turn_peer" = echo ] && echo 1 || echo 0)" -v hz="$hertz" -v peer="$peer_count" -v line="$line" -v offered="$((count * rate * ${seconds%.*}))" -v cpus="$(nproc)" -v kernel="$kernel" '
 		BEGIN {
 			n = split(line, fields, " ")
 			for (i = 1; i <= n; i++) { split(fields[i], kv, "="); v[kv[1]] = kv[2] }
@@ -181,11 +188,11 @@ measure() {
 			# When the two differ, the whole-machine figure holds the difference.
 			other_idle = (v["idle_ticks"] / hz * 1e9 - v["own_idle_ns"]) / (v["idle_ns"] * cpus)
 			other_run = (v["run_ticks"] / hz * 1e9 - v["own_run_ns"]) / (v["run_ns"] * cpus)
-			printf "%s %s %s %s %d %d %d %.3f %d %s %d %.1f %.1f\n", run, load, column, repeat, v["sent"], delivered, relayed,
+			printf "%s %s %s %s %d %d %d %.3f %d %s %d %.1f %.1f %s\n", run, load, column, repeat, v["sent"], delivered, relayed,
 				relayed ? busy / hz * 1e6 / relayed : 0, v["failed"], v["own_run_ns"] && relayed ? sprintf("%.3f", own / 1000 / relayed) : "-",
-				offered, 100 * other_idle, 100 * other_run
+				offered, 100 * other_idle, 100 * other_run, kernel
 		}' >> "$results"
-	tail -1 "$results" | awk '{ printf "fastpath-cpu:   sent %d, delivered %d, relayed %d, %.2f us per relayed datagram (own processes %s)\n", $5, $6, $7, $8, $10 }' >&2
+	tail -1 "$results" | awk '{ printf "fastpath-cpu:   sent %d, delivered %d, relayed %d, %.2f us per relayed datagram (own processes %s)%s\n", $5, $6, $7, $8, $10, $14 == "-" ? "" : sprintf("; kernel fast path: %s datagrams, on %s, %s entries, %s handed back, modes %s", $14, $15, $16, $17, $18) }' >&2
 }
 
 raw=${out%.md}

@@ -4,7 +4,8 @@
     table.py RUN_LOG...
 
 A log line: run load column repeat sent delivered relayed us_per_datagram failed_clients
-own_us_per_datagram offered other_idle% other_run%, or the same with "-" fields and "unavailable" (a fast-path column this
+own_us_per_datagram offered other_idle% other_run% kernel_datagrams kernel_on kernel_entries
+handed_back modes, or the same with "-" fields and "unavailable" (a fast-path column this
 build cannot run). us_per_datagram is whole-machine CPU, own_us_per_datagram the benchmark's
 own processes' (a cpuacct cgroup; "-" without one).
 Overhead is a column's figure minus direct's in the same run and repeat; a ratio of overheads is
@@ -46,7 +47,8 @@ def main():
             own = float(f[9]) if len(f) > 9 and f[9] != "-" else None
             offered = int(f[10]) if len(f) > 10 else int(f[4])
             drift = abs(float(f[12]) - float(f[11])) if len(f) > 12 else None
-            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own, offered, drift)
+            kernel = (int(f[13]), f[14] == "1", int(f[15]), int(f[16]), f[17] if len(f) > 17 else "?") if len(f) > 16 and f[13] != "-" else None
+            rows[(run, load, column, repeat)] = (int(f[4]), int(f[5]), int(f[6]), float(f[7]), int(f[8]), own, offered, drift, kernel)
     columns = [c for c in ORDER if any(k[2] == c for k in rows) or c in unavailable]
 
     def figures(run, load, column):
@@ -90,6 +92,17 @@ def main():
                 drift = max((v[7] for v in mine.values() if v[7] is not None), default=None)
                 cells.append("%.1f%%" % drift if drift is not None else "-")
             print("| %s | %s | %s |" % (load, NAMES[column], " | ".join(cells)))
+    carried = [(k, v) for k, v in sorted(rows.items()) if k[2] in ("tc", "xdp") and v[8] is not None]
+    if carried:
+        print()
+        print("What the kernel carried in the fast-path columns (mediarelay's /v1/stats fast_path after each repeat, since start):")
+        print()
+        print("| run | load | path | repeat | on | interfaces' modes | entries | kernel datagrams / relayed | handed back |")
+        print("|---|---|---|---:|---|---|---:|---:|---:|")
+        for (run, load, column, repeat), v in carried:
+            datagrams, on, entries, handed, modes = v[8]
+            print("| %s | %s | %s | %d | %s | %s | %d | %.1f%% | %d |" % (run, load, column, repeat, "yes" if on else "no", modes, entries,
+                                                               100 * datagrams / v[2] if v[2] else 0, handed))
     print()
     print("Ratios of overheads, per repeat (aims: fast path / coturn <= 0.3, fast path / uring <= 0.5):")
     print()

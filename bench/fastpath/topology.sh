@@ -57,8 +57,12 @@ wait_udp_listener() {
 	return 1
 }
 
-# Whether this mediarelay has the kernel fast path's options.
-has_fast_path() { "$mediarelay" --help 2>&1 | grep -q -- '--fast-path'; }
+# Whether this mediarelay has the kernel fast path's options. Its help is read whole into a
+# variable: piped into grep -q, the relay could die of SIGPIPE first and pipefail say no.
+has_fast_path() {
+	[ -n "${mediarelay_help:-}" ] || mediarelay_help=$("$mediarelay" --help 2>&1 || true)
+	[[ "$mediarelay_help" == *--fast-path* ]]
+}
 
 # Starts mediarelay in the relay namespace: $1 = user (the uring+GSO engine, as make demo runs it)
 # or tc or xdp (the same, plus the fast path on both relay-side veths); $2 = turn or sessions.
