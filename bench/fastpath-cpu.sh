@@ -27,13 +27,19 @@
 # context (on veth, the whole path of a datagram a process sends) is charged to them, and other
 # work on the machine is not; softirq done in ksoftirqd or on another task's time is missed.
 #
-#   [RUNS=1] [REPEATS=3] [TURN_PEER=sink] [QUIET=0] [QUIET_WAIT=120] [SECONDS_PER_RUN=4] [IDLE_SECONDS=3] [LOADS=turn2000,50k,200k,voice2000]
-#   [COLUMNS=direct,coturn,uring,tc,xdp] [OUT=bench/results/fastpath-cpu.md] bench/fastpath-cpu.sh
+#
+#   [RUNS=1] [REPEATS=3] [SECONDS_PER_RUN=4] [IDLE_SECONDS=3] [LOADS=turn2000,50k,200k,voice2000]
+#   [COLUMNS=direct,coturn,uring,tc,xdp] [TURN_PEER=sink] [QUIET=0] [QUIET_WAIT=120]
+#   [MEDIARELAY=PATH] [KEEP_LOGS=DIR] [OUT=bench/results/fastpath-cpu.md] bench/fastpath-cpu.sh
 #
 # RUNS=2 runs everything twice, as two whole runs one after the other; the table gives each run's
 # medians side by side. Writes OUT and, beside it, OUT without .md plus -runN.log (one line per
-# measurement); KEEP_LOGS=DIR keeps the raw flows lines and /v1/stats. Needs root. Builds mediarelay (release) and the ends; coturn from .build/coturn
-# (bench/coturn-latest.sh; Debian's turnserver when it is absent, and the table says so).
+# measurement; bench/fastpath/table.py rebuilds the table from them). KEEP_LOGS=DIR keeps the
+# raw lines of the ends and the relay's /v1/stats. MEDIARELAY=PATH measures that build as it is;
+# otherwise the script builds mediarelay (release). coturn comes from .build/coturn
+# (bench/coturn-latest.sh; Debian's turnserver when it is absent, and the table says so). The
+# table also gives other work's drift (see QUIET below) and, for the tc and xdp columns, what
+# the kernel carried. Needs root. See bench/README.md, "Kernel fast path".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 turn_peer=${TURN_PEER:-sink}
