@@ -76,7 +76,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mediarelay=${MEDIARELAY:-}
 if [ -z "$mediarelay" ]; then swift build -c release --product mediarelay >/dev/null; mediarelay=.build/release/mediarelay; fi
 mkdir -p .build/fastpath-bench
-cc -O2 -Wall -Wextra -o .build/fastpath-bench/flows bench/fastpath/flows.c -lcrypto
+cc -O2 -Wall -Wextra -o .build/fastpath-bench/flows bench/fastpath/flows.c bench/fastpath/flows-turn.c bench/fastpath/flows-peer.c -lcrypto
 flows=$PWD/.build/fastpath-bench/flows
 turnserver=.build/coturn/bin/turnserver coturn_note="coturn 4.17.1 built from source (.build/coturn)"
 if [ ! -x "$turnserver" ]; then

@@ -33,15 +33,12 @@
 //   flows sink --port P [--legs FILE]  counts what arrives on 0.0.0.0:P; with --legs it first
 //                                latches leg B of every session (second field of each line)
 //   Both run until SIGTERM or SIGINT and then print "received=N" (echo: "echoed=N").
+//
+// Built as one program from flows.c, flows-turn.c and flows-peer.c (cc ... -lcrypto).
 #define _GNU_SOURCE
+#include "flows.h"
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH 64
-#define MAX_FLOWS 10000
-#define CHANNEL 0x4000
+volatile sig_atomic_t stopping;
+void on_signal(int signal) { (void)signal; stopping = 1; }
 
-static volatile sig_atomic_t stopping;
-static void on_signal(int signal) { (void)signal; stopping = 1; }
-
-static int64_t now_ns(void)
+int64_t now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -88,13 +81,13 @@ static long long own_ns(void)
     return atoll(text);
 }
 
-static void die(const char *what)
+void die(const char *what)
 {
     fprintf(stderr, "flows: %s\n", what);
     exit(1);
 }
 
-static struct sockaddr_in parse_address(const char *text)
+struct sockaddr_in parse_address(const char *text)
 {
     char host[64];
     const char *colon = strrchr(text, ':');
@@ -116,7 +109,7 @@ static struct sockaddr_in spread(struct sockaddr_in base, int i)
     return base;
 }
 
-static int udp_socket(uint16_t port)
+int udp_socket(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     int size = 4 << 20, on = 1;
@@ -131,121 +124,8 @@ static int udp_socket(uint16_t port)
     return fd;
 }
 
-// ---- TURN over UDP, just what a client needs to reach ChannelData ----
-
-struct message { uint8_t bytes[1024]; size_t length; };
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-
-static void begin(struct message *m, uint16_t type)
-{
-    memset(m->bytes, 0, 20);
-    put16(m->bytes, type);
-    m->bytes[4] = 0x21; m->bytes[5] = 0x12; m->bytes[6] = 0xa4; m->bytes[7] = 0x42;
-    for (int i = 8; i < 20; i++) m->bytes[i] = (uint8_t)rand();
-    m->length = 20;
-}
-
-static void attribute(struct message *m, uint16_t type, const void *value, size_t length)
-{
-    put16(m->bytes + m->length, type);
-    put16(m->bytes + m->length + 2, (uint16_t)length);
-    memcpy(m->bytes + m->length + 4, value, length);
-    size_t padded = (length + 3) & ~(size_t)3;
-    memset(m->bytes + m->length + 4 + length, 0, padded - length);
-    m->length += 4 + padded;
-    put16(m->bytes + 2, (uint16_t)(m->length - 20));
-}
-
-static void integrity(struct message *m, const uint8_t key[16])
-{
-    uint8_t mac[20];
-    unsigned int mac_length = 0;
-    put16(m->bytes + 2, (uint16_t)(m->length - 20 + 24));
-    HMAC(EVP_sha1(), key, 16, m->bytes, m->length, mac, &mac_length);
-    attribute(m, 0x0008, mac, 20);
-}
-
-static void xor_peer(struct message *m, struct sockaddr_in peer)
-{
-    uint8_t value[8] = { 0, 1 };
-    put16(value + 2, ntohs(peer.sin_port) ^ 0x2112);
-    uint32_t address = ntohl(peer.sin_addr.s_addr) ^ 0x2112a442;
-    value[4] = address >> 24; value[5] = address >> 16; value[6] = address >> 8; value[7] = address;
-    attribute(m, 0x0012, value, 8);
-}
-
-// Sends m and waits for the answer to its transaction id (three tries, 1 s each); returns its
-// type, or -1.
-static int transact(int fd, struct sockaddr_in server, const struct message *m, struct message *answer)
-{
-    for (int attempt = 0; attempt < 3; attempt++) {
-        sendto(fd, m->bytes, m->length, 0, (struct sockaddr *)&server, sizeof(server));
-        int64_t deadline = now_ns() + 1000000000;
-        while (now_ns() < deadline) {
-            struct pollfd wait = { fd, POLLIN, 0 };
-            if (poll(&wait, 1, 100) <= 0) continue;
-            ssize_t n = recv(fd, answer->bytes, sizeof(answer->bytes), 0);
-            if (n >= 20 && memcmp(answer->bytes + 8, m->bytes + 8, 12) == 0) {
-                answer->length = (size_t)n;
-                return get16(answer->bytes);
-            }
-        }
-    }
-    return -1;
-}
-
-// The value of attribute `type` in m, its length in *length; NULL when absent.
-static const uint8_t *find(const struct message *m, uint16_t type, size_t *length)
-{
-    size_t at = 20;
-    while (at + 4 <= m->length) {
-        uint16_t t = get16(m->bytes + at), l = get16(m->bytes + at + 2);
-        if (at + 4 + l > m->length) break;
-        if (t == type) { *length = l; return m->bytes + at + 4; }
-        at += 4 + ((l + 3u) & ~3u);
-    }
-    return NULL;
-}
-
-// One client's Allocate (answered 401 first) and ChannelBind; 0 when both succeeded.
-static int turn_client(int fd, struct sockaddr_in server, const char *user, const char *password, struct sockaddr_in peer)
-{
-    struct message request, answer;
-    uint8_t transport[4] = { 17 };
-    begin(&request, 0x0003);
-    attribute(&request, 0x0019, transport, 4);
-    if (transact(fd, server, &request, &answer) != 0x0113) return -1;
-    size_t realm_length = 0, nonce_length = 0;
-    const uint8_t *realm = find(&answer, 0x0014, &realm_length), *nonce = find(&answer, 0x0015, &nonce_length);
-    if (!realm || !nonce || realm_length > 200 || nonce_length > 200) return -1;
-    char realm_text[256], nonce_bytes[256], joined[600];
-    memcpy(realm_text, realm, realm_length); realm_text[realm_length] = 0;
-    memcpy(nonce_bytes, nonce, nonce_length);
-    snprintf(joined, sizeof(joined), "%s:%s:%s", user, realm_text, password);
-    uint8_t key[16];
-    unsigned int key_length = 0;
-    EVP_Digest(joined, strlen(joined), key, &key_length, EVP_md5(), NULL);
-
-    begin(&request, 0x0003);
-    attribute(&request, 0x0019, transport, 4);
-    attribute(&request, 0x0006, user, strlen(user));
-    attribute(&request, 0x0014, realm_text, realm_length);
-    attribute(&request, 0x0015, nonce_bytes, nonce_length);
-    integrity(&request, key);
-    if (transact(fd, server, &request, &answer) != 0x0103) return -1;
-
-    uint8_t channel[4] = { CHANNEL >> 8, CHANNEL & 0xff };
-    begin(&request, 0x0009);
-    attribute(&request, 0x000c, channel, 4);
-    xor_peer(&request, peer);
-    attribute(&request, 0x0006, user, strlen(user));
-    attribute(&request, 0x0014, realm_text, realm_length);
-    attribute(&request, 0x0015, nonce_bytes, nonce_length);
-    integrity(&request, key);
-    return transact(fd, server, &request, &answer) == 0x0109 ? 0 : -1;
-}
+void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
+uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
 // ---- send ----
 
@@ -409,81 +289,6 @@ static int send_side(int argc, char **argv)
     printf("sent=%ld received=%ld idle_ticks=%lld idle_ns=%lld run_ticks=%lld run_ns=%lld own_idle_ns=%lld own_run_ns=%lld "
            "setup_ms=%lld failed=%d\n", total_sent, in.received, idle_end - idle_start, (long long)idle_ns, run_end - run_start,
            (long long)run_ns, own_idle_end - own_idle_start, own_run_end - own_run_start, (long long)(setup_ns / 1000000), failed);
-    return 0;
-}
-
-// ---- echo and sink ----
-
-static int peer_side(int argc, char **argv, int echo)
-{
-    int port = 0;
-    const char *legs = NULL;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--port")) port = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--legs")) legs = argv[i + 1];
-        else { fprintf(stderr, "flows: unknown option %s\n", argv[i]); return 2; }
-    }
-    if (port <= 0) die("--port is needed");
-    struct sigaction action = { .sa_handler = on_signal };
-    sigaction(SIGTERM, &action, NULL);
-    sigaction(SIGINT, &action, NULL);
-    int fd = udp_socket((uint16_t)port);
-    if (legs) {
-        // Latch leg B of every session: its first datagram fixes where the relay sends.
-        FILE *file = fopen(legs, "r");
-        char a[80], b[80];
-        static const char latch[] = "latch";
-        if (!file) die("cannot read --legs");
-        while (fscanf(file, "%79s %79s", a, b) == 2) {
-            struct sockaddr_in leg = parse_address(b);
-            for (int k = 0; k < 2; k++) sendto(fd, latch, sizeof(latch), 0, (struct sockaddr *)&leg, sizeof(leg));
-        }
-        fclose(file);
-    }
-    printf("ready\n");
-    fflush(stdout);
-    static uint8_t buffers[BATCH][2048];
-    static uint8_t controls[BATCH][64];
-    static struct sockaddr_in sources[BATCH];
-    static uint8_t reply_controls[BATCH][CMSG_SPACE(sizeof(struct in_pktinfo))];
-    struct iovec vectors[BATCH];
-    struct mmsghdr messages[BATCH], replies[BATCH];
-    long count = 0;
-    while (!stopping) {
-        for (int i = 0; i < BATCH; i++) {
-            vectors[i] = (struct iovec){ buffers[i], sizeof(buffers[i]) };
-            messages[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &sources[i], .msg_namelen = sizeof(sources[i]),
-                                                         .msg_iov = &vectors[i], .msg_iovlen = 1,
-                                                         .msg_control = controls[i], .msg_controllen = sizeof(controls[i]) } };
-        }
-        // Once a millisecond, everything waiting (see the sender's loop).
-        int got = recvmmsg(fd, messages, BATCH, MSG_DONTWAIT, NULL);
-        if (got <= 0) {
-            usleep(1000);
-            continue;
-        }
-        count += got;
-        if (!echo) continue;
-        for (int i = 0; i < got; i++) {
-            // Back from the address it was sent to: a relay that tells its allocations apart by
-            // peer address (coturn --multiplex-peer) needs that.
-            struct in_pktinfo info = { 0 };
-            for (struct cmsghdr *c = CMSG_FIRSTHDR(&messages[i].msg_hdr); c; c = CMSG_NXTHDR(&messages[i].msg_hdr, c))
-                if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) memcpy(&info, CMSG_DATA(c), sizeof(info));
-            struct in_pktinfo reply = { .ipi_spec_dst = info.ipi_addr };
-            struct msghdr *h = &replies[i].msg_hdr;
-            vectors[i].iov_len = messages[i].msg_len;
-            *h = (struct msghdr){ .msg_name = &sources[i], .msg_namelen = sizeof(sources[i]), .msg_iov = &vectors[i], .msg_iovlen = 1,
-                                  .msg_control = reply_controls[i], .msg_controllen = sizeof(reply_controls[i]) };
-            struct cmsghdr *c = CMSG_FIRSTHDR(h);
-            c->cmsg_level = IPPROTO_IP;
-            c->cmsg_type = IP_PKTINFO;
-            c->cmsg_len = CMSG_LEN(sizeof(reply));
-            memcpy(CMSG_DATA(c), &reply, sizeof(reply));
-        }
-        sendmmsg(fd, replies, got, 0);
-    }
-    printf(echo ? "echoed=%ld\n" : "received=%ld\n", count);
     return 0;
 }
 
