@@ -42,6 +42,12 @@ topology_up() {
 	# kernel columns would measure that fallback, not the fast path. The same in every column.
 	ip netns exec "$client_ns" ethtool -K c0 tx off >/dev/null
 	ip netns exec "$peer_ns" ethtool -K p0 tx off >/dev/null
+	# A veth takes the frames a native XDP program on its peer redirects into it only with GRO
+	# on (or an XDP program of its own); without, the xdp column's datagrams vanish uncounted.
+	# On for every column, so only the path differs (GRO does not merge datagrams for a socket
+	# that did not ask for UDP_GRO).
+	ip netns exec "$client_ns" ethtool -K c0 gro on >/dev/null
+	ip netns exec "$peer_ns" ethtool -K p0 gro on >/dev/null
 	# Thousands of client sockets and relayed ports: the client's sockets stay off the relay's
 	# port ranges (the namespaces have their own, but keep the same habit as turn-bench.sh).
 	ip netns exec "$client_ns" sysctl -qw net.ipv4.ip_local_port_range="20000 60999"
