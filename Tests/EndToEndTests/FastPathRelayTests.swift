@@ -102,6 +102,28 @@ final class FastPathRelayTests: XCTestCase {
         XCTAssertEqual(after.handedBackTotal - before.handedBackTotal, 0, "handed back: \(after.handedBack)")
     }
 
+    /// A session pair over IPv6 (legs on `::`): every mark arrives as sent both ways, and the
+    /// kernel carried everything after the latching datagrams.
+    func testASessionPairOnIPv6IsCarriedByTheKernel() throws {
+        let network = try FastPathNetwork()
+        defer { network.remove() }
+        let relay = try network.startRelay(fastPath: "tc", ["--relay-address", "::"])
+        defer { XCTAssertEqual(relay.stop(), 0) }
+        let family = FastPathNetwork.ipv6
+        let a = try network.inside(.client) { try IndependentPeer(host: family.client) }
+        let b = try network.inside(.peer) { try IndependentPeer(host: family.peer) }
+        let session = try network.latchedSession(relay, "{}", a: a, b: b, family: family)
+        let before = try network.kernel(relay)
+        let seen = try Self.pingPong(a, to: family.front, port: session.ports[0], b, perMark: 20, echoing: { _, mark in mark })
+        for (index, mark) in Self.marks.enumerated() {
+            XCTAssertEqual(seen.there[index], Array(repeating: mark, count: 20), "leg 0 to leg 1, TOS \(mark)")
+            XCTAssertEqual(seen.back[index], Array(repeating: mark, count: 20), "leg 1 to leg 0, TOS \(mark)")
+        }
+        let after = try network.kernel(relay)
+        XCTAssertEqual(after.datagrams - before.datagrams, 2 * 4 * 20, "datagrams the kernel carried")
+        XCTAssertEqual(after.handedBackTotal - before.handedBackTotal, 0, "handed back \(after.handedBack)")
+    }
+
     /// A TURN channel both ways with 50 ChannelData of each mark, IPv4 and IPv6, with checksum
     /// offload off on the client's and peer's devices (they compute their checksums) and on
     /// (they leave them to the kernel, CHECKSUM_PARTIAL, which tc handles by moving the payload
