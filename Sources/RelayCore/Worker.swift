@@ -31,6 +31,9 @@ final class Worker {
     var lastHousekeeping: UInt64 = 0
     var lastPublish: UInt64 = 0
     var lastCredit: UInt64 = 0
+    /// Whether the next housekeeping gives free heap pages back again (TLS sessions ended in
+    /// the last one).
+    var trimPending = false
 
     init(shared: WorkerShared, settings: RelaySettings, turnState: TurnSharedState = TurnSharedState(),
          ruleShares: [RuleShared]) throws(SystemCallError) {
@@ -117,7 +120,11 @@ final class Worker {
         forwardRules.expireClients()
         sessions.expire()
         turnTable?.expire()
-        if turnTable?.takeEndedTLSSessions() == true { HeapTrim.releaseFreePages() }
+        // TLS sessions free most of their memory when they end, the engine the rest of their
+        // streams' a turn or more later: one more pass after the last end gives that back too.
+        let ended = turnTable?.takeEndedTLSSessions() == true
+        if ended || trimPending { HeapTrim.releaseFreePages() }
+        trimPending = ended
     }
 
     /// A round of credit for the fast path's flows forwarded on credit (`CreditRound`).
