@@ -111,6 +111,12 @@ final class TurnStreamTLSTests: XCTestCase {
             + [0x00, 0x00, 0x02, 0x00, 0x2F, 0x01, 0x00, 0x00, 0x02, 0xFF, 0x01])
         XCTAssertTrue(old.closedByRelay())
         XCTAssertTrue(relay.wait { $0.transports[closed: .tls, reason: .tlsError] == 1 })
+        // A ClientHello claiming 64 KiB: closed on its headers, before the library holds any of it.
+        let large = try StreamTurnClient(to: tls)
+        large.write([0x16, 0x03, 0x01, 0x40, 0x00, 0x01, 0x01, 0x00, 0x00] + [UInt8](repeating: 0x11, count: 1_000))
+        XCTAssertTrue(large.closedByRelay())
+        XCTAssertTrue(relay.wait { $0.transports[closed: .tls, reason: .tlsError] == 2
+            && $0.transports.handshakesFailed[HandshakeFailure.protocolError.rawValue] == 2 })
         // A handshake that never ends.
         let silent = try StreamTurnClient(to: tls)
         XCTAssertTrue(silent.closedByRelay(seconds: 3))

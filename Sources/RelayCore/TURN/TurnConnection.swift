@@ -50,6 +50,8 @@ struct TurnConnection {
     var security: Security
     var phase = Phase.awaitingFirstMessage
     var reading = Reading.ready
+    /// Over TLS, whether the first handshake message's size has been read (`ClientHelloSize`).
+    var helloSizeChecked = false
 
     init(stream: SocketID, peer: Endpoint, security: Security) {
         self.stream = stream

@@ -37,6 +37,15 @@ extension TurnStreamClients {
         var tookBefore = true
         while connections[connection].isOpen {
             let input = engine.input(stream)
+            if !connections[connection].helloSizeChecked {
+                switch ClientHelloSize.verdict(input) {
+                case .wait: return
+                case .tooLarge:
+                    transportCounters.handshakesFailed[HandshakeFailure.protocolError.rawValue] &+= 1
+                    return close(connection, .tlsError)
+                case .acceptable: connections[connection].helloSizeChecked = true
+                }
+            }
             let taken = input.count > 0 ? tls.receiveCiphertext(input) : 0
             engine.consume(stream, taken)
             if !tls.isEstablished {
@@ -151,4 +160,25 @@ extension TurnStreamClients {
 
     /// Whether handshakes wait for the next turn (which must then not sleep).
     var hasDeferredWork: Bool { !deferredHandshakes.isEmpty }
+}
+
+/// The size a TLS client's first handshake message claims, read from its record and handshake
+/// headers before the library buffers any of it: the library would hold a ClientHello of up to
+/// 128 KiB per connection before a client has proved anything, so a few thousand connections
+/// sending large ones would hold hundreds of megabytes. Real ClientHellos are a few KiB
+/// (post-quantum key shares and ECH included); past `maximum` the connection closes.
+enum ClientHelloSize {
+    static let maximum = 16_384
+
+    enum Verdict { case wait, tooLarge, acceptable }
+
+    static func verdict(_ input: UnsafeRawBufferPointer) -> Verdict {
+        guard input.count > 0 else { return .wait }
+        // Not a handshake record, or not a ClientHello: the library refuses it at once.
+        guard input[0] == 0x16 else { return .acceptable }
+        guard input.count >= 9 else { return .wait }
+        guard input[5] == 0x01 else { return .acceptable }
+        let length = Int(input[6]) << 16 | Int(input[7]) << 8 | Int(input[8])
+        return length > maximum ? .tooLarge : .acceptable
+    }
 }
