@@ -20,6 +20,7 @@ final class ReceiveTimestampTests: XCTestCase {
                 let (engine, socket) = try receiver(backend, local: local)
                 let sender = try UDPSocket(binding: local.isIPv4 ? Loopback.v4 : Loopback.v6)
                 let destination = Endpoint(host: local.isIPv4 ? "127.0.0.1" : "::1", port: socket.localEndpoint.port)!
+                XCTAssertTrue(stampsOnArrival(engine, from: sender, to: destination), "\(backend) \(local): the kernel never stamped on arrival")
                 let before = MonotonicClock.now()
                 for index in 0..<20 { Loopback.send(from: sender, to: destination, bytes: [UInt8(index)]) }
                 var stamps: [UInt64] = []
