@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
+import SystemSupport
 
+// Before any worker thread starts: see HeapTrim.
+HeapTrim.useOneArena()
 let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 let command: ParsedCommand
