@@ -70,7 +70,7 @@ final class Worker {
     func turn(timeoutMilliseconds: Int32) {
         // Work put off to this turn (TLS handshakes past the last turn's budget) must not wait.
         let waiting = turnTable?.hasDeferredStreamWork == true
-        let count = engine.receive(timeoutMilliseconds: waiting ? 0 : timeoutMilliseconds)
+        let count = engine.receive(timeoutMilliseconds: waiting ? 0 : waitLimit(timeoutMilliseconds))
         clock.now = MonotonicClock.now()
         for index in 0..<count { route(engine.received(index)) }
         if engine.streamEventCount > 0 || waiting { streamEvents() }
@@ -81,7 +81,7 @@ final class Worker {
             for command in shared.takeCommands() { execute(command) }
         }
         if now &- lastHousekeeping > 500_000_000 { housekeeping() }
-        if now &- lastCredit >= 20_000_000 { grantCredit() }
+        if now &- lastCredit >= CreditRound.intervalNanoseconds { grantCredit() }
         if now &- lastPublish > 100_000_000 { publish() }
     }
 
@@ -125,6 +125,20 @@ final class Worker {
         let ended = turnTable?.takeEndedTLSSessions() == true
         if ended || trimPending { HeapTrim.releaseFreePages() }
         trimPending = ended
+    }
+
+    /// How long the turn may wait for datagrams: while the kernel forwards flows on credit, no
+    /// longer than until the next credit round is due, since traffic the kernel carries wakes
+    /// nobody here (a round put off for a whole wait let a limit refill unseen while the kernel
+    /// held its credit).
+    private func waitLimit(_ milliseconds: Int32) -> Int32 {
+        let credited = !sessions.creditedPairs.isEmpty || (egress.isOn && !forwardRules.offloaded.isEmpty)
+            || turnTable?.creditedAllocations.isEmpty == false
+        guard credited else { return milliseconds }
+        let due = lastCredit &+ CreditRound.intervalNanoseconds
+        let now = MonotonicClock.now()
+        guard due > now else { return 0 }
+        return min(milliseconds, Int32((due &- now &+ 999_999) / 1_000_000))
     }
 
     /// A round of credit for the fast path's flows forwarded on credit (`CreditRound`).

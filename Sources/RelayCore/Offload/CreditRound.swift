@@ -5,6 +5,9 @@
 /// Past its credit the kernel hands a flow's datagrams back, and the user-space policers mark
 /// and drop them as they always have.
 enum CreditRound {
+    /// How often a worker runs a round while it has flows on credit.
+    static let intervalNanoseconds: UInt64 = 20_000_000
+
     /// One round over a worker's tables (any of them nil when a test has only some), called
     /// with their concrete types: it runs every 20 ms of a worker's turns.
     static func run<Engine: TableEngine>(sessions: SessionTable<Engine>?, forwardRules: ForwardRuleTable<Engine>?,
