@@ -24,8 +24,8 @@ final class VethPair {
     /// itself, before anything under test runs.
     init() throws {
         let id = getpid()
-        if try NetworkNamespace.run(["sh", "-c", "command -v ethtool"]).status != 0 {
-            throw NetworkNamespace.Failure(step: "command -v ethtool", output: "missing: make test-deps installs ethtool")
+        if try Command.run(["sh", "-c", "command -v ethtool"]).status != 0 {
+            throw Command.Failure(step: "command -v ethtool", output: "missing: make test-deps installs ethtool")
         }
         let namespaces = try NetworkNamespace.make("gro11-\(id)-s", "gro11-\(id)-r")
         (senderNamespace, receiverNamespace) = (namespaces[0], namespaces[1])
@@ -42,7 +42,7 @@ final class VethPair {
             ["ip", "netns", "exec", receiverName, "sh", "-c", "echo 1 > /sys/class/net/\(receiverDevice)/threaded"],
         ]
         do {
-            for step in steps { try NetworkNamespace.check(step) }
+            for step in steps { try Command.check(step) }
         } catch {
             remove()
             throw error

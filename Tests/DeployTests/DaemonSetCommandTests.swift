@@ -189,7 +189,7 @@ struct DaemonSetCommandRun {
                 XCTFail("\(name): a source this test does not fill in")
             }
         }
-        let result = try runTool("/usr/bin/env", ["-i"] + environment.sorted { $0.key < $1.key }.map { "\($0)=\($1)" } + ["/bin/sh", "-c", script])
+        let result = try Command.run("/usr/bin/env", ["-i"] + environment.sorted { $0.key < $1.key }.map { "\($0)=\($1)" } + ["/bin/sh", "-c", script])
         XCTAssertEqual(result.status, 0, result.output)
         let text = try String(contentsOf: recorded, encoding: .utf8)
         arguments = text.split(separator: "\0", omittingEmptySubsequences: false).dropLast().map(String.init)

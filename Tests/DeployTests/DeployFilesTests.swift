@@ -80,14 +80,14 @@ final class DeployFilesTests: XCTestCase {
                     print(name + ": " + str(error))
             sys.exit(failed)
             """
-        let result = try runTool("/usr/bin/env", ["python3", "-c", script] + files.map(\.path))
+        let result = try Command.run("/usr/bin/env", ["python3", "-c", script] + files.map(\.path))
         XCTAssertEqual(result.status, 0, result.output)
     }
 
     func testTheConfigMapHoldsValidJSON() throws {
         let file = repoRoot.appendingPathComponent("deploy/kubernetes/configmap.yaml")
         let script = "import yaml,sys; sys.stdout.write(yaml.safe_load(open(sys.argv[1]))['data']['config.json'])"
-        let result = try runTool("/usr/bin/env", ["python3", "-c", script, file.path])
+        let result = try Command.run("/usr/bin/env", ["python3", "-c", script, file.path])
         XCTAssertEqual(result.status, 0, result.output)
         let object = try JSONValue(parsing: Array(result.output.utf8))
         XCTAssertEqual(object["ports"]?.string, "40000-40999")
@@ -146,7 +146,7 @@ final class DeployFilesTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let copy = directory.appendingPathComponent("mediarelay.service")
         try unit.replacingOccurrences(of: "/usr/local/bin/mediarelay", with: executable).write(to: copy, atomically: true, encoding: .utf8)
-        let result = try runTool(systemdAnalyze, ["verify", copy.path])
+        let result = try Command.run(systemdAnalyze, ["verify", copy.path])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertFalse(result.output.contains("mediarelay.service:"), "warnings about the unit: \(result.output)")
     }

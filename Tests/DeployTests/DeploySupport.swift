@@ -18,23 +18,6 @@ func deployFiles(withExtensions extensions: Set<String>) -> [URL] {
     return found.sorted { $0.path < $1.path }
 }
 
-/// Runs a tool to completion and returns its exit status and combined output.
-func runTool(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("deploytest-\(UUID().uuidString).out")
-    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: output) }
-    let handle = try FileHandle(forWritingTo: output)
-    process.standardOutput = handle
-    process.standardError = handle
-    try process.run()
-    process.waitUntilExit()
-    try handle.close()
-    return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
-}
-
 /// The built relay with `arguments`, through the shared launcher, not waited for: these tests
 /// watch its notify socket, its log and its exit themselves. Killed when the value goes.
 func startRelay(arguments: [String], environment: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) throws -> ServerProcess {

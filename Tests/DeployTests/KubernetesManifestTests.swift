@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import JSONSyntax
+import TestSupport
 
 /// The Kubernetes version whose API schemas the manifests are checked against: the oldest the
 /// manifests are meant for. Everything they use is GA there (DaemonSet maxSurge, policy/v1).
@@ -23,7 +24,7 @@ final class KubernetesManifestTests: XCTestCase {
             preferred: [repoRoot.appendingPathComponent(".build/test-tools/bin")])
         let manifests = try KubernetesManifestFixture()
         XCTAssertGreaterThanOrEqual(manifests.files.count, 8, "deploy/kubernetes lost files")
-        let result = try runTool(validator, ["--strict", "--kubernetes-version", kubernetesVersion] + manifests.files.map(\.path))
+        let result = try Command.run(validator, ["--strict", "--kubernetes-version", kubernetesVersion] + manifests.files.map(\.path))
         XCTAssertEqual(result.status, 0, result.output)
         let lines = result.output.split(separator: "\n").map(String.init)
 

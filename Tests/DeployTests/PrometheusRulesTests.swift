@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// The alerting and recording rules through Prometheus's own checker. `promtool check config`
@@ -11,7 +12,7 @@ final class PrometheusRulesTests: XCTestCase {
             $0.path.contains("/deploy/prometheus/") && $0.lastPathComponent != "prometheus.yml"
         }
         XCTAssertFalse(ruleFiles.isEmpty, "no rule files under deploy/prometheus")
-        let result = try runTool(promtool, ["check", "rules"] + ruleFiles.map(\.path))
+        let result = try Command.run(promtool, ["check", "rules"] + ruleFiles.map(\.path))
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertEqual(result.output.components(separatedBy: "SUCCESS:").count - 1, ruleFiles.count, result.output)
     }
@@ -106,7 +107,7 @@ final class PrometheusRulesTests: XCTestCase {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("alerts-test-\(UUID().uuidString).yml")
         try tests.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let result = try runTool(promtool, ["test", "rules", file.path])
+        let result = try Command.run(promtool, ["test", "rules", file.path])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertTrue(result.output.contains("SUCCESS"), result.output)
     }

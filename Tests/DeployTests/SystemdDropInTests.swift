@@ -96,7 +96,7 @@ final class SystemdDropInTests: XCTestCase {
             try String(contentsOf: file, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/mediarelay", with: executable)
                 .write(to: copy, atomically: true, encoding: .utf8)
         }
-        let result = try runTool(systemdAnalyze, ["verify", directory.appendingPathComponent("mediarelay.service").path])
+        let result = try Command.run(systemdAnalyze, ["verify", directory.appendingPathComponent("mediarelay.service").path])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertFalse(result.output.contains("mediarelay.service") || result.output.contains("turn-tls.conf"),
                        "warnings about the unit or the drop-in: \(result.output)")

@@ -57,7 +57,7 @@ final class FastPathNetwork {
             let status = try inside(.relay) { try relay.stats() }["fast_path"] as? [String: Any] ?? [:]
             guard status["on"] as? Bool == true else {
                 relay.stop()
-                throw NetworkNamespace.Failure(step: "the fast path did not come on", output: "\(status); log: \(relay.log)")
+                throw Command.Failure(step: "the fast path did not come on", output: "\(status); log: \(relay.log)")
             }
         }
         return relay
@@ -67,7 +67,7 @@ final class FastPathNetwork {
     func kernel(_ relay: RelayProcess) throws -> KernelCounts {
         let stats = try inside(.relay) { try relay.stats() }
         guard let fastPath = stats["fast_path"] as? [String: Any] else {
-            throw NetworkNamespace.Failure(step: "/v1/stats has no fast_path", output: "\(stats)")
+            throw Command.Failure(step: "/v1/stats has no fast_path", output: "\(stats)")
         }
         return KernelCounts(fastPath)
     }
@@ -95,7 +95,7 @@ final class FastPathNetwork {
         try inside(.relay) { try relay.waitForLatch(session: session.id, leg: 0) }
         try b.send([0xFF], tos: 0, to: family.back, port: session.ports[1])
         guard a.receive(expected: 1).first?.bytes == [0xFF] else {
-            throw NetworkNamespace.Failure(step: "latching session \(session.id)", output: "leg 1's first datagram never reached leg 0's peer")
+            throw Command.Failure(step: "latching session \(session.id)", output: "leg 1's first datagram never reached leg 0's peer")
         }
         return session
     }

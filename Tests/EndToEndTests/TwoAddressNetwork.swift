@@ -44,7 +44,7 @@ final class TwoAddressNetwork {
     }
 
     private func build(relayDevice: String, clientDevice: String) throws {
-        try NetworkNamespace.check(["ip", "link", "add", relayDevice, "netns", relayHost.name, "type", "veth",
+        try Command.check(["ip", "link", "add", relayDevice, "netns", relayHost.name, "type", "veth",
                                     "peer", "name", clientDevice, "netns", clientHost.name])
         for address in ["10.113.0.1/24", "10.113.0.2/24"] { try relayHost.run(["addr", "add", address, "dev", relayDevice]) }
         try clientHost.run(["addr", "add", "10.113.0.10/24", "dev", clientDevice])
@@ -65,7 +65,7 @@ final class TwoAddressNetwork {
         let route = try relayHost.run(["route", "get", family.client])
         let words = route.split(whereSeparator: \.isWhitespace).map(String.init)
         guard let index = words.firstIndex(of: "src"), index + 1 < words.count, [pair.0, pair.1].contains(words[index + 1]) else {
-            throw NetworkNamespace.Failure(step: "ip route get \(family.client) in \(relayHost.name)", output: route)
+            throw Command.Failure(step: "ip route get \(family.client) in \(relayHost.name)", output: route)
         }
         let preferred = words[index + 1]
         return Family(preferred: preferred, other: preferred == pair.0 ? pair.1 : pair.0, client: family.client, subnet: family.subnet)

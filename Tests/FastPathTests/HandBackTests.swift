@@ -158,7 +158,7 @@ final class HandBackTests: XCTestCase {
     /// How many programs named mr_relay_ingress the kernel holds (bpftool prog show).
     private static func programsLoaded() throws -> Int {
         let (status, output) = try ChildProcess.run("/usr/sbin/bpftool", ["prog", "show"])
-        guard status == 0 else { throw NetworkNamespace.Failure(step: "bpftool prog show", output: output) }
+        guard status == 0 else { throw Command.Failure(step: "bpftool prog show", output: output) }
         return output.components(separatedBy: "name mr_relay_ingress").count - 1
     }
 

@@ -48,7 +48,7 @@ final class RouteLookupTests: XCTestCase {
             let fastPath = try XCTUnwrap(harness.fastPath)
             let (nowhere, unreachable) = ipv6 ? ("fd99::1", "fd98::1") : ("10.99.0.1", "10.98.0.1")
             try harness.triangle.inside(.relay) {
-                _ = try NetworkNamespace.check(["ip", ipv6 ? "-6" : "-4", "route", "add", "unreachable", ipv6 ? "fd98::/64" : "10.98.0.0/24"])
+                _ = try Command.check(["ip", ipv6 ? "-6" : "-4", "route", "add", "unreachable", ipv6 ? "fd98::/64" : "10.98.0.0/24"])
             }
             for (number, destination) in [nowhere, unreachable].enumerated() {
                 try fastPath.put(harness.toPeer, FlowEntry(source: harness.relayPeerSide.local, destination: Endpoint(host: destination, port: 9)!))

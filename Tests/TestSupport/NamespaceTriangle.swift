@@ -49,9 +49,9 @@ public final class NamespaceTriangle {
         namespaces = [.client: made[0], .relay: made[1], .peer: made[2]]
         let (client, relay, peer) = (made[0], made[1], made[2])
         do {
-            try NetworkNamespace.check(["ip", "link", "add", "c", "netns", client.name, "type", "veth", "peer", "name", "rc",
+            try Command.check(["ip", "link", "add", "c", "netns", client.name, "type", "veth", "peer", "name", "rc",
                                         "netns", relay.name])
-            try NetworkNamespace.check(["ip", "link", "add", "rp", "netns", relay.name, "type", "veth", "peer", "name", "p",
+            try Command.check(["ip", "link", "add", "rp", "netns", relay.name, "type", "veth", "peer", "name", "p",
                                         "netns", peer.name])
             for (namespace, device, v4, v6) in [(client, "c", "10.71.1.2/24", "fd71:1::2/64"), (relay, "rc", "10.71.1.1/24", "fd71:1::1/64"),
                                                 (relay, "rp", "10.71.2.1/24", "fd71:2::1/64"), (peer, "p", "10.71.2.2/24", "fd71:2::2/64")] {
@@ -82,7 +82,7 @@ public final class NamespaceTriangle {
     /// checksum still left to finish, which a receiver in this host takes as good).
     public func setChecksumOffload(senders: Bool, relay: Bool) throws {
         for (side, device, on) in [(Side.client, "c", senders), (.relay, "rc", relay), (.relay, "rp", relay), (.peer, "p", senders)] {
-            try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "tx", on ? "on" : "off"]))
+            try Command.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "tx", on ? "on" : "off"]))
         }
     }
 
@@ -113,12 +113,12 @@ public final class NamespaceTriangle {
         } else if let row = lines.first(where: { $0.first == name }), row.count == 2, let value = Int(row[1]) {
             return value
         }
-        throw NetworkNamespace.Failure(step: "reading \(name)", output: text)
+        throw Command.Failure(step: "reading \(name)", output: text)
     }
 
     private static func contents(of path: String) throws -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw NetworkNamespace.Failure(step: "open \(path)", output: String(cString: strerror(errno))) }
+        guard descriptor >= 0 else { throw Command.Failure(step: "open \(path)", output: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var text: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -135,7 +135,7 @@ public final class NamespaceTriangle {
     /// only when the receiving end has GRO on (or an XDP program of its own).
     public func setOuterGRO(_ on: Bool) throws {
         for (side, device) in [(Side.client, "c"), (.peer, "p")] {
-            try NetworkNamespace.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "gro", on ? "on" : "off"]))
+            try Command.check(["ip"] + execute(in: side, ["ethtool", "-K", device, "gro", on ? "on" : "off"]))
         }
     }
 

@@ -15,10 +15,10 @@ public final class NetworkNamespace {
     /// as in an unprivileged container): probed with `ip netns add` itself, before anything
     /// under test runs. A missing `ip` is a failure under `make test` (HostRequirement).
     public init(_ name: String) throws {
-        try HostRequirement.require(try NetworkNamespace.run(["sh", "-c", "command -v ip"]).status == 0,
+        try HostRequirement.require(try Command.run(["sh", "-c", "command -v ip"]).status == 0,
                                     "no ip command: make test-deps installs iproute2")
         self.name = name
-        let made = try NetworkNamespace.run(["ip", "netns", "add", name])
+        let made = try Command.run(["ip", "netns", "add", name])
         if made.status != 0 { throw XCTSkip("this host does not allow network namespaces here: \(made.output)") }
         do {
             try run(["link", "set", "lo", "up"])
@@ -41,12 +41,12 @@ public final class NetworkNamespace {
         return made
     }
 
-    public func remove() { _ = try? NetworkNamespace.run(["ip", "netns", "del", name]) }
+    public func remove() { _ = try? Command.run(["ip", "netns", "del", name]) }
 
     /// `ip -n NAME ARGUMENTS...`; throws with its output when it fails.
     @discardableResult
     public func run(_ arguments: [String]) throws -> String {
-        try NetworkNamespace.check(["ip", "-n", name] + arguments)
+        try Command.check(["ip", "-n", name] + arguments)
     }
 
     /// Runs `body` on this thread inside the namespace, then returns the thread to its own;
@@ -56,43 +56,10 @@ public final class NetworkNamespace {
         let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
         defer { close(home); close(target) }
         guard home >= 0, target >= 0, NetworkNamespace.setns(target, NetworkNamespace.newNet) == 0 else {
-            throw Failure(step: "setns into \(name)", output: String(cString: strerror(errno)))
+            throw Command.Failure(step: "setns into \(name)", output: String(cString: strerror(errno)))
         }
         defer { precondition(NetworkNamespace.setns(home, NetworkNamespace.newNet) == 0, "setns back home: \(errno)") }
         return try body()
-    }
-
-    public struct Failure: Error, CustomStringConvertible {
-        public let step: String
-        public let output: String
-        public var description: String { "\(step): \(output)" }
-
-        public init(step: String, output: String) {
-            self.step = step
-            self.output = output
-        }
-    }
-
-    /// Runs a command to its end; its status and what it wrote (stdout and stderr together).
-    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
-    /// `run`, throwing `Failure` with the command and its output unless it succeeds.
-    @discardableResult
-    public static func check(_ arguments: [String]) throws -> String {
-        let result = try run(arguments)
-        guard result.status == 0 else { throw Failure(step: arguments.joined(separator: " "), output: result.output) }
-        return result.output
     }
 
     private static let newNet: Int32 = 0x4000_0000  // CLONE_NEWNET

@@ -89,7 +89,7 @@ final class FastPathRelayFixture {
         try HostRequirement.requireTools(["/usr/sbin/bpftool"])
         let deadline = Date().addingTimeInterval(5)
         repeat {
-            if try NetworkNamespace.run(["bpftool", kind, "show", "id", String(id)]).status != 0 { return false }
+            if try Command.run(["bpftool", kind, "show", "id", String(id)]).status != 0 { return false }
             usleep(50_000)
         } while Date() < deadline
         return true

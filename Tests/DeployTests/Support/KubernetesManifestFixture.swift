@@ -1,5 +1,6 @@
 import Foundation
 import JSONSyntax
+import TestSupport
 
 /// One document of a file under deploy/kubernetes, as PyYAML reads it (passed on as JSON and
 /// read with the relay's JSON reader).
@@ -65,7 +66,7 @@ struct KubernetesManifestFixture {
     private static let pyYAMLOutput: Result<(files: [URL], json: String), YAMLFailure> = {
         let files = deployFiles(withExtensions: ["yaml", "yml"]).filter { $0.path.hasPrefix(directory.path + "/") }
         let script = "import json,sys,yaml; json.dump({f: [d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:]}, sys.stdout)"
-        guard let result = try? runTool("/usr/bin/env", ["python3", "-c", script] + files.map(\.path)), result.status == 0 else {
+        guard let result = try? Command.run("/usr/bin/env", ["python3", "-c", script] + files.map(\.path)), result.status == 0 else {
             return .failure(YAMLFailure(description: "python3 with PyYAML could not read deploy/kubernetes (apt-get install python3-yaml)"))
         }
         return .success((files, result.output))

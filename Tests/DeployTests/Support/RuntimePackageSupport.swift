@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Which Debian packages a built program (mediarelay, mediarelay-load) needs at run time, found
 /// the way the dynamic loader finds its libraries, for comparison with what the image's run
@@ -35,7 +36,7 @@ enum RuntimePackageSupport {
     /// The DT_NEEDED sonames and the RUNPATH directories of ELF files, from one `readelf -d`
     /// (each process start costs more than reading a file).
     static func dynamicSections(of files: [String], readelf: String) throws -> [String: (needed: [String], runPath: [String])] {
-        let result = try runTool(readelf, ["-d"] + files)
+        let result = try Command.run(readelf, ["-d"] + files)
         guard result.status == 0 else { throw Failure(description: "readelf -d \(files) failed: \(result.output)") }
         var sections: [String: (needed: [String], runPath: [String])] = [:]
         // With several files readelf starts each one's part with "File: PATH".
@@ -59,7 +60,7 @@ enum RuntimePackageSupport {
 
     /// soname -> path for this machine's word size, from `ldconfig -p`.
     static func loaderCache() throws -> [String: String] {
-        let result = try runTool("/sbin/ldconfig", ["-p"])
+        let result = try Command.run("/sbin/ldconfig", ["-p"])
         guard result.status == 0 else { throw Failure(description: "ldconfig -p failed: \(result.output)") }
         #if arch(x86_64)
         let flag = "x86-64"
@@ -119,7 +120,7 @@ enum RuntimePackageSupport {
             let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
             return Array(Set([path, real].flatMap { [$0, $0.hasPrefix("/usr/") ? String($0.dropFirst(4)) : "/usr" + $0] }))
         }
-        let result = try runTool("/usr/bin/dpkg", ["-S"] + paths.flatMap(spellings))
+        let result = try Command.run("/usr/bin/dpkg", ["-S"] + paths.flatMap(spellings))
         // "libssl3:amd64: /usr/lib/x86_64-linux-gnu/libcrypto.so.3"; unmatched spellings only add
         // "no path found" lines and exit status 1.
         var ownerOfSpelling: [String: String] = [:]

@@ -65,7 +65,7 @@ final class FastPathHarness {
         }
         try b.send([2], to: a.local)
         guard a.receive(timeout: 2) != nil else {
-            throw NetworkNamespace.Failure(step: "a datagram from \(b.local) to \(a.local) through user space", output: "none arrived")
+            throw Command.Failure(step: "a datagram from \(b.local) to \(a.local) through user space", output: "none arrived")
         }
         while b.receive(timeout: 0) != nil {}
     }
@@ -100,7 +100,7 @@ extension FastPathHarness {
     static func boundChannel(_ channel: UInt16, ipv6: Bool, senders: Bool, relay: Bool) throws -> (FastPathHarness, KernelFastPath) {
         let harness = try FastPathHarness(ipv6: ipv6)
         do {
-            guard let fastPath = harness.fastPath else { throw NetworkNamespace.Failure(step: "loading the fast path", output: "none") }
+            guard let fastPath = harness.fastPath else { throw Command.Failure(step: "loading the fast path", output: "none") }
             try harness.triangle.setChecksumOffload(senders: senders, relay: relay)
             try fastPath.put(harness.toPeer, harness.entryToPeer(.stripChannel(channel)))
             try fastPath.put(harness.toClient, harness.entryToClient(.addChannel(channel)))
