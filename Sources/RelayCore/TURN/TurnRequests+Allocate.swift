@@ -94,6 +94,7 @@ extension TurnRequests {
         }
         allocation.bandwidth = Policer(rate: settings.bandwidthPerAllocation, now: now)
         allocation.ecnMarking = shared.ecnMarking
+        allocation.dontFragment = dontFragment
         if client.isStream {
             allocation.transport = streams.transport(of: client.connectionIndex)
             streams.allocationMade(on: client.connectionIndex)
