@@ -61,8 +61,8 @@ public struct LoadOptions: Sendable, Equatable {
     public var progress = true
     /// How each stream's sender reacts to CE marks and losses its receiver reports.
     public var congestionControl = CongestionControl.none
-    /// The sending thread on `sourceMask`, the receiving one on `forwarderMask` (compare
-    /// `--pin split`, which puts the relay beside the receiver).
+    /// The sending thread on `sourceMask`, the receiving one on `sinkMask` (compare `--pin`;
+    /// the relay goes on `forwarderMask`).
     public var placement: CPUPlacement?
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".

@@ -132,7 +132,7 @@ public struct LoadRun: Sendable {
             return (sender.run(signals), nil)
         }
         receiverOutcome.start(name: "load-receive") {
-            place(on: placement?.forwarderMask)
+            place(on: placement?.sinkMask)
             return receiver.run(signals)
         }
 
