@@ -139,7 +139,8 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
                          the 90 % interval of its median lies wholly on one side of its aim, or is narrower
                          than its bound (10 points of CPU saved, 40 us of p99); at M it is reported as it
                          stands: met, not met, or inconclusive
-  --budget S             start no round after S seconds of the comparison, settled or not [none]
+  --budget S             past --repeats, start no round that would end after S seconds of the comparison
+                         (at the mean length of the runs so far), settled or not [none]
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -64,6 +64,12 @@ public struct LoadOptions: Sendable, Equatable {
     /// The sending thread on `sourceMask`, the receiving one on `sinkMask` (compare `--pin`;
     /// the relay goes on `forwarderMask`).
     public var placement: CPUPlacement?
+    /// The receiving thread polls without ever sleeping, at SCHED_IDLE so that the sending
+    /// thread on the same CPU takes that CPU whenever it is due (compare `--pin relay`). A
+    /// receiver asleep in poll is woken by every datagram that finds it so, and the relay's send
+    /// pays for that wake-up across CPUs; polling, it is never asleep, as a NIC's transmit wakes
+    /// no one, and it reads each datagram as soon as the sender lets it run.
+    public var receiverSpins = false
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
     public var sessionFields: String?

@@ -1,5 +1,6 @@
 import BenchSupport
 import ClientSockets
+import CLoadGen
 import RelayObservation
 import SystemSupport
 import Foundation
@@ -116,7 +117,8 @@ public struct LoadRun: Sendable {
         let turnSockets = turn?.clients.compactMap { client -> Int32? in client.connection == nil ? client.fd : nil } ?? []
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, connections: setup.receivingConnections,
                                        streams: setup.streamCount, latencyFrom: start + UInt64(options.warmup * 1e9),
-                                       maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback)
+                                       maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback,
+                                       spins: options.receiverSpins)
         // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
         let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
@@ -133,6 +135,9 @@ public struct LoadRun: Sendable {
         }
         receiverOutcome.start(name: "load-receive") {
             place(on: placement?.sinkMask)
+            if receiver.spins && lg_sched_idle() != 0 {
+                log("warning: the receiving thread could not move to SCHED_IDLE (\(errnoText(errno))): it polls at normal priority")
+            }
             return receiver.run(signals)
         }
 

@@ -22,6 +22,8 @@ public struct TrafficReceiver: Sendable {
     public let inbox: ControlInbox?
     /// Where the congestion-controlled senders read what arrived (`--congestion-control`).
     public let feedback: StreamFeedback?
+    /// Poll without waiting (`LoadOptions.receiverSpins`).
+    public let spins: Bool
 
     public init(sockets: [TrafficSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
                 turnClients: Set<Int32> = [], inbox: ControlInbox? = nil, feedback: StreamFeedback? = nil) {
@@ -30,8 +32,9 @@ public struct TrafficReceiver: Sendable {
     }
 
     init(sockets: [TrafficSocket], connections: [TurnStreamConnection], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
-         turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?) {
+         turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?, spins: Bool = false) {
         self.feedback = feedback
+        self.spins = spins
         self.sockets = sockets
         self.connections = connections
         self.streams = streams
@@ -67,7 +70,7 @@ public struct TrafficReceiver: Sendable {
         }
         while true {
             var ready = 0
-            if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), 5)) }) { ready = count }
+            if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), spins ? 0 : 5)) }) { ready = count }
             let afterPoll = MonotonicClock.now()
             if ready > 0 {
                 for p in polls.indices where polls[p].revents != 0 {

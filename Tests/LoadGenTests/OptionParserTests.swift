@@ -160,7 +160,7 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(comparison.engines.map(\.workers), [1, 1, 2])
         XCTAssertEqual(c.serverPrefix, ["ip", "netns", "exec", "x"])
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
-                       "compare --loads fast: accepted: 10k, 50k, 100k, 200k, 200kx2, voice2000, video200, "
+                       "compare --loads fast: accepted: 10k, 50k, 100k, 200k, 100kx2, voice2000, video200, "
                        + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
                        "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, "

@@ -6,7 +6,8 @@ import RelayObservation
 /// call and per turn (a wake-up of the worker), how turns spread by size, and what GSO carried.
 public enum BatchingTable {
     public static let columns = ["load", "engine", "syscalls/datagram", "datagrams/receive call", "datagrams/turn",
-                                 "turns by datagrams: 1 | 2 | 3-4 | 5-8 | 9-16 | 17+ (%)", "GSO segments/send", "sent by GSO %"]
+                                 "turns of 1 datagram %", "of 2 %", "of 3-4 %", "of 5-8 %", "of 9-16 %", "of 17+ %",
+                                 "GSO segments/send", "sent by GSO %"]
 
     /// The counters of every measured run of one engine at one load, summed.
     struct Totals {
@@ -40,9 +41,8 @@ public enum BatchingTable {
             let shares = [b.turnSizes[0], b.turnSizes[1], b.turnSizes[2], b.turnSizes[3], b.turnSizes[4], b.turnSizes[5...].reduce(0, +)]
                 .map { b.receiveTurns > 0 ? String(format: "%.0f", $0 / b.receiveTurns * 100) : "-" }
             return [cell.load.label, cell.engine, ratio(totals.syscalls, totals.packetsIn, "%.2f"),
-                    ratio(totals.packetsIn, b.receiveCalls, "%.1f"), ratio(totals.packetsIn, b.receiveTurns, "%.1f"),
-                    shares.joined(separator: " | "), b.gsoSends > 0 ? ratio(b.gsoSegments, b.gsoSends, "%.1f") : "-",
-                    ratio(b.gsoSegments * 100, totals.packetsOut, "%.0f")]
+                    ratio(totals.packetsIn, b.receiveCalls, "%.1f"), ratio(totals.packetsIn, b.receiveTurns, "%.1f")]
+                + shares + [b.gsoSends > 0 ? ratio(b.gsoSegments, b.gsoSends, "%.1f") : "-", ratio(b.gsoSegments * 100, totals.packetsOut, "%.0f")]
         }
     }
 

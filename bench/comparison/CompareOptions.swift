@@ -9,8 +9,8 @@ public struct CompareOptions: Sendable, Equatable {
     /// minimum, only the loads whose checks are not settled run again (`StoppingRule`).
     public var repeats = 3
     public var maxRepeats = 3
-    /// No round starts after this many seconds of the comparison (`--budget`), whatever is
-    /// still unsettled: a bound on the whole run's length on a slow machine.
+    /// No round past the minimum starts that would end after this many seconds of the
+    /// comparison (`--budget`), whatever is still unsettled: a bound on the whole run's length.
     public var budget: Double?
     /// Each run's length; make demo's choice is in bench/demo.sh and bench/README.md.
     public var seconds = 1.5

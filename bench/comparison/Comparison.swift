@@ -61,6 +61,17 @@ public struct Comparison: Sendable {
         var round = 0
         while !pending.isEmpty {
             let plan = comparisonRound(round, loads: pending, engines: engines)
+            if let budget = options.budget, round >= rule.minimum {
+                // Past the minimum, a round starts only if it should end within the budget, at
+                // the mean length of the runs so far.
+                let elapsed = Double(MonotonicClock.now() - began) / 1e9
+                let expected = elapsed + elapsed / Double(records.count) * Double(plan.count)
+                if expected > budget {
+                    log(String(format: "compare: %.0f s spent; another round (%d runs) would end past the %.0f s budget: %@ left as they stand",
+                               elapsed, plan.count, budget, pending.map(\.label).joined(separator: ", ")))
+                    break
+                }
+            }
             log("compare: round \(round + 1): \(pending.map(\.label).joined(separator: ", ")), \(plan.count) runs")
             for (i, planned) in plan.enumerated() {
                 if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(records.count) runs") }
@@ -70,14 +81,8 @@ public struct Comparison: Sendable {
                 if records.count == 1, record.result == nil { throw LoadError("compare: first run failed: \(record.error ?? "?")") }
             }
             round += 1
-            let elapsed = Double(MonotonicClock.now() - began) / 1e9
             pending = loads.filter { load in
                 !rule.settled(checks.filter { $0.load == load }, records: records, rounds: round)
-            }
-            if let budget = options.budget, elapsed >= budget, round >= rule.minimum, !pending.isEmpty {
-                log(String(format: "compare: %.0f s spent, past the %.0f s budget: no more rounds (%@ not settled)", elapsed, budget,
-                           pending.map(\.label).joined(separator: ", ")))
-                break
             }
         }
         log(String(format: "compare: %d runs in %.0f s", records.count, Double(MonotonicClock.now() - began) / 1e9))
@@ -230,6 +235,7 @@ public struct Comparison: Sendable {
         o.relayPID = pid
         o.progress = false
         o.placement = placement
+        o.receiverSpins = options.pin == .relay
         return o
     }
 

@@ -12,7 +12,7 @@ public enum ComparisonReport {
         s += "Placement: \(placement).\n\n"
         let rounds = Set(records.map(\.run.repeatIndex)).count
         s += "Repeats: \(rounds) round(s) in all (at least \(options.repeats), at most \(options.maxRepeats)"
-        s += options.budget.map { String(format: ", none started after %.0f s", $0) } ?? ""
+        s += options.budget.map { String(format: ", none past the minimum started that would end after %.0f s", $0) } ?? ""
         s += "); runs per engine and load in the table's \"runs\" column.\n\n"
         s += "Each run starts `\(options.server) --engine E --gso on|off --gro on|off --batch-size 64 --max-datagram-size 2048 --workers \(options.workers.map(String.init).joined(separator: "|"))`"
         if options.relayHost != "127.0.0.1" { s += " on \(options.relayHost)\(options.serverPrefix.isEmpty ? "" : " under `\(options.serverPrefix.joined(separator: " "))`")" }
@@ -70,10 +70,11 @@ public enum ComparisonReport {
     static func latencyMeaning(_ pin: Pinning) -> String {
         switch pin {
         case .relay:
-            return "Latency is from the sender's timestamp to the receiving thread's read: the relay's CPU is its own, so "
-                + "its queueing is the relay's, but the generator's sending and receiving threads share a CPU, and a "
-                + "datagram that arrives while the sender runs waits for the receiver; that delay, the same for every "
-                + "engine at a load, is in the figures."
+            return "Latency is from the sender's timestamp to the receiving thread's read. The relay's CPU is its own, so "
+                + "the queueing in the figures is the relay's; the receiving thread never sleeps (it polls at SCHED_IDLE "
+                + "beside the sender), so it reads a datagram at once unless the sender is sending: a datagram that "
+                + "arrives during one of the sender's bursts waits for the burst's end, a delay of the generator's "
+                + "that is the same for every engine at a load and stays in the figures."
         case .split:
             return "Latency is from the sender's timestamp to the receiving thread's read; the receiving thread shares the "
                 + "relay's CPU, so a relay near its limit delays it and the figure holds both."

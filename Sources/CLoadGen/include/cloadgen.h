@@ -37,4 +37,8 @@ int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flag
 int lg_cpu_mask_get(unsigned long long *mask);
 int lg_cpu_mask_set(int pid, unsigned long long mask);
 
+/// Moves the calling thread to SCHED_IDLE (declared only under _GNU_SOURCE): it runs only when
+/// nothing else on its CPU wants to. 0, or -1 and errno.
+int lg_sched_idle(void);
+
 #endif
