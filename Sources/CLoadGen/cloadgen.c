@@ -5,6 +5,7 @@
 #include <netinet/udp.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,12 @@ int lg_cpu_mask_get(unsigned long long *mask) {
 int lg_cpu_mask_set(int pid, unsigned long long mask) {
     return (int)syscall(SYS_sched_setaffinity, pid, sizeof mask, &mask);
 }
+
+#ifndef SCM_TIMESTAMPNS
+#define SCM_TIMESTAMPNS SO_TIMESTAMPNS
+#endif
+int lg_so_timestampns(void) { return SO_TIMESTAMPNS; }
+int lg_scm_timestampns(void) { return SCM_TIMESTAMPNS; }
 
 int lg_sched_idle(void) {
     struct sched_param param = {.sched_priority = 0};

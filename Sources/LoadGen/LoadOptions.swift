@@ -70,6 +70,10 @@ public struct LoadOptions: Sendable, Equatable {
     /// pays for that wake-up across CPUs; polling, it is never asleep, as a NIC's transmit wakes
     /// no one, and it reads each datagram as soon as the sender lets it run.
     public var receiverSpins = false
+    /// Latency ends when the kernel queued each datagram to the receiving socket (SO_TIMESTAMPNS;
+    /// on loopback, during the relay's send), not when the receiving thread read it: the
+    /// generator's own scheduling delay stays out of the figures (compare `--pin relay`).
+    public var arrivalStamps = false
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
     public var sessionFields: String?

@@ -90,6 +90,12 @@ public struct LoadRun: Sendable {
         if options.senderGSO, let socket = setup.flows.first?.socket, !socket.acceptsGSO() {
             throw LoadError("--sender-gso: this kernel refuses UDP_SEGMENT (UDP GSO needs Linux 4.18 or later)")
         }
+        if options.arrivalStamps {
+            // Before latching: the kernel turns stamping on a moment after the first socket asks.
+            for socket in setup.receivingSockets where !socket.stampArrivals() {
+                throw LoadError("SO_TIMESTAMPNS on a receiving socket: \(errnoText(errno))")
+            }
+        }
         let latched = try setup.latch(log: log)
         MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
 
@@ -118,7 +124,7 @@ public struct LoadRun: Sendable {
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, connections: setup.receivingConnections,
                                        streams: setup.streamCount, latencyFrom: start + UInt64(options.warmup * 1e9),
                                        maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback,
-                                       spins: options.receiverSpins)
+                                       spins: options.receiverSpins, stamped: options.arrivalStamps)
         // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
         let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()

@@ -236,6 +236,7 @@ public struct Comparison: Sendable {
         o.progress = false
         o.placement = placement
         o.receiverSpins = options.pin == .relay
+        o.arrivalStamps = options.pin == .relay
         return o
     }
 

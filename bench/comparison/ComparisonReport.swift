@@ -70,11 +70,13 @@ public enum ComparisonReport {
     static func latencyMeaning(_ pin: Pinning) -> String {
         switch pin {
         case .relay:
-            return "Latency is from the sender's timestamp to the receiving thread's read. The relay's CPU is its own, so "
-                + "the queueing in the figures is the relay's; the receiving thread never sleeps (it polls at SCHED_IDLE "
-                + "beside the sender), so it reads a datagram at once unless the sender is sending: a datagram that "
-                + "arrives during one of the sender's bursts waits for the burst's end, a delay of the generator's "
-                + "that is the same for every engine at a load and stays in the figures."
+            return "Latency is from the sender's timestamp to the kernel's stamp of the datagram's arrival at the "
+                + "generator's receiving socket (SO_TIMESTAMPNS, taken on loopback during the relay's send), not to "
+                + "the receiving thread's read: the generator's own scheduling delay on its side is left out, and "
+                + "the relay's CPU is its own, so the queueing in the figures is the relay's. The sender's own delay "
+                + "between stamping a datagram and sending it stays in, the same for every engine at a load. The "
+                + "receiving thread never sleeps (it polls at SCHED_IDLE beside the sender), so the relay's sends "
+                + "wake no one, as a NIC's transmit does not."
         case .split:
             return "Latency is from the sender's timestamp to the receiving thread's read; the receiving thread shares the "
                 + "relay's CPU, so a relay near its limit delays it and the figure holds both."
