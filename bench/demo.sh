@@ -11,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The relay alone on its CPU, the generator on the other (--pin relay); runs of 1 s, three
 # interleaved rounds of every load, then more rounds of the loads whose checks are not yet
-# settled, up to eight, none that would end past 330 s (bench/README.md, "make demo").
+# settled, up to eight, none that would end past 300 s (bench/README.md, "make demo").
 .build/release/mediarelay-load compare --server .build/release/mediarelay --reference .build/reference/forwarder \
-	--pin relay --seconds 1 --repeats 3 --max-repeats 8 --budget 330 --out bench/results/latest "$@"
+	--pin relay --seconds 1 --repeats 3 --max-repeats 8 --budget 300 --out bench/results/latest "$@"
 {
 	echo
 	echo "## The kernel fast path beside the user-space path"

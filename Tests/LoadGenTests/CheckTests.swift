@@ -97,12 +97,26 @@ final class CheckTests: XCTestCase {
         XCTAssertEqual(StoppingRule(minimum: 5, maximum: 2).maximum, 5, "the maximum is at least the minimum")
     }
 
+    func testOnlyTheUnsettledChecksAskForMoreRounds() {
+        let rule = StoppingRule(minimum: 3, maximum: 8)
+        let mmsg = Check(engine: "mmsg", baseline: "perpacket", load: load, aim: .savingAtLeast(25))
+        // uring clearly met (2 us against 4), mmsg wide across its aim (10 % to 50 % saved).
+        let recs = records(us: [2, 2.1, 2.2]) + records(engine: "mmsg", us: [2, 3.6, 2.1]).filter { $0.run.engine.name == "mmsg" }
+        XCTAssertEqual(rule.unsettled([saving, mmsg], records: recs, rounds: 3), [mmsg])
+        XCTAssertEqual(rule.unsettled([saving, mmsg], records: recs, rounds: 2), [saving, mmsg], "before the minimum, every check")
+        XCTAssertEqual(rule.unsettled([saving, mmsg], records: recs, rounds: 8), [], "at the maximum, none")
+    }
+
     func testRoundsAfterTheMinimumRunOnlyTheUnsettledLoads() {
         let loads = [LoadPoint.constant(10_000), LoadPoint.constant(50_000), LoadPoint.constant(200_000)]
         let round = comparisonRound(4, loads: [loads[1]], engines: EngineSetting.all)
         XCTAssertEqual(round.count, 4)
         XCTAssertEqual(Set(round.map(\.engine.name)), Set(EngineSetting.all.map(\.name)), "every engine at the load, so each check stays paired")
         XCTAssertTrue(round.allSatisfy { $0.repeatIndex == 4 && $0.load == loads[1] })
+        // Only the two sides of the checks still open there.
+        let pair = comparisonRound(5, loads: [loads[2]], engines: EngineSetting.all) { _, engine in ["perpacket", "uring+gso"].contains(engine.name) }
+        XCTAssertEqual(Set(pair.map(\.engine.name)), ["perpacket", "uring+gso"])
+        XCTAssertEqual(pair.count, 2)
         XCTAssertEqual(comparisonPlan(repeats: 2, loads: loads, engines: EngineSetting.all),
                        comparisonRound(0, loads: loads, engines: EngineSetting.all) + comparisonRound(1, loads: loads, engines: EngineSetting.all))
     }

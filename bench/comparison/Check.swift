@@ -32,8 +32,7 @@ public struct Check: Sendable, Equatable {
 
     /// The widest spread of the median at which repeating stops although its interval still
     /// holds the aim (the verdict is then inconclusive: the figure is too near the aim to call).
-    /// Chosen against the repeat-to-repeat spread of a quiet 2-vCPU machine (bench/README.md,
-    /// "make demo").
+    /// Why these bounds: bench/README.md, "make demo".
     public var spreadBound: Double {
         switch aim {
         case .savingAtLeast: Self.savingBound
@@ -101,8 +100,14 @@ public struct StoppingRule: Sendable, Equatable {
 
     /// Whether the load of `checks` (all at one load) needs no more rounds.
     public func settled(_ checks: [Check], records: [RunRecord], rounds: Int) -> Bool {
-        if rounds >= maximum { return true }
-        return rounds >= minimum && checks.allSatisfy { settled($0, MedianInterval($0.samples(records)), rounds: rounds) }
+        unsettled(checks, records: records, rounds: rounds).isEmpty
+    }
+
+    /// The checks that need another round after `rounds` (none before the minimum counts as
+    /// settled; at the maximum, none is left).
+    public func unsettled(_ checks: [Check], records: [RunRecord], rounds: Int) -> [Check] {
+        if rounds >= maximum { return [] }
+        return checks.filter { !settled($0, MedianInterval($0.samples(records)), rounds: rounds) }
     }
 }
 

@@ -55,12 +55,17 @@ public struct Comparison: Sendable {
         let rule = options.stoppingRule
         let began = MonotonicClock.now()
         log("compare: \(placementText); at least \(rule.minimum) and at most \(rule.maximum) interleaved rounds of \(String(format: "%g", options.seconds)) s runs"
-            + (options.budget.map { ", no round started after \(Int($0)) s" } ?? ""))
+            + (options.budget.map { ", none past the minimum that would end after \(Int($0)) s" } ?? ""))
         var records: [RunRecord] = []
         var pending = loads
+        // Past the minimum: the engines each unsettled load still needs, the two sides of its
+        // unsettled checks (nil: every engine, as in the first rounds).
+        var needed: [String: Set<String>]?
         var round = 0
         while !pending.isEmpty {
-            let plan = comparisonRound(round, loads: pending, engines: engines)
+            let plan = comparisonRound(round, loads: pending, engines: engines) { load, engine in
+                needed.map { $0[load.label]?.contains(engine.name) ?? false } ?? true
+            }
             if let budget = options.budget, round >= rule.minimum {
                 // Past the minimum, a round starts only if it should end within the budget, at
                 // the mean length of the runs so far.
@@ -72,7 +77,7 @@ public struct Comparison: Sendable {
                     break
                 }
             }
-            log("compare: round \(round + 1): \(pending.map(\.label).joined(separator: ", ")), \(plan.count) runs")
+            log("compare: round \(round + 1): \(plan.count) runs at \(pending.map(\.label).joined(separator: ", "))")
             for (i, planned) in plan.enumerated() {
                 if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(records.count) runs") }
                 let record = runAndLog(planned, index: i, of: plan.count)
@@ -81,9 +86,12 @@ public struct Comparison: Sendable {
                 if records.count == 1, record.result == nil { throw LoadError("compare: first run failed: \(record.error ?? "?")") }
             }
             round += 1
-            pending = loads.filter { load in
-                !rule.settled(checks.filter { $0.load == load }, records: records, rounds: round)
+            var open: [String: Set<String>] = [:]
+            for check in rule.unsettled(checks, records: records, rounds: round) {
+                open[check.load.label, default: []].formUnion([check.engine, check.baseline])
             }
+            pending = round < rule.minimum ? loads : loads.filter { open[$0.label] != nil }
+            needed = round < rule.minimum ? nil : open
         }
         log(String(format: "compare: %d runs in %.0f s", records.count, Double(MonotonicClock.now() - began) / 1e9))
         let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))

@@ -154,12 +154,14 @@ public func comparisonPlan(repeats: Int, loads: [LoadPoint], engines: [EngineSet
     (0..<repeats).flatMap { comparisonRound($0, loads: loads, engines: engines) }
 }
 
-/// One repeat round of `comparisonPlan`: every load in `loads` on every engine that runs at it.
-/// `compare` runs further rounds with only the loads whose checks are not settled yet.
-public func comparisonRound(_ r: Int, loads: [LoadPoint], engines: [EngineSetting]) -> [PlannedRun] {
+/// One repeat round of `comparisonPlan`: every load in `loads` on every engine that runs at it
+/// and that `wanted` keeps. `compare` runs further rounds with only the loads whose checks are
+/// not settled yet, and at them only the two sides of those checks.
+public func comparisonRound(_ r: Int, loads: [LoadPoint], engines: [EngineSetting],
+                            wanted: (LoadPoint, EngineSetting) -> Bool = { _, _ in true }) -> [PlannedRun] {
     var plan: [PlannedRun] = []
     for (l, load) in loads.enumerated() {
-        let engines = engines.filter { $0.runs(at: load) }
+        let engines = engines.filter { $0.runs(at: load) && wanted(load, $0) }
         for e in 0..<engines.count {
             let engine = engines[(e + r + l) % engines.count]
             plan.append(PlannedRun(repeatIndex: r, load: load, engine: engine))
