@@ -107,9 +107,10 @@ Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or 
 130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
-uring with --gso on) x offered load (10k, 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
+uring with --gso on) x offered load (10k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, 100k over 2,
 2000 voice streams, 200 video streams of 2 Mbit/s with --sender-gso), --repeats times [3] interleaved so drift falls on every engine, each for
---seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest]. The relay runs
+--seconds [1.5], then (with --max-repeats) more rounds of the checks not yet settled; writes PREFIX.md (with
+the checks' verdicts and the relay's batching counters), PREFIX.csv and PREFIX.svg [--out bench/results/latest]. The relay runs
 with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
   --reference PATH       also run the C reference forwarder (bench/reference, built by make reference) over
                          the same flows (a socket pair per session, latching like the relay's legs): as
