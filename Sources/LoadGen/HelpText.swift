@@ -135,11 +135,12 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
                          scheduler, three busy threads on two CPUs land differently at each start, and a
                          forwarder's cost per datagram follows where it landed (engine-bench measured 10-20%
                          of spread between repeats from this), which blurs relay/C by as much
-  --max-repeats M        after --repeats rounds, run again only the loads whose checks (the report's
-                         "Checks") are not settled, up to M rounds in all [--repeats]: a check is settled when
+  --max-repeats M        after --repeats rounds, run again only the two sides of the checks (the report's
+                         "Checks") not yet settled, up to M rounds in all [--repeats]: a check is settled when
                          the 90 % interval of its median lies wholly on one side of its aim, or is narrower
-                         than its bound (10 points of CPU saved, 40 us of p99); at M it is reported as it
-                         stands: met, not met, or inconclusive
+                         than its bound (10 points of CPU saved, 40 us of p99); with fewer than five repeats
+                         (no 90 % interval yet), when their range clears the aim by half the bound. Each
+                         check is reported as it stands: met, not met, or inconclusive
   --budget S             past --repeats, start no round that would end after S seconds of the comparison
                          (at the mean length of the runs so far), settled or not [none]
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise

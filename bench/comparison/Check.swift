@@ -66,22 +66,29 @@ public struct Check: Sendable, Equatable {
     }
 
     /// Met or not met when the interval lies wholly on one side of the aim, else inconclusive.
-    public func verdict(_ interval: MedianInterval) -> Verdict {
+    public func verdict(_ interval: MedianInterval) -> Verdict { verdict(interval, margin: 0) }
+
+    /// The verdict when the interval clears the aim by at least `margin` as well, else
+    /// inconclusive.
+    func verdict(_ interval: MedianInterval, margin: Double) -> Verdict {
         switch aim {
         case .savingAtLeast(let least):
-            if interval.low >= least { return .met }
-            if interval.high < least { return .notMet }
+            if interval.low >= least + margin { return .met }
+            if interval.high < least - margin { return .notMet }
         case .addedLatencyAtMost(let most):
-            if interval.high <= most { return .met }
-            if interval.low > most { return .notMet }
+            if interval.high <= most - margin { return .met }
+            if interval.low > most + margin { return .notMet }
         }
         return .inconclusive
     }
 }
 
-/// When to stop repeating a load: every check at it has its verdict (the median's interval
-/// clear of the aim) or a spread within its bound, after at least `minimum` rounds; or
-/// `maximum` rounds have run.
+/// When to stop repeating a check, after at least `minimum` rounds: its interval reaches the
+/// confidence (`MedianInterval.confidence`) and lies clear of the aim or within its spread
+/// bound; or, on fewer repeats than that (the interval is then the whole range, and a check
+/// whose figure sits at the aim has all of three repeats on one side one time in four), its
+/// range clears the aim by half the bound. Or `maximum` rounds have run. The verdict reported
+/// is `Check.verdict` of the interval as it stands, whichever way the repeating stopped.
 public struct StoppingRule: Sendable, Equatable {
     public var minimum: Int
     public var maximum: Int
@@ -95,6 +102,9 @@ public struct StoppingRule: Sendable, Equatable {
     public func settled(_ check: Check, _ interval: MedianInterval?, rounds: Int) -> Bool {
         if rounds >= maximum { return true }
         guard rounds >= minimum, let interval else { return false }
+        guard interval.coverage >= MedianInterval.confidence else {
+            return check.verdict(interval, margin: check.spreadBound / 2) != .inconclusive
+        }
         return check.verdict(interval) != .inconclusive || interval.spread <= check.spreadBound
     }
 

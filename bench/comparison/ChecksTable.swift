@@ -28,7 +28,9 @@ public enum ChecksTable {
         }
     }
 
-    public static func markdown(_ checks: [Check], records: [RunRecord], rule: StoppingRule) -> String {
+    /// `budget`: the seconds past which no round started (`--budget`), said beside the rule.
+    public static func markdown(_ checks: [Check], records: [RunRecord], rule: StoppingRule, budget: Double? = nil) -> String {
+        let budgetNote = budget.map { String(format: ", none past the minimum that would end after %.0f s", $0) } ?? ""
         guard !checks.isEmpty else { return "" }
         var s = "## Checks\n\n"
         s += "Batching must not cost latency (each engine's p99 at \(Check.latencyLoad.label) within "
@@ -37,10 +39,11 @@ public enum ChecksTable {
         s += "its baseline in the same round), and the verdict rests on the interval that holds the median of those "
         s += "figures with 90 % confidence whatever their distribution (order statistics; with fewer than five "
         s += "repeats it is the whole range, with the coverage shown): met or not met when the interval lies wholly on "
-        s += "one side of the aim, inconclusive when it still holds the aim. A load was repeated (every engine at it, "
-        s += "interleaved) until each of its checks had a verdict or an interval narrower than its bound "
-        s += "(\(Int(Check.savingBound)) points of CPU saved, \(Int(Check.latencyBound)) us of p99), "
-        s += "\(rule.minimum) rounds at least and \(rule.maximum) at most.\n\n"
+        s += "one side of the aim, inconclusive when it still holds the aim. After \(rule.minimum) rounds of every engine "
+        s += "at every load, a check was repeated (its two sides, interleaved) until its interval held 90 % and was clear "
+        s += "of the aim or narrower than its bound (\(Int(Check.savingBound)) points of CPU saved, "
+        s += "\(Int(Check.latencyBound)) us of p99), or, with fewer repeats, until their range cleared the aim by half "
+        s += "the bound; at most \(rule.maximum) rounds\(budgetNote).\n\n"
         s += ComparisonTable.markdown(columns: columns, rows: rows(checks, records: records)) + "\n\n"
         return s
     }

@@ -36,7 +36,7 @@ public enum ComparisonReport {
         s += latencyMeaning(options.pin)
         s += " On loopback the kernel work of delivering each datagram is charged to whoever sends it: the "
         s += "generator pays for delivery into the relay's sockets, the relay for delivery into the generator's.\n\n"
-        s += ChecksTable.markdown(checks, records: records, rule: options.stoppingRule)
+        s += ChecksTable.markdown(checks, records: records, rule: options.stoppingRule, budget: options.budget)
         s += ComparisonTable.markdown(cells) + "\n\n"
         s += "Medians over repeats. sent/s below offered/s means the machine (generator and relay share its cores) could not "
         s += "keep up; delivered % is received / sent. CPU saved = 1 - median(engine) / median(perpacket) at the same load. "
