@@ -26,16 +26,21 @@ public enum BatchingTable {
         }
     }
 
+    /// The summed counters of `engine` at `load`; nil when no run of it reported its batching.
+    static func totals(_ records: [RunRecord], engine: String, load: LoadPoint) -> Totals? {
+        var totals = Totals(), any = false
+        for r in records where r.run.load == load && r.run.engine.name == engine {
+            guard let delta = r.result?.relay, let counters = delta.batching else { continue }
+            totals.add(delta, counters)
+            any = true
+        }
+        return any && totals.packetsIn > 0 ? totals : nil
+    }
+
     /// One row per relay engine and load whose runs reported their batching, in `cells`' order.
     public static func rows(records: [RunRecord], cells: [CellSummary]) -> [[String]] {
         cells.compactMap { cell in
-            var totals = Totals(), any = false
-            for r in records where r.run.load == cell.load && r.run.engine.name == cell.engine {
-                guard let delta = r.result?.relay, let counters = delta.batching else { continue }
-                totals.add(delta, counters)
-                any = true
-            }
-            guard any, totals.packetsIn > 0 else { return nil }
+            guard let totals = totals(records, engine: cell.engine, load: cell.load) else { return nil }
             let b = totals.batching
             // 1, 2, 3-4, 5-8, 9-16 and the rest, from the relay's buckets (upper bounds 1, 2, 4, ...).
             let shares = [b.turnSizes[0], b.turnSizes[1], b.turnSizes[2], b.turnSizes[3], b.turnSizes[4], b.turnSizes[5...].reduce(0, +)]
@@ -44,6 +49,18 @@ public enum BatchingTable {
                     ratio(totals.packetsIn, b.receiveCalls, "%.1f"), ratio(totals.packetsIn, b.receiveTurns, "%.1f")]
                 + shares + [b.gsoSends > 0 ? ratio(b.gsoSegments, b.gsoSends, "%.1f") : "-", ratio(b.gsoSegments * 100, totals.packetsOut, "%.0f")]
         }
+    }
+
+    /// "; here, at LOAD, ...": mmsg's datagrams per call and per turn and both engines' system
+    /// calls per datagram at the first load of 50k/s or more over many sessions, from this run.
+    static func mmsgFigures(_ records: [RunRecord], cells: [CellSummary]) -> String {
+        guard let load = cells.first(where: { $0.load.profile == .constant && $0.load.streams >= 20 && $0.load.offeredRate >= 50_000 })?.load,
+              let mmsg = totals(records, engine: "mmsg", load: load), let perpacket = totals(records, engine: "perpacket", load: load)
+        else { return "" }
+        let b = mmsg.batching
+        return "; here, at \(load.label), mmsg's receive calls carried \(ratio(mmsg.packetsIn, b.receiveCalls, "%.1f")) datagrams each "
+            + "while its turns held \(ratio(mmsg.packetsIn, b.receiveTurns, "%.1f")), and it made \(ratio(mmsg.syscalls, mmsg.packetsIn, "%.2f")) "
+            + "system calls per datagram against perpacket's \(ratio(perpacket.syscalls, perpacket.packetsIn, "%.2f"))"
     }
 
     static func ratio(_ a: Double, _ b: Double, _ format: String) -> String {
@@ -61,10 +78,10 @@ public enum BatchingTable {
         s += "anything, across all its sockets, with the share of turns by size; datagrams per GSO send, and the share of "
         s += "datagrams sent as GSO segments.\n\n"
         s += ComparisonTable.markdown(columns: columns, rows: rows) + "\n\n"
-        s += "Each session leg is a socket of its own. At these rates a turn finds a few datagrams spread over as "
-        s += "many sockets, and recvmmsg and sendmmsg batch within one socket only, so each of mmsg's calls still "
-        s += "carries one or two datagrams (datagrams per receive call against datagrams per turn) and it makes nearly "
-        s += "as many system calls as perpacket, which also pays one empty recvmsg per socket it empties. "
+        s += "Each session leg is a socket of its own. At moderate rates a turn finds a few datagrams spread over as "
+        s += "many sockets, and recvmmsg and sendmmsg batch within one socket only, so each of mmsg's calls carries "
+        s += "few of the turn's datagrams and it saves few of perpacket's system calls (perpacket also pays one empty "
+        s += "recvmsg per socket it empties)" + mmsgFigures(records, cells: cells) + ". "
         s += "mmsg saves its calls where one socket has many datagrams waiting at each wake-up: few flows at a high rate"
         s += fewFlows.isEmpty ? "" : " (\(fewFlows.joined(separator: ", ")) above)"
         s += ". io_uring batches across sockets: one io_uring_enter reaps every socket's datagrams (multishot "
