@@ -37,6 +37,7 @@ struct Server {
                                               maxDatagramSize: options.maxDatagramSize, receiveTimestamps: options.ecnBacklog)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
+        settings.socketOptions.freeBind = options.freeBind
         // Formatted and written on the worker that ends the entry (one write(2) a line).
         let log = self.log
         settings.accounting = { record in log.record(AccountingLine.message, AccountingLine.fields(record)) }
@@ -79,6 +80,11 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
+        // Before any socket: an address the host does not have stops start-up in one line.
+        if let interfaces = try? HostInterfaces.read(), let error = options.addressNotOnHost(interfaces.addresses) {
+            Log.emit(error.description + "\n")
+            return error.exitCode
+        }
         var relaySettings = settings()
         // Before the relay: its tables install entries from their first flow on.
         let fastPath = FastPathStartup.start(options, addresses: datagramAddresses(relaySettings), log: log)
