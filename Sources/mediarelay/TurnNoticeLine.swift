@@ -7,9 +7,9 @@ import STUN
 /// Contract: a failed authentication is `TURN authentication failed` with `client` (the
 /// address alone, so fail2ban's `<HOST>` takes it as it is), `port`, `transport`, `user` and
 /// `realm` as sent (left out when absent), `reason` and `suppressed` (that source's failures
-/// not written since its previous line). A refusal is `TURN request refused` with `code`,
-/// `cause`, `client`, `port`, `peer` for a refused peer, `why` (the sentence naming the option
-/// that cures it) and `suppressed`. Failures that a mistyped or brute-forced credential makes
+/// not written since its previous line). A refusal is `TURN request refused` with `code` (none
+/// for a connection closed on accept), `cause`, `client`, `port`, `peer` for a refused peer,
+/// `why` (the sentence naming the option that cures it) and `suppressed`. Failures that a mistyped or brute-forced credential makes
 /// (`unknown_user`, `bad_integrity`, `expired`) and every refusal are warnings; the rest (a
 /// stale nonce, which clients meet in normal use and retry at once) are info.
 struct TurnNoticeLine {
@@ -42,8 +42,9 @@ struct TurnNoticeLine {
     }
 
     func fields(_ refusal: RefusalNotice) -> [LogField] {
-        var fields = [LogField("code", .integer(UInt64(refusal.code.rawValue))), LogField("cause", .text(Self.name(refusal.cause))),
-                      LogField("client", .text(refusal.client.hostText)), LogField("port", .integer(UInt64(refusal.client.port)))]
+        var fields = refusal.code.map { [LogField("code", .integer(UInt64($0.rawValue)))] } ?? []
+        fields += [LogField("cause", .text(Self.name(refusal.cause))), LogField("client", .text(refusal.client.hostText)),
+                   LogField("port", .integer(UInt64(refusal.client.port)))]
         if case .peerRefused(_, let peer) = refusal.cause { fields.append(LogField("peer", .text(peer.description))) }
         fields.append(LogField("why", .text(why(refusal.cause))))
         fields.append(LogField("suppressed", .integer(refusal.suppressed)))
@@ -61,6 +62,8 @@ struct TurnNoticeLine {
         case .unknownReservation: "unknown_reservation"
         case .familyNotRelayed: "family_not_relayed"
         case .peerRefused: "peer_refused"
+        case .connectionLimit: "connection_limit"
+        case .sourceConnectionLimit: "source_connection_limit"
         }
     }
 
@@ -91,6 +94,12 @@ struct TurnNoticeLine {
             "the peer is one of the relay's own sockets, which no client may reach"
         case .peerRefused(let reason, _):
             "the peer policy refuses the peer (\(reason.rawValue)); if clients should reach it, allow it with --turn-allowed-peer"
+        case .connectionLimit:
+            "the relay holds --turn-max-connections (\(options.turnMaxConnections)) TCP and TLS connections; the new one was "
+                + "closed on accept; raise it"
+        case .sourceConnectionLimit:
+            "the client's address holds --turn-max-connections-per-source (\(options.turnMaxConnectionsPerSource)) connections; "
+                + "the new one was closed on accept; raise it if many clients share the address (a NAT)"
         }
     }
 }

@@ -56,3 +56,26 @@ final class TurnRefusalLogTests: XCTestCase {
         }
     }
 }
+
+/// A TCP connection closed on accept at --turn-max-connections-per-source writes the same kind
+/// of line, without an error code (no request was answered). (At --turn-max-connections the
+/// engine stops accepting instead, so new connections wait in the kernel's queue.)
+final class TurnConnectionRefusalLogTests: XCTestCase {
+    func testAConnectionClosedAtItsSourcesLimitWritesOneLineNamingIt() throws {
+        for format in ["text", "json"] {
+            let server = try TurnStreamServerFixture(["--log-format", format, "--turn-max-connections-per-source", "1"])
+            let kept = try LoopbackTCP.connect(port: server.tcpPort)
+            defer { close(kept) }
+            XCTAssertTrue(eventually {
+                (try? server.relay.stats()).flatMap { RelayProcess.number($0, "turn", "transports", "tcp", "connections") } == 1
+            })
+            let refused = try LoopbackTCP.connect(port: server.tcpPort)
+            defer { close(refused) }
+            let line = LogLines.wait(server.relay, message: TurnRefusalLogTests.message) { $0["cause"] == "source_connection_limit" }
+            XCTAssertNil(line?["code"], "\(String(describing: line))")
+            XCTAssertEqual(line?["client"], "127.0.0.1", server.relay.log)
+            XCTAssertTrue(line?["why"]?.contains("--turn-max-connections-per-source (1)") == true, server.relay.log)
+            XCTAssertEqual(server.relay.stop(), 0)
+        }
+    }
+}

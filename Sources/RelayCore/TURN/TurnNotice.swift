@@ -26,10 +26,11 @@ public struct AuthenticationFailureNotice: Sendable, Equatable {
     public var suppressed: UInt64
 }
 
-/// A request refused for a cause the operator can act on.
+/// A request (or a TCP or TLS connection) refused for a cause the operator can act on.
 public struct RefusalNotice: Sendable, Equatable {
     public var cause: RefusalCause
-    public var code: ErrorCode
+    /// The error code the request was answered with; nil for a connection closed on accept.
+    public var code: ErrorCode?
     public var client: Endpoint
     /// Refusals for the same cause not written since its previous notice.
     public var suppressed: UInt64
@@ -57,6 +58,11 @@ public enum RefusalCause: Sendable, Equatable {
     case familyNotRelayed(AddressFamily)
     /// The peer policy refused a peer (403).
     case peerRefused(PeerRefusal, Endpoint)
+    /// A TCP or TLS connection closed on accept: the relay holds --turn-max-connections.
+    case connectionLimit
+    /// A TCP or TLS connection closed on accept: its address holds
+    /// --turn-max-connections-per-source.
+    case sourceConnectionLimit
 
     /// A small number per kind of cause (reasons and addresses aside), for rate limits.
     var kind: Int {
@@ -70,8 +76,10 @@ public enum RefusalCause: Sendable, Equatable {
         case .unknownReservation: 6
         case .familyNotRelayed: 7
         case .peerRefused: 8
+        case .connectionLimit: 9
+        case .sourceConnectionLimit: 10
         }
     }
 
-    static let kinds = 9
+    static let kinds = 11
 }

@@ -1,7 +1,7 @@
 import NetAddress
 import STUN
 
-/// The notices of one worker's TURN requests, each through its rate limit: failed
+/// The notices of one worker's TURN requests (or its connections), each through its rate limit: failed
 /// authentications per source address (`SourceNoticeBudget`), refusals per kind of cause
 /// (`RefusalNoticeGate`). What passes goes to `TurnSettings.notices`.
 ///
@@ -26,8 +26,8 @@ struct TurnNotices {
             reason: reason, suppressed: suppressed)))
     }
 
-    /// A request from `client` refused with `code` for `cause`.
-    mutating func refused(_ cause: RefusalCause, code: ErrorCode, client: Endpoint, now: UInt64) {
+    /// A request from `client` refused with `code` for `cause` (nil: a connection closed on accept).
+    mutating func refused(_ cause: RefusalCause, code: ErrorCode?, client: Endpoint, now: UInt64) {
         guard let suppressed = refusals.take(cause, now: now) else { return }
         sink(.refused(RefusalNotice(cause: cause, code: code, client: client, suppressed: suppressed)))
     }
