@@ -1,6 +1,6 @@
 /// One line per kind of refusal cause per `intervalNanoseconds` on a worker, the first at once:
-/// a relay out of ports refuses every Allocate, and one line a minute says so as well as a
-/// thousand. The refusals held back are counted and reported on the next line of their kind.
+/// a relay out of ports refuses every Allocate, and one line a minute says so as well as one
+/// per refusal would. The refusals held back are counted and reported on the next line of their kind.
 ///
 /// Contract: fixed storage, nothing allocated after `init`.
 struct RefusalNoticeGate {
