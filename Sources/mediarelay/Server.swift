@@ -80,10 +80,16 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
-        // Before any socket: an address the host does not have stops start-up in one line.
-        if let interfaces = try? HostInterfaces.read(), let error = options.addressNotOnHost(interfaces.addresses) {
-            Log.emit(error.description + "\n")
-            return error.exitCode
+        // Before any socket: an address the host does not have stops start-up in one line, or
+        // with --free-bind on is said once, so a floating address that never came is not a mystery.
+        var strict = options
+        strict.freeBind = false
+        if let interfaces = try? HostInterfaces.read(), let missing = strict.addressNotOnHost(interfaces.addresses) {
+            guard options.freeBind else {
+                Log.emit(missing.description + "\n")
+                return missing.exitCode
+            }
+            log.info("--free-bind on: \(missing.subject) is not on this host yet; bound anyway (IP_FREEBIND)")
         }
         var relaySettings = settings()
         // Before the relay: its tables install entries from their first flow on.

@@ -40,6 +40,7 @@ final class StartupAddressChecksTests: XCTestCase {
         XCTAssertEqual(try fixture.client().allocate().hostText, Self.absent)
         let (_, legs) = try fixture.relay.createSession(token: "t")
         XCTAssertEqual(legs.first?.hostText, Self.absent)
+        XCTAssertTrue(fixture.relay.log.contains("--free-bind on: --relay-address \(Self.absent) is not on this host yet"), fixture.relay.log)
     }
 
     /// It handed out 127.0.0.1 as the relayed address to clients on other hosts, silently.
