@@ -156,7 +156,6 @@ struct mr_fp_entry {
     __u32 egress_ifindex;   // for MR_FP_EGRESS_INTERFACE; 0: deliver in this host
     __u32 counter_slot;     // index into the counters and slots maps
     __u32 flow_label;       // IPv6 flow label sent (low 20 bits, host order); 0: none
-    __u64 expires_ns;       // CLOCK_MONOTONIC; 0: no expiry
     __u64 idle_ns;          // longest quiet time before the flow is handed back; 0: none
 };
 
@@ -167,6 +166,9 @@ struct mr_fp_slot {
     __u64 last_forwarded_ns;  // CLOCK_MONOTONIC of the last datagram forwarded, or of install
     __s64 credit;             // bytes a credited entry may still send on
     __s64 packet_credit;      // datagrams a packet-credited entry may still send on
+    __u64 expires_ns;         // CLOCK_MONOTONIC after which the entry hands back; 0: never.
+                              // Here, not in the entry, so that a request that moves a flow's
+                              // end (a refreshed permission) costs a store, not a map update.
 };
 
 /// One entry's counters on one CPU. `bytes` counts the application's payload forwarded,

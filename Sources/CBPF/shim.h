@@ -25,6 +25,11 @@ static inline void mr_fp_slot_set_last_forwarded(struct mr_fp_slot *slot, __u64 
     __atomic_store_n(&slot->last_forwarded_ns, time, __ATOMIC_RELAXED);
 }
 
+static inline void mr_fp_slot_set_expires(struct mr_fp_slot *slot, __u64 time)
+{
+    __atomic_store_n(&slot->expires_ns, time, __ATOMIC_RELAXED);
+}
+
 static inline __s64 mr_fp_slot_exchange_credit(struct mr_fp_slot *slot, __s64 credit)
 {
     return __atomic_exchange_n(&slot->credit, credit, __ATOMIC_SEQ_CST);

@@ -110,6 +110,9 @@ public struct FlowEntry: Equatable, Sendable {
         return nil
     }
 
+    /// When the entry stops forwarding, as its slot holds it (0: never).
+    var slotExpiry: UInt64 { expiresAt.map { max($0, 1) } ?? 0 }
+
     func kernelEntry(slot: UInt32, flowLabel: UInt32) -> mr_fp_entry {
         var entry = mr_fp_entry()
         withUnsafeMutableBytes(of: &entry.source) { FlowKey.write(source, into: $0) }
@@ -144,7 +147,6 @@ public struct FlowEntry: Equatable, Sendable {
             | (dontFragment ? UInt8(MR_FP_FLAG_DONT_FRAGMENT) : 0)
         entry.flow_label = source.isIPv4 ? 0 : flowLabel
         entry.counter_slot = slot
-        entry.expires_ns = expiresAt.map { max($0, 1) } ?? 0
         entry.idle_ns = idleTimeout.map { max($0, 1) } ?? 0
         return entry
     }

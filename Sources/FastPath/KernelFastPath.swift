@@ -23,8 +23,9 @@ import SystemSupport
 ///   Each is one map operation, atomic for the packet path: a datagram sees the old entry or
 ///   the new one, never a mix.
 /// - `counters` sums an entry's per-CPU counters; `totals` every entry's since the load.
-/// - `lastForwarded`, `exchangeCredit` and `exchangePacketCredit` read and write memory shared
-///   with the kernel: no system call.
+/// - `lastForwarded`, `exchangeCredit`, `exchangePacketCredit` and `setExpiry` read and write
+///   memory shared with the kernel: no system call (`setExpiry` takes the entry's `slot`, so
+///   not even the lock).
 /// - Safe from any thread: one lock guards which slot belongs to which flow and the map
 ///   updates. Every method is per flow (or per housekeeping pass), never per datagram.
 public final class KernelFastPath: Sendable {
@@ -209,7 +210,7 @@ public final class KernelFastPath: Sendable {
         if existing == nil { zeroCounters(slot) }
         // Before the entry is in: the kernel must never see a new entry with the last
         // occupant's idle time or credits.
-        memory.start(slot, at: MonotonicClock.now(), clearCredit: existing == nil)
+        memory.start(slot, at: MonotonicClock.now(), expires: entry.slotExpiry, clearCredit: existing == nil)
         var kernelKey = key.kernelKey
         var value = entry.kernelEntry(slot: slot, flowLabel: table.labelsFlows ? entry.flowLabel : 0)
         let result = bpf_map_update_elem(flows, &kernelKey, &value, UInt64(BPF_ANY))
@@ -228,6 +229,19 @@ public final class KernelFastPath: Sendable {
             _ = bpf_map_delete_elem(flows, &kernelKey)
             table.freeSlots.give(slot)
         }
+    }
+
+    /// The slot of `key`'s entry, nil without one: what `setExpiry` takes, so that moving the
+    /// end of an installed entry needs neither the lock nor a system call. Valid until the
+    /// entry is removed; its owner must not use it after that.
+    public func slot(_ key: FlowKey) -> FlowSlot? {
+        table.withLock { $0.slots[key].map(FlowSlot.init) }
+    }
+
+    /// Moves the end of the entry in `slot` to `time` (MonotonicClock nanoseconds; nil: no
+    /// end): a store to memory the kernel reads, no system call.
+    public func setExpiry(_ slot: FlowSlot, _ time: UInt64?) {
+        memory.setExpires(slot.index, time.map { max($0, 1) } ?? 0)
     }
 
     /// The entry's counters summed over every CPU, or nil when `key` has no entry.

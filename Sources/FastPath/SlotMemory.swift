@@ -27,15 +27,21 @@ final class SlotMemory: @unchecked Sendable {
 
     deinit { munmap(slots, length) }
 
-    /// Readies `slot` for an entry: forwarded "now" as far as idleness goes, and, when
-    /// `clearCredit`, nothing to spend (bytes or packets) until the owner grants some.
-    func start(_ slot: UInt32, at time: UInt64, clearCredit: Bool) {
+    /// Readies `slot` for an entry: forwarded "now" as far as idleness goes, ending at
+    /// `expires` (0: never), and, when `clearCredit`, nothing to spend (bytes or packets)
+    /// until the owner grants some.
+    func start(_ slot: UInt32, at time: UInt64, expires: UInt64, clearCredit: Bool) {
         let state = pointer(slot)
         if clearCredit {
             _ = mr_fp_slot_exchange_credit(state, 0)
             _ = mr_fp_slot_exchange_packet_credit(state, 0)
         }
+        mr_fp_slot_set_expires(state, expires)
         mr_fp_slot_set_last_forwarded(state, time)
+    }
+
+    func setExpires(_ slot: UInt32, _ time: UInt64) {
+        mr_fp_slot_set_expires(pointer(slot), time)
     }
 
     func lastForwarded(_ slot: UInt32) -> UInt64 {

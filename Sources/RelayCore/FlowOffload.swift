@@ -20,6 +20,11 @@ public protocol FlowOffload: AnyObject, Sendable {
     func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool
     /// Takes the entry for `key` out; its datagrams reach user space from now on.
     func remove(_ key: FlowKey)
+    /// The slot of `key`'s entry (nil without one), for `setExpiry` while the entry stays in.
+    func slot(_ key: FlowKey) -> FlowSlot?
+    /// Moves the end of the entry in `slot` to `time` (nil: none): a store, no system call, so
+    /// that a request renewing what many entries end with costs what renewing it costs.
+    func setExpiry(_ slot: FlowSlot, _ time: UInt64?)
     /// The entry's counters summed over every CPU since it was installed; nil without one.
     func counters(_ key: FlowKey) -> FlowCounters?
     /// When (MonotonicClock nanoseconds) the kernel last forwarded a datagram of `key`, or

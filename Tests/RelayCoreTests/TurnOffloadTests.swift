@@ -48,6 +48,36 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertEqual(offload.entries.count, 2)
     }
 
+    /// Each request writes only the channels it affects, and an end that moves is a store into
+    /// the entries' slots, never a new install: a permission for one peer's address moves that
+    /// peer's channel only, a Refresh that leaves every channel's end where it was moves none,
+    /// a ChannelBind of a new channel installs its two entries and nothing else.
+    func testARequestWritesOnlyTheChannelsItAffects() throws {
+        let offload = InMemoryOffload()
+        var channel = try bound(offload)
+        let (_, otherPeer) = try channel.harness.socket("127.0.0.2")
+        XCTAssertTrue(try XCTUnwrap(channel.client.bind(0x4002, otherPeer)).isSuccess)
+        let events = offload.events.count
+        let moves = offload.expiryMoves
+        channel.harness.advance(seconds: 100)
+
+        XCTAssertTrue(try XCTUnwrap(channel.client.permit(otherPeer)).isSuccess)
+        XCTAssertEqual(offload.events.count, events, "a permission installs or removes nothing")
+        XCTAssertEqual(offload.expiryMoves - moves, 2, "the other peer's channel, both ways")
+        let otherToPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4002)
+        XCTAssertEqual(offload.entries[otherToPeer]?.expiresAt, channel.harness.now + 300 * 1_000_000_000)
+        let firstToPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)
+        XCTAssertEqual(offload.entries[firstToPeer]?.expiresAt, channel.harness.now + 200 * 1_000_000_000, "untouched")
+
+        XCTAssertTrue(try XCTUnwrap(channel.client.ask(.refresh) { $0.append(.lifetime, uint32: 600) }).isSuccess)
+        XCTAssertEqual(offload.expiryMoves - moves, 2, "a Refresh past every channel's end moves none")
+
+        let (_, thirdPeer) = try channel.harness.socket("127.0.0.3")
+        XCTAssertTrue(try XCTUnwrap(channel.client.bind(0x4003, thirdPeer)).isSuccess)
+        XCTAssertEqual(offload.events.count, events + 2, "a new channel: its two entries")
+        XCTAssertEqual(offload.expiryMoves - moves, 2)
+    }
+
     func testInstallsComeBeforeTheAnswerIsQueued() throws {
         let offload = InMemoryOffload()
         let harness = try InMemoryTurnHarness(offload: offload)

@@ -211,7 +211,8 @@ static __always_inline int arrival_refusal(void *context, const struct mr_packet
 static __always_inline int flow_refusal(const struct mr_flow *flow, const struct mr_packet *packet)
 {
     const struct mr_fp_entry *entry = &flow->entry;
-    if (entry->expires_ns != 0 && flow->now >= entry->expires_ns)
+    __u64 expires = *(volatile __u64 *)&flow->state->expires_ns;
+    if (expires != 0 && flow->now >= expires)
         return MR_FP_BACK_EXPIRED;
     if (entry->idle_ns != 0) {
         __u64 last = *(volatile __u64 *)&flow->state->last_forwarded_ns;

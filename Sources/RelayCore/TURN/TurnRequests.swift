@@ -107,14 +107,19 @@ final class TurnRequests<Engine: TableEngine> {
         do throws(TurnRefusal) {
             let unknown = message.unknownRequired(understoodByTurn)
             guard unknown.isEmpty else { throw TurnRefusal(code: .unknownAttribute, unknown: unknown) }
+            let change: ChannelChange?
             switch message.method {
-            case .allocate: try allocate(message, client, identity, &answer)
-            case .refresh: try refresh(message, client, identity, &answer)
-            case .createPermission: try createPermission(message, client, identity)
-            default: try channelBind(message, client, identity)
+            case .allocate:
+                try allocate(message, client, identity, &answer)
+                change = nil
+            case .refresh:
+                try refresh(message, client, identity, &answer)
+                change = .refreshed
+            case .createPermission: change = .permitted(try createPermission(message, client, identity))
+            default: change = try channelBind(message, client, identity)
             }
             // Before the success leaves: the first ChannelData after it finds its entry.
-            if message.method != .allocate { table.unsafelyUnwrapped.offloadChannels(of: client) }
+            if let change { table.unsafelyUnwrapped.offloadChannels(of: client, after: change) }
         } catch {
             if message.method == .allocate { counters.refuse(error.code) }
             if let cause = error.cause { notices.refused(cause, code: error.code, client: client.address, now: now) }
@@ -224,7 +229,8 @@ final class TurnRequests<Engine: TableEngine> {
         answer.append(.lifetime, uint32: granted)
     }
 
-    private func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+    /// Returns the permission keys it renewed.
+    private func createPermission(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> [Endpoint] {
         let allocation = try allocationIndex(of: client, identity)
         let peers = try read { () throws(MessageError) in try message.xorAddresses(.xorPeerAddress) }
         guard !peers.isEmpty else { throw .badRequest("XOR-PEER-ADDRESS missing") }
@@ -234,9 +240,10 @@ final class TurnRequests<Engine: TableEngine> {
             throw TurnRefusal(code: .insufficientCapacity, cause: .permissionLimit)
         }
         for peer in peers { permit(allocation, peer) }
+        return peers.map(Allocation.permissionKey)
     }
 
-    private func channelBind(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) {
+    private func channelBind(_ message: StunMessage, _ client: TurnClient, _ identity: TurnIdentity) throws(TurnRefusal) -> ChannelChange {
         let allocation = try allocationIndex(of: client, identity)
         let channel = try read { () throws(MessageError) in try message.value(.channelNumber, AttributeValue.channelNumber) }
         let peer = try read { () throws(MessageError) in try message.xorAddress(.xorPeerAddress) }
@@ -263,6 +270,7 @@ final class TurnRequests<Engine: TableEngine> {
         store.bindChannel(allocation, channel, to: peer, until: expires)
         permit(allocation, peer)
         store.schedule(allocation, expires)
+        return .bound(channel, permission: Allocation.permissionKey(peer))
     }
 
     /// 443 for a peer of a family the allocation has no relayed address for, 403 for a peer

@@ -8,10 +8,33 @@ import STUN
 struct OffloadedChannel: Equatable {
     var pair: OffloadedPair
     var expires: UInt64
+    /// The earliest of the channel's and its permission's end: with the allocation's, what
+    /// `expires` is the earliest of.
+    var bindingExpires: UInt64
+    /// The two entries' slots, through which their end moves without a map update.
+    var slots: (forward: FlowSlot, backward: FlowSlot)?
     /// What each direction spent of its credit in the last round (`TurnTable+Credit` shares an
     /// allocation's credit out by it).
     var forwardSpent: UInt64 = 0
     var backwardSpent: UInt64 = 0
+
+    static func == (left: OffloadedChannel, right: OffloadedChannel) -> Bool {
+        left.pair == right.pair && left.expires == right.expires && left.bindingExpires == right.bindingExpires
+            && left.slots?.forward == right.slots?.forward && left.slots?.backward == right.slots?.backward
+            && left.forwardSpent == right.forwardSpent && left.backwardSpent == right.backwardSpent
+    }
+}
+
+/// What a successful Refresh, CreatePermission or ChannelBind changed that the kernel's
+/// entries of the allocation carry, so that each request touches only the channels it
+/// affects.
+enum ChannelChange {
+    /// A ChannelBind: its channel, and the permission of its peer's address (renewed with it).
+    case bound(UInt16, permission: Endpoint)
+    /// A CreatePermission: the permissions of these addresses (permission keys: port 0).
+    case permitted([Endpoint])
+    /// A Refresh: the allocation's lifetime.
+    case refreshed
 }
 
 /// TURN channels in the kernel fast path (RFC 8656 section 12 both ways): ChannelData from the
@@ -19,61 +42,44 @@ struct OffloadedChannel: Equatable {
 /// gain it and go to the client from the address it reached. Entries are written after a
 /// ChannelBind, CreatePermission or Refresh succeeds and before its answer leaves, so the
 /// first ChannelData after the success already finds its entry; each carries the channel's
-/// end, so the kernel stops forwarding when user space would, even if user space stalls.
+/// end, so the kernel stops forwarding when user space would, even if user space stalls. A
+/// request changes only the channels it affects: a new channel is installed (its addresses
+/// resolved once), a moved end is a store into the entries' slots, nothing else is touched.
 /// What the kernel does not do the same way stays here: clients over TCP or TLS, Send and Data
 /// indications, peers of the other family than the client. An allocation with a bandwidth
 /// quota, and every allocation under the egress cap, is forwarded on credit
 /// (`TurnTable+Credit`): the kernel carries what the buckets would pass unmarked, and hands
 /// the rest to the user-space policers.
 extension TurnTable {
-    /// Writes the entries of every channel of `client`'s allocation as they now stand, and
-    /// takes out those of channels it no longer has.
-    func offloadChannels(of client: TurnClient) {
-        guard let offload, !client.isStream, let allocation = store.index(of: client) else { return }
+    /// Brings the entries of the channels `change` affects in line with `client`'s allocation.
+    func offloadChannels(of client: TurnClient, after change: ChannelChange) {
+        guard offload != nil, !client.isStream, let allocation = store.index(of: client) else { return }
         let now = clock.now
-        var wanted: [UInt16: OffloadedChannel] = [:]
+        var reshaped = false
+        switch change {
+        case .refreshed:
+            let lifetime = store[allocation].expires
+            guard let channels = offloadedChannels[allocation] else { return }
+            var moved: [UInt16] = []
+            for (number, channel) in channels where min(channel.bindingExpires, lifetime) != channel.expires { moved.append(number) }
+            for number in moved {
+                guard let binding = store[allocation].channels.binding(number: number) else { continue }
+                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
+            }
+        case .permitted(let permissions):
+            for binding in store[allocation].channels.entries where permissions.contains(Allocation.permissionKey(binding.peer)) {
+                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
+            }
+        case .bound(let number, let permission):
+            for binding in store[allocation].channels.entries
+            where binding.number == number || Allocation.permissionKey(binding.peer) == permission {
+                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
+            }
+        }
+        guard reshaped else { return }
+        if offloadedChannels[allocation]?.isEmpty == true { offloadedChannels[allocation] = nil }
         let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
-        if let local = listenerAddress(client) {
-            for binding in store[allocation].channels.entries where binding.expires > now && binding.permissionExpires > now {
-                guard let relayed = relayedAddress(allocation, toward: binding.peer) else { continue }
-                let expires = min(binding.expires, binding.permissionExpires, store[allocation].expires)
-                let pair = OffloadedPair(forward: FlowKey(source: client.address, destination: local, channel: binding.number),
-                                         backward: FlowKey(source: binding.peer, destination: relayed), written: now,
-                                         forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
-                wanted[binding.number] = OffloadedChannel(pair: pair, expires: expires)
-            }
-        }
-        let had = offloadedChannels[allocation] ?? [:]
-        for (number, old) in had where !(wanted[number].map { old.pair.sameKeys($0.pair) } ?? false) {
-            takeOffloaded(allocation, number, old)
-        }
-        var kept: [UInt16: OffloadedChannel] = [:]
-        for (number, var channel) in wanted {
-            if let old = had[number], old.pair.sameKeys(channel.pair) {
-                // A rewrite keeps the kernel's credit: so does the record of what was granted.
-                channel.pair.forwardCredit = old.pair.forwardCredit
-                channel.pair.backwardCredit = old.pair.backwardCredit
-                if old.expires == channel.expires {
-                    kept[number] = old
-                    continue
-                }
-            }
-            let policy = settings.marking
-            let key = channel.pair
-            // Towards the peer from the relayed socket (DF as the Allocate asked), towards the
-            // client from the listener (the kernel's default, DF set).
-            guard offload.install(key.forward, .relay(from: key.backward.destination, to: key.backward.source, kind: .stripChannel(number),
-                                                      policy: policy, expiresAt: channel.expires, credited: credited,
-                                                      dontFragment: store[allocation].dontFragment)),
-                  offload.install(key.backward, .relay(from: key.forward.destination, to: client.address, kind: .addChannel(number),
-                                                       policy: policy, expiresAt: channel.expires, credited: credited)) else {
-                takeOffloaded(allocation, number, channel)
-                continue
-            }
-            kept[number] = channel
-        }
-        offloadedChannels[allocation] = kept.isEmpty ? nil : kept
-        if credited && !kept.isEmpty {
+        if credited && offloadedChannels[allocation] != nil {
             creditedAllocations.insert(allocation)
             // Under the egress cap the next round grants it (the cap is shared by all).
             if !packets.egress.isOn {
@@ -83,6 +89,55 @@ extension TurnTable {
         } else {
             creditedAllocations.remove(allocation)
         }
+    }
+
+    /// Writes the entries of one channel as it now stands: installs a channel new to the
+    /// kernel, moves the end of one already there, takes out one whose time has passed or
+    /// that the kernel refused. True when the allocation's set of channels in the kernel
+    /// changed (its credit is then shared out again).
+    private func offloadChannel(_ binding: ChannelBinding, of allocation: Int, client: TurnClient, now: UInt64) -> Bool {
+        guard let offload else { return false }
+        let number = binding.number
+        let old = offloadedChannels[allocation]?[number]
+        let bindingExpires = min(binding.expires, binding.permissionExpires)
+        let expires = min(bindingExpires, store[allocation].expires)
+        if var channel = old, channel.pair.backward.source == binding.peer, let slots = channel.slots, expires > now {
+            guard channel.expires != expires || channel.bindingExpires != bindingExpires else { return false }
+            if channel.expires != expires {
+                offload.setExpiry(slots.forward, expires)
+                offload.setExpiry(slots.backward, expires)
+            }
+            channel.expires = expires
+            channel.bindingExpires = bindingExpires
+            offloadedChannels[allocation]?[number] = channel
+            return false
+        }
+        if let old {
+            takeOffloaded(allocation, number, old)
+            offloadedChannels[allocation]?[number] = nil
+        }
+        guard expires > now, let local = listenerAddress(client), let relayed = relayedAddress(allocation, toward: binding.peer) else {
+            return old != nil
+        }
+        let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
+        let pair = OffloadedPair(forward: FlowKey(source: client.address, destination: local, channel: number),
+                                 backward: FlowKey(source: binding.peer, destination: relayed), written: now,
+                                 forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
+        var channel = OffloadedChannel(pair: pair, expires: expires, bindingExpires: bindingExpires)
+        let policy = settings.marking
+        // Towards the peer from the relayed socket (DF as the Allocate asked), towards the
+        // client from the listener (the kernel's default, DF set).
+        guard offload.install(pair.forward, .relay(from: relayed, to: binding.peer, kind: .stripChannel(number), policy: policy,
+                                                   expiresAt: expires, credited: credited, dontFragment: store[allocation].dontFragment)),
+              offload.install(pair.backward, .relay(from: local, to: client.address, kind: .addChannel(number), policy: policy,
+                                                    expiresAt: expires, credited: credited)),
+              let forward = offload.slot(pair.forward), let backward = offload.slot(pair.backward) else {
+            takeOffloaded(allocation, number, channel)
+            return true
+        }
+        channel.slots = (forward, backward)
+        offloadedChannels[allocation, default: [:]][number] = channel
+        return true
     }
 
     /// Takes every entry of `allocation` out of the kernel, its counts added to the allocation's.

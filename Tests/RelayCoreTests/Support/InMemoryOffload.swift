@@ -26,6 +26,10 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
     private(set) var credit: [FlowKey: Int64] = [:]
     /// Each entry's packet credit as the table last set it, less what `spend` took.
     private(set) var packetCredit: [FlowKey: Int64] = [:]
+    /// How many times a table moved an installed entry's end through its slot.
+    private(set) var expiryMoves = 0
+    private var slotKeys: [FlowSlot: FlowKey] = [:]
+    private var nextSlot: UInt32 = 0
 
     func install(_ key: FlowKey, _ entry: FlowEntry) -> Bool {
         onInstall(key)
@@ -37,11 +41,27 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
 
     func remove(_ key: FlowKey) {
         guard entries.removeValue(forKey: key) != nil else { return }
+        slotKeys = slotKeys.filter { $0.value != key }
         counts[key] = nil
         credit[key] = nil
         packetCredit[key] = nil
         forwardedAt[key] = nil
         events.append(.remove(key))
+    }
+
+    func slot(_ key: FlowKey) -> FlowSlot? {
+        guard entries[key] != nil else { return nil }
+        if let known = slotKeys.first(where: { $0.value == key })?.key { return known }
+        nextSlot += 1
+        slotKeys[FlowSlot(nextSlot)] = key
+        return FlowSlot(nextSlot)
+    }
+
+    /// Moves the entry's `expiresAt`, as the kernel's slot would.
+    func setExpiry(_ slot: FlowSlot, _ time: UInt64?) {
+        guard let key = slotKeys[slot], entries[key] != nil else { return }
+        entries[key]?.expiresAt = time
+        expiryMoves += 1
     }
 
     func counters(_ key: FlowKey) -> FlowCounters? { entries[key] == nil ? nil : counts[key] ?? FlowCounters() }
