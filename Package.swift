@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "RelayHTTPTests", dependencies: ["JSONSyntax", "RelayHTTP", "TestSupport"]),
         .testTarget(name: "LoadGenTests", dependencies: ["BenchSupport", "ClientSockets", "JSONSyntax", "LoadComparison", "LoadGen", "RelayObservation", "SystemSupport",
                                                      "STUN", "NetAddress", "MallocCounter", "TestPorts", "TestSupport", "TurnClientKit"]),
-        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "NetAddress", "TestSupport"]),
+        .testTarget(name: "mediarelayTests", dependencies: ["mediarelay", "FastPath", "NetAddress", "RelayCore", "TestSupport"]),
         // The load generator's modules too: ClientSockets is the independent observer of the marks
         // on the wire, TurnClientKit the TURN client library the tests speak TURN with, and
         // RelayObservation starts the relay (ServerProcess) and speaks HTTP to it.

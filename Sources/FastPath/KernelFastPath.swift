@@ -67,6 +67,8 @@ public final class KernelFastPath: Sendable {
         var slots: [FlowKey: UInt32] = [:]
         var freeSlots: SlotPool
         var refusals = 0
+        /// Of `refusals`, those for want of room.
+        var fullRefusals = 0
         /// Whether entries carry an IPv6 flow label of the relay's own (net.ipv6.auto_flowlabels).
         var labelsFlows = true
     }
@@ -189,6 +191,9 @@ public final class KernelFastPath: Sendable {
     /// carry, a map update that failed).
     public var refusals: Int { table.withLock { $0.refusals } }
 
+    /// How many of the `refusals` were for want of room (the table full).
+    public var fullRefusals: Int { table.withLock { $0.fullRefusals } }
+
     /// Puts `entry` in for `key`, or replaces the entry there (its counters and credits kept).
     public func put(_ key: FlowKey, _ entry: FlowEntry) throws(FastPathError) {
         try table.withLock { (table) throws(FastPathError) in
@@ -205,6 +210,7 @@ public final class KernelFastPath: Sendable {
         if let refusal = entry.refusal(for: key) { throw FastPathError("fast path: \(refusal)") }
         let existing = table.slots[key]
         guard let slot = existing ?? table.freeSlots.take() else {
+            table.fullRefusals += 1
             throw FastPathError("fast path: \(key): the table is full (\(capacity) entries)")
         }
         if existing == nil { zeroCounters(slot) }

@@ -1,3 +1,4 @@
+import FastPath
 import RelayCore
 import RelayHTTP
 
@@ -68,6 +69,9 @@ struct Readiness {
     let draining: Bool
     let threshold: Double
     let capacity: Capacity
+    /// The kernel fast path's table, shown beside the capacities but not judged: a full
+    /// table leaves new flows on the user-space path, which still takes them.
+    var fastPath: KernelFastPath? = nil
 
     var full: [Capacity.Resource] { capacity.resources.filter { $0.isFull(threshold: threshold) } }
     var isReady: Bool { !draining && full.isEmpty }
@@ -84,9 +88,15 @@ struct Readiness {
             detail = full.map { "\($0.name) \($0.inUse) of \($0.total)" }.joined(separator: ", ")
                 + " at or past the ready threshold \(threshold)"
         }
-        return .json(isReady ? 200 : 503, [
+        var body: [String: Any] = [
             "ready": isReady, "reason": reason, "detail": detail, "threshold": threshold,
             "full": full.map(\.name), "capacity": capacity.json,
-        ])
+        ]
+        if let fastPath {
+            let entries = fastPath.count
+            body["fast_path"] = ["entries": entries, "capacity": fastPath.capacity, "full": entries >= fastPath.capacity,
+                                 "refusals": fastPath.refusals] as [String: Any]
+        }
+        return .json(isReady ? 200 : 503, body)
     }
 }

@@ -24,7 +24,7 @@ struct ControlAPI: Sendable {
         }
         router.add("GET", "/readyz") { _, _ in
             Readiness(draining: relay.isDraining, threshold: settings.values.readyThreshold,
-                      capacity: Capacity(relay: relay, workers: relay.stats())).response
+                      capacity: Capacity(relay: relay, workers: relay.stats()), fastPath: fastPath.kernel).response
         }
         router.add("GET", "/v1/stats") { _, _ in .json(200, report().json) }
         router.add("GET", "/metrics") { _, _ in report().prometheus.response }

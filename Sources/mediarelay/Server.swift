@@ -137,10 +137,13 @@ struct Server {
         var running = options
         var taken: Int32 = 0
         var truncations = TruncationLog(limit: options.maxDatagramSize)
+        var refusals = FastPathRefusalLog()
         while taken != SIGTERM && taken != SIGINT {
             taken = waitForSignal(&signals, seconds: 1, healthy: { relay.workersAreTurning() })
             if taken == SIGHUP { reload(&running, relay: relay, settings: reloadable) }
-            if let line = truncations.line(relay.stats(), now: ProcessInfo.processInfo.systemUptime) { log.warning(line) }
+            let now = ProcessInfo.processInfo.systemUptime
+            if let line = truncations.line(relay.stats(), now: now) { log.warning(line) }
+            if let kernel = fastPath.kernel, let line = refusals.line(kernel, now: now) { log.warning(line) }
         }
         log.info("received \(taken == SIGINT ? "SIGINT" : "SIGTERM"): refusing new sessions, draining for \(running.drainSeconds) s")
         relay.beginDrain()
