@@ -4,13 +4,15 @@ import NetAddress
 import STUN
 
 /// One channel the kernel carries: its two entries, and when they stop forwarding (the
-/// earliest of the channel's, its permission's and its allocation's end).
+/// earliest of the channel's, its permission's and its allocation's end), with the first two
+/// kept apart so that a request renewing one moves the end without asking the channel table.
 struct OffloadedChannel: Equatable {
     var pair: OffloadedPair
     var expires: UInt64
-    /// The earliest of the channel's and its permission's end: with the allocation's, what
-    /// `expires` is the earliest of.
-    var bindingExpires: UInt64
+    var channelExpires: UInt64
+    var permissionExpires: UInt64
+    /// The permission key (the peer's address, port 0) the channel's permission is kept under.
+    var permission: Endpoint
     /// The two entries' slots, through which their end moves without a map update.
     var slots: (forward: FlowSlot, backward: FlowSlot)?
     /// What each direction spent of its credit in the last round (`TurnTable+Credit` shares an
@@ -19,7 +21,8 @@ struct OffloadedChannel: Equatable {
     var backwardSpent: UInt64 = 0
 
     static func == (left: OffloadedChannel, right: OffloadedChannel) -> Bool {
-        left.pair == right.pair && left.expires == right.expires && left.bindingExpires == right.bindingExpires
+        left.pair == right.pair && left.expires == right.expires && left.channelExpires == right.channelExpires
+            && left.permissionExpires == right.permissionExpires && left.permission == right.permission
             && left.slots?.forward == right.slots?.forward && left.slots?.backward == right.slots?.backward
             && left.forwardSpent == right.forwardSpent && left.backwardSpent == right.backwardSpent
     }
@@ -58,26 +61,27 @@ extension TurnTable {
         var reshaped = false
         switch change {
         case .refreshed:
-            let lifetime = store[allocation].expires
-            guard let channels = offloadedChannels[allocation] else { return }
-            var moved: [UInt16] = []
-            for (number, channel) in channels where min(channel.bindingExpires, lifetime) != channel.expires { moved.append(number) }
-            for number in moved {
-                guard let binding = store[allocation].channels.binding(number: number) else { continue }
-                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
-            }
+            reshaped = moveEnds(of: allocation, now: now) { _ in true }
         case .permitted(let permissions):
-            for binding in store[allocation].channels.entries where permissions.contains(Allocation.permissionKey(binding.peer)) {
-                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
+            // Few addresses a request: their ends looked up once, not once a channel.
+            let ends = permissions.map { store[allocation].permissions[$0] ?? 0 }
+            reshaped = moveEnds(of: allocation, now: now) { channel in
+                guard let found = permissions.firstIndex(of: channel.permission) else { return false }
+                channel.permissionExpires = ends[found]
+                return true
             }
         case .bound(let number, let permission):
-            for binding in store[allocation].channels.entries
-            where binding.number == number || Allocation.permissionKey(binding.peer) == permission {
+            let end = store[allocation].permissions[permission] ?? 0
+            reshaped = moveEnds(of: allocation, now: now) { channel in
+                guard channel.permission == permission else { return false }
+                channel.permissionExpires = end
+                return true
+            }
+            if let binding = store[allocation].channels.binding(number: number) {
                 reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
             }
         }
         guard reshaped else { return }
-        if offloadedChannels[allocation]?.isEmpty == true { offloadedChannels[allocation] = nil }
         let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
         if credited && offloadedChannels[allocation] != nil {
             creditedAllocations.insert(allocation)
@@ -91,30 +95,57 @@ extension TurnTable {
         }
     }
 
-    /// Writes the entries of one channel as it now stands: installs a channel new to the
-    /// kernel, moves the end of one already there, takes out one whose time has passed or
-    /// that the kernel refused. True when the allocation's set of channels in the kernel
-    /// changed (its credit is then shared out again).
+    /// Moves the end of the allocation's channels in the kernel that `renew` picks (and
+    /// updates: a renewed permission's end), to the earliest of the channel's, its
+    /// permission's and the allocation's: a store into each entry's slot. A channel whose end
+    /// has come is taken out. True when any was. The channels are taken out of the table's
+    /// dictionary while they change, so that nothing is copied.
+    private func moveEnds(of allocation: Int, now: UInt64, renew: (inout OffloadedChannel) -> Bool) -> Bool {
+        guard let offload, var channels = offloadedChannels.removeValue(forKey: allocation) else { return false }
+        let lifetime = store[allocation].expires
+        var ended: [UInt16] = []
+        for index in channels.indices where renew(&channels.values[index]) {
+            let channel = channels.values[index]
+            let expires = min(channel.channelExpires, channel.permissionExpires, lifetime)
+            guard expires != channel.expires else { continue }
+            guard expires > now, let slots = channel.slots else {
+                ended.append(channels.keys[index])
+                continue
+            }
+            offload.setExpiry(slots.forward, expires)
+            offload.setExpiry(slots.backward, expires)
+            channels.values[index].expires = expires
+        }
+        for number in ended {
+            if let channel = channels.removeValue(forKey: number) { takeOffloaded(allocation, number, channel) }
+        }
+        offloadedChannels[allocation] = channels.isEmpty ? nil : channels
+        return !ended.isEmpty
+    }
+
+    /// Puts a channel the request bound (or bound again) in the kernel as it now stands:
+    /// installs it when it is new there, moves its end when it is not. True when the
+    /// allocation's set of channels in the kernel changed (its credit is then shared out again).
     private func offloadChannel(_ binding: ChannelBinding, of allocation: Int, client: TurnClient, now: UInt64) -> Bool {
         guard let offload else { return false }
         let number = binding.number
+        let expires = min(binding.expires, binding.permissionExpires, store[allocation].expires)
         let old = offloadedChannels[allocation]?[number]
-        let bindingExpires = min(binding.expires, binding.permissionExpires)
-        let expires = min(bindingExpires, store[allocation].expires)
         if var channel = old, channel.pair.backward.source == binding.peer, let slots = channel.slots, expires > now {
-            guard channel.expires != expires || channel.bindingExpires != bindingExpires else { return false }
+            channel.channelExpires = binding.expires
+            channel.permissionExpires = binding.permissionExpires
             if channel.expires != expires {
                 offload.setExpiry(slots.forward, expires)
                 offload.setExpiry(slots.backward, expires)
+                channel.expires = expires
             }
-            channel.expires = expires
-            channel.bindingExpires = bindingExpires
             offloadedChannels[allocation]?[number] = channel
             return false
         }
         if let old {
             takeOffloaded(allocation, number, old)
             offloadedChannels[allocation]?[number] = nil
+            if offloadedChannels[allocation]?.isEmpty == true { offloadedChannels[allocation] = nil }
         }
         guard expires > now, let local = listenerAddress(client), let relayed = relayedAddress(allocation, toward: binding.peer) else {
             return old != nil
@@ -123,7 +154,8 @@ extension TurnTable {
         let pair = OffloadedPair(forward: FlowKey(source: client.address, destination: local, channel: number),
                                  backward: FlowKey(source: binding.peer, destination: relayed), written: now,
                                  forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
-        var channel = OffloadedChannel(pair: pair, expires: expires, bindingExpires: bindingExpires)
+        var channel = OffloadedChannel(pair: pair, expires: expires, channelExpires: binding.expires,
+                                       permissionExpires: binding.permissionExpires, permission: Allocation.permissionKey(binding.peer))
         let policy = settings.marking
         // Towards the peer from the relayed socket (DF as the Allocate asked), towards the
         // client from the listener (the kernel's default, DF set).
@@ -133,7 +165,7 @@ extension TurnTable {
                                                     expiresAt: expires, credited: credited)),
               let forward = offload.slot(pair.forward), let backward = offload.slot(pair.backward) else {
             takeOffloaded(allocation, number, channel)
-            return true
+            return old != nil
         }
         channel.slots = (forward, backward)
         offloadedChannels[allocation, default: [:]][number] = channel
