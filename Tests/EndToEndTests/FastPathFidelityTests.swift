@@ -132,6 +132,59 @@ final class FastPathFidelityTests: XCTestCase {
         }
     }
 
+    /// DF as the relay's socket for each flow kind sets it, whoever carries the datagram: clear
+    /// towards a TURN peer for an allocation without DONT-FRAGMENT (RFC 8656: the relay may
+    /// fragment), set for one with it and for a forward rule's upstream, whatever DF the
+    /// client's datagrams came with (set, Linux's default).
+    func testEachFlowKindLeavesWithItsDF() throws {
+        let network = try FastPathNetwork()
+        defer { network.remove() }
+        try network.finishEveryChecksum()
+        try network.enableOuterGRO()
+        let family = FastPathNetwork.ipv4
+        var outcomes: [String: [String: Bool]] = [:]
+        for mode in Self.modes {
+            let upstream = try network.inside(.peer) { try IndependentPeer(host: family.peer) }
+            let rule = ["--forward", "\(family.front):4000=\(family.peer):\(upstream.port)"]
+            let relay = try network.startRelay(fastPath: mode, FastPathTurn.arguments(relayed: family) + rule)
+            defer { _ = relay.stop() }
+            let plain = try FastPathTurn.allocate(network, client: family, peers: family)
+            let strict = try FastPathTurn.allocate(network, client: family, peers: family, dontFragment: true)
+            let ruleClient = try network.inside(.client) { try IndependentPeer(host: family.client) }
+            let sniffer = try network.inside(.peer) { try RawLink(interface: network.peerDevice) }
+            let before = mode == "off" ? nil : try network.kernel(relay)
+            sniffer.discard()
+            for round in 0..<3 {
+                for (name, allocation) in [("TURN", plain), ("TURN with DONT-FRAGMENT", strict)] {
+                    let payload = Array("\(name) \(round)".utf8) + [0]
+                    let padding = [UInt8](repeating: 0, count: (4 - payload.count % 4) % 4)
+                    let channelData = [0x40, 0x00, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload + padding
+                    try allocation.client.send(channelData, tos: 0, to: allocation.server)
+                }
+                try ruleClient.send(Array("forward rule \(round)".utf8) + [0], tos: 0, to: family.front, port: 4000)
+                usleep(50_000)
+            }
+            var dontFragment: [String: Bool] = [:]
+            for arrival in sniffer.arrivals(for: 1) {
+                guard let seen = TestFrame.Seen(arrival.bytes), let end = seen.payload.firstIndex(of: 0) else { continue }
+                dontFragment[String(decoding: seen.payload[..<end], as: UTF8.self)] = seen.dontFragment
+            }
+            outcomes[mode] = dontFragment
+            if let before {
+                // Each allocation's three and the rule's last two, as the rule's first made its client.
+                XCTAssertEqual(try network.kernel(relay).datagrams - before.datagrams, 8, "\(mode): datagrams the kernel carried")
+            }
+        }
+        for mode in Self.modes {
+            let seen = outcomes[mode] ?? [:]
+            for round in 0..<3 {
+                XCTAssertEqual(seen["TURN \(round)"], false, "\(mode): towards a TURN peer without DONT-FRAGMENT")
+                XCTAssertEqual(seen["TURN with DONT-FRAGMENT \(round)"], true, "\(mode): towards a TURN peer with DONT-FRAGMENT")
+                XCTAssertEqual(seen["forward rule \(round)"], true, "\(mode): towards a forward rule's upstream")
+            }
+        }
+    }
+
     /// Sizes the relay or the egress link would refuse: a payload over --max-datagram-size is
     /// dropped by user space, with or without the kernel (which hands it back); one that fits
     /// the relay but not the egress link is handed back and user space fragments it, as it

@@ -30,8 +30,9 @@ enum FastPathTurn {
     /// A client on `client`'s family, talking to the listener on `port`, with an allocation of
     /// `peers`' family (asked for when IPv6), a permission for one peer and channel 0x4000
     /// bound to another, both on `peers`' family in the peer's namespace.
+    /// With `dontFragment`, the Allocate asks for DONT-FRAGMENT.
     static func allocate(_ network: FastPathNetwork, client family: FastPathNetwork.Family, peers: FastPathNetwork.Family,
-                         port: UInt16 = port) throws -> TurnServerFixture.Allocation {
+                         port: UInt16 = port, dontFragment: Bool = false) throws -> TurnServerFixture.Allocation {
         let client = try network.inside(.client) { try IndependentPeer(host: family.client) }
         let (channelPeer, indicationPeer) = try network.inside(.peer) {
             (try IndependentPeer(host: peers.peer), try IndependentPeer(host: peers.peer))
@@ -45,6 +46,7 @@ enum FastPathTurn {
         let allocated = try ask(turn, .allocate) { builder in
             builder.append(.requestedTransport, [17, 0, 0, 0])
             if ipv6 { builder.append(.requestedAddressFamily, [AddressFamily.ipv6.rawValue, 0, 0, 0]) }
+            if dontFragment { builder.append(.dontFragment, []) }
         }
         let relayed = try XCTUnwrap(allocated.socketAddress(.xorRelayedAddress), "Allocate without XOR-RELAYED-ADDRESS")
         _ = try ask(turn, .createPermission) { $0.append(.xorPeerAddress, address: indicationPeerAddress) }

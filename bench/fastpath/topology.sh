@@ -71,10 +71,10 @@ has_fast_path() {
 }
 
 # Starts mediarelay in the relay namespace: $1 = user (the uring+GSO engine, as make demo runs it)
-# or tc or xdp (the same, plus the fast path on both relay-side veths); $2 = turn or sessions.
-# Sets server_pid.
+# or tc or xdp (the same, plus the fast path on both relay-side veths); $2 = turn or sessions;
+# MEDIARELAY_ARGS adds options. Sets server_pid.
 start_mediarelay() {
-	local path=$1 load=$2 extra=()
+	local path=$1 load=$2 extra=(${MEDIARELAY_ARGS:-})
 	[ "$path" = user ] || extra+=(--fast-path "$path" --fast-path-interface r0 --fast-path-interface r1)
 	[ "$load" = turn ] && extra+=(--turn "$relay_ip:$turn_port" --turn-realm "$turn_realm"
 		--turn-user "$turn_user:$turn_password" --turn-allowed-peer 10.74.0.0/16 --turn-port-share 100
