@@ -102,6 +102,9 @@ enum mr_fp_egress {
 /// that flow sends it (TURN with DONT-FRAGMENT, sessions, forward rules; not TURN without it).
 #define MR_FP_FLAG_DONT_FRAGMENT 0x04
 
+/// No shared end (mr_fp_entry.shared_ends).
+#define MR_FP_NO_SLOT 0xFFFFFFFFu
+
 /// net.ipv4.conf.*.rp_filter's values.
 enum mr_fp_reverse_path {
     MR_FP_REVERSE_PATH_OFF = 0,
@@ -157,6 +160,10 @@ struct mr_fp_entry {
     __u32 counter_slot;     // index into the counters and slots maps
     __u32 flow_label;       // IPv6 flow label sent (low 20 bits, host order); 0: none
     __u64 idle_ns;          // longest quiet time before the flow is handed back; 0: none
+    // Slots whose end the entry shares with others (a TURN channel: its permission's and its
+    // allocation's), MR_FP_NO_SLOT where none: the entry hands back once any of them, or its
+    // own slot's, has passed. Moving a shared end is one store however many entries share it.
+    __u32 shared_ends[2];
 };
 
 /// One slot's state, in a map user space maps into its memory (BPF_F_MMAPABLE), so that

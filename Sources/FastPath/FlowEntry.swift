@@ -64,11 +64,14 @@ public struct FlowEntry: Equatable, Sendable {
     /// IPv4 datagrams leave with DF set (the default: the relay's sockets send with the kernel's
     /// path MTU discovery), or clear (a TURN allocation without DONT-FRAGMENT).
     public var dontFragment: Bool
+    /// Up to two ends the entry shares with others (`KernelFastPath.reserveEnd`): it stops
+    /// forwarding once any of them, or its own `expiresAt`, has passed.
+    public var sharedEnds: [FlowSlot]
 
     public init(source: Endpoint, destination: Endpoint, kind: Kind = .plain, dscp: DSCP = .mirror,
                 ecn: ECN = .copy, egressInterface: UInt32? = nil, expiresAt: UInt64? = nil,
                 idleTimeout: UInt64? = nil, credited: Bool = false, packetCredited: Bool = false,
-                dontFragment: Bool = true) {
+                dontFragment: Bool = true, sharedEnds: [FlowSlot] = []) {
         self.source = source
         self.destination = destination
         self.kind = kind
@@ -80,6 +83,7 @@ public struct FlowEntry: Equatable, Sendable {
         self.credited = credited
         self.packetCredited = packetCredited
         self.dontFragment = dontFragment
+        self.sharedEnds = sharedEnds
     }
 
     /// The IPv6 flow label the relay sends this flow with: 20 bits of a hash of the rewritten
@@ -107,6 +111,7 @@ public struct FlowEntry: Equatable, Sendable {
             guard (0x4000...0x7FFF).contains(channel) else { return "\(key): channel \(channel) is outside 0x4000-0x7FFF" }
         }
         if case .value(let value) = dscp, value > 63 { return "\(key): DSCP \(value) is above 63" }
+        if sharedEnds.count > 2 { return "\(key): \(sharedEnds.count) shared ends, at most 2" }
         return nil
     }
 
@@ -146,6 +151,8 @@ public struct FlowEntry: Equatable, Sendable {
         entry.flags = (credited ? UInt8(MR_FP_FLAG_CREDITED) : 0) | (packetCredited ? UInt8(MR_FP_FLAG_PACKET_CREDITED) : 0)
             | (dontFragment ? UInt8(MR_FP_FLAG_DONT_FRAGMENT) : 0)
         entry.flow_label = source.isIPv4 ? 0 : flowLabel
+        entry.shared_ends = (sharedEnds.count > 0 ? sharedEnds[0].index : MR_FP_NO_SLOT,
+                             sharedEnds.count > 1 ? sharedEnds[1].index : MR_FP_NO_SLOT)
         entry.counter_slot = slot
         entry.idle_ns = idleTimeout.map { max($0, 1) } ?? 0
         return entry

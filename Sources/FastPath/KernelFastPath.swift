@@ -244,8 +244,28 @@ public final class KernelFastPath: Sendable {
         table.withLock { $0.slots[key].map(FlowSlot.init) }
     }
 
-    /// Moves the end of the entry in `slot` to `time` (MonotonicClock nanoseconds; nil: no
-    /// end): a store to memory the kernel reads, no system call.
+    /// Takes a slot for an end that entries share (`FlowEntry.sharedEnds`: a TURN permission's,
+    /// an allocation's), ending at `time` (nil: none); nil when the table has no room. It counts
+    /// against the capacity until `releaseEnd`, which its owner calls once no entry names it.
+    public func reserveEnd(_ time: UInt64?) -> FlowSlot? {
+        table.withLock { table in
+            guard let slot = table.freeSlots.take() else {
+                table.refusals += 1
+                table.fullRefusals += 1
+                return nil
+            }
+            memory.start(slot, at: MonotonicClock.now(), expires: time.map { max($0, 1) } ?? 0, clearCredit: true)
+            return FlowSlot(slot)
+        }
+    }
+
+    /// Gives back a slot `reserveEnd` took.
+    public func releaseEnd(_ slot: FlowSlot) {
+        table.withLock { $0.freeSlots.give(slot.index) }
+    }
+
+    /// Moves the end in `slot` (an entry's own, or a shared one) to `time` (MonotonicClock
+    /// nanoseconds; nil: no end): a store to memory the kernel reads, no system call.
     public func setExpiry(_ slot: FlowSlot, _ time: UInt64?) {
         memory.setExpires(slot.index, time.map { max($0, 1) } ?? 0)
     }

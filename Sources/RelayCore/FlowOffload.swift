@@ -22,9 +22,14 @@ public protocol FlowOffload: AnyObject, Sendable {
     func remove(_ key: FlowKey)
     /// The slot of `key`'s entry (nil without one), for `setExpiry` while the entry stays in.
     func slot(_ key: FlowKey) -> FlowSlot?
-    /// Moves the end of the entry in `slot` to `time` (nil: none): a store, no system call, so
-    /// that a request renewing what many entries end with costs what renewing it costs.
+    /// Moves the end in `slot` (an entry's own, or one entries share) to `time` (nil: none): a
+    /// store, no system call, so that a request renewing what many entries end with costs
+    /// what renewing it costs.
     func setExpiry(_ slot: FlowSlot, _ time: UInt64?)
+    /// A slot for an end entries share (`FlowEntry.sharedEnds`), ending at `time`; nil when
+    /// there is no room. Released by `releaseEnd` once no entry names it.
+    func reserveEnd(_ time: UInt64?) -> FlowSlot?
+    func releaseEnd(_ slot: FlowSlot)
     /// The entry's counters summed over every CPU since it was installed; nil without one.
     func counters(_ key: FlowKey) -> FlowCounters?
     /// When (MonotonicClock nanoseconds) the kernel last forwarded a datagram of `key`, or

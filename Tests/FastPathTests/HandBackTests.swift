@@ -79,6 +79,38 @@ final class HandBackTests: XCTestCase {
         XCTAssertEqual(counters.handedBack, [.expired: 1])
     }
 
+    /// An entry that shares an end hands back once that end passes, though its own has not;
+    /// moving the shared end (a store, as for a renewed TURN permission) forwards it again,
+    /// and moving its own end likewise needs no new install.
+    func testASharedEndStopsTheEntriesThatShareIt() throws {
+        let harness = try FastPathHarness(ipv6: false)
+        defer { harness.remove() }
+        let fastPath = try XCTUnwrap(harness.fastPath)
+        let shared = try XCTUnwrap(fastPath.reserveEnd(MonotonicClock.now() + MonotonicClock.nanoseconds(60)))
+        var entry = harness.entryToPeer(expiresAt: MonotonicClock.now() + MonotonicClock.nanoseconds(60))
+        entry.sharedEnds = [shared]
+        try fastPath.put(harness.toPeer, entry)
+        try harness.client.send([1], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.peer.receive()?.payload, [1], "forwarded while every end is ahead")
+
+        fastPath.setExpiry(shared, MonotonicClock.now())
+        try harness.client.send([2], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.relayClientSide.receive()?.payload, [2], "handed back once the shared end passed")
+        XCTAssertNil(harness.peer.receive(timeout: 0.05))
+
+        fastPath.setExpiry(shared, MonotonicClock.now() + MonotonicClock.nanoseconds(60))
+        try harness.client.send([3], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.peer.receive()?.payload, [3], "forwarded again once the shared end moved")
+
+        let own = try XCTUnwrap(fastPath.slot(harness.toPeer))
+        fastPath.setExpiry(own, MonotonicClock.now())
+        try harness.client.send([4], to: harness.relayClientSide.local)
+        XCTAssertEqual(harness.relayClientSide.receive()?.payload, [4], "handed back once its own end was moved back")
+        XCTAssertEqual(fastPath.counters(harness.toPeer)?.handedBack, [.expired: 2])
+        fastPath.remove(harness.toPeer)
+        fastPath.releaseEnd(shared)
+    }
+
     /// A child process owns the link; once it is killed with -9 the program is gone: the
     /// datagram that it forwarded before now reaches the relay's own socket.
     func testNothingIsForwardedAfterTheOwnerIsKilled() throws { try checkNothingForwardedAfterKill(mode: "tc") }

@@ -40,19 +40,23 @@ final class TurnOffloadTests: XCTestCase {
         XCTAssertEqual(toClient.kind, .addChannel(0x4001))
         XCTAssertEqual(toClient.source, channel.harness.listener)
         XCTAssertEqual(toClient.destination, channel.clientAddress)
-        // The permission (300 s) ends before the channel (600 s): the entry stops with it.
-        XCTAssertEqual(toPeer.expiresAt, channel.harness.now + 300 * 1_000_000_000)
-        XCTAssertEqual(toClient.expiresAt, toPeer.expiresAt)
+        // The permission (300 s) ends before the channel (600 s): the entry stops with it, an
+        // end it shares with the allocation's other channels to that address.
+        XCTAssertEqual(toPeer.expiresAt, channel.harness.now + 600 * 1_000_000_000, "its own end: the channel's")
+        XCTAssertEqual(toPeer.sharedEnds.count, 2, "the permission's end and the allocation's")
+        XCTAssertEqual(offload.end(of: FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)),
+                       channel.harness.now + 300 * 1_000_000_000)
+        XCTAssertEqual(toClient.sharedEnds, toPeer.sharedEnds)
         XCTAssertNil(toPeer.idleTimeout, "a channel ends at fixed times, not when idle")
         XCTAssertFalse(toPeer.credited)
         XCTAssertEqual(offload.entries.count, 2)
     }
 
-    /// Each request writes only the channels it affects, and an end that moves is a store into
-    /// the entries' slots, never a new install: a permission for one peer's address moves that
-    /// peer's channel only, a Refresh that leaves every channel's end where it was moves none,
-    /// a ChannelBind of a new channel installs its two entries and nothing else.
-    func testARequestWritesOnlyTheChannelsItAffects() throws {
+    /// Each request writes only what it changed, and a moved end is one store into a slot,
+    /// never a new install: a permission for one peer's address moves that permission's end
+    /// (which every channel to the address shares) and nothing else, a Refresh moves the
+    /// allocation's, a ChannelBind of a new channel installs its two entries and nothing else.
+    func testARequestWritesOnlyWhatItChanged() throws {
         let offload = InMemoryOffload()
         var channel = try bound(offload)
         let (_, otherPeer) = try channel.harness.socket("127.0.0.2")
@@ -63,19 +67,20 @@ final class TurnOffloadTests: XCTestCase {
 
         XCTAssertTrue(try XCTUnwrap(channel.client.permit(otherPeer)).isSuccess)
         XCTAssertEqual(offload.events.count, events, "a permission installs or removes nothing")
-        XCTAssertEqual(offload.expiryMoves - moves, 2, "the other peer's channel, both ways")
+        XCTAssertEqual(offload.expiryMoves - moves, 1, "one store: the other address's permission end")
         let otherToPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4002)
-        XCTAssertEqual(offload.entries[otherToPeer]?.expiresAt, channel.harness.now + 300 * 1_000_000_000)
+        XCTAssertEqual(offload.end(of: otherToPeer), channel.harness.now + 300 * 1_000_000_000)
         let firstToPeer = FlowKey(source: channel.clientAddress, destination: channel.harness.listener, channel: 0x4001)
-        XCTAssertEqual(offload.entries[firstToPeer]?.expiresAt, channel.harness.now + 200 * 1_000_000_000, "untouched")
+        XCTAssertEqual(offload.end(of: firstToPeer), channel.harness.now + 200 * 1_000_000_000, "untouched")
 
         XCTAssertTrue(try XCTUnwrap(channel.client.ask(.refresh) { $0.append(.lifetime, uint32: 600) }).isSuccess)
-        XCTAssertEqual(offload.expiryMoves - moves, 2, "a Refresh past every channel's end moves none")
+        XCTAssertEqual(offload.expiryMoves - moves, 2, "one store: the allocation's end")
+        XCTAssertEqual(offload.events.count, events)
 
         let (_, thirdPeer) = try channel.harness.socket("127.0.0.3")
         XCTAssertTrue(try XCTUnwrap(channel.client.bind(0x4003, thirdPeer)).isSuccess)
         XCTAssertEqual(offload.events.count, events + 2, "a new channel: its two entries")
-        XCTAssertEqual(offload.expiryMoves - moves, 2)
+        XCTAssertEqual(offload.sharedEnds.count, 4, "the allocation's end and three permissions'")
     }
 
     func testInstallsComeBeforeTheAnswerIsQueued() throws {
@@ -99,7 +104,7 @@ final class TurnOffloadTests: XCTestCase {
         let toClient = FlowKey(source: channel.peerAddress, destination: channel.relayed)
         channel.harness.advance(seconds: 100)
         XCTAssertTrue(try XCTUnwrap(channel.client.permit(channel.peerAddress)).isSuccess)
-        XCTAssertEqual(offload.entries[toPeer]?.expiresAt, channel.harness.now + 300 * 1_000_000_000)
+        XCTAssertEqual(offload.end(of: toPeer), channel.harness.now + 300 * 1_000_000_000)
 
         offload.counts[toPeer] = InMemoryOffload.carried(10, bytes: 100, ecn: 2)
         offload.counts[toClient] = InMemoryOffload.carried(5, bytes: 200, ecn: 1)

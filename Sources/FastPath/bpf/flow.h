@@ -206,14 +206,24 @@ static __always_inline int arrival_refusal(void *context, const struct mr_packet
     return -1;
 }
 
-/// The entry's own reasons to hand a datagram back, before its payload is read: its expiry
-/// passed, its flow idle too long, or the datagram a first fragment. -1: none.
+/// The entry's own reasons to hand a datagram back, before its payload is read: its end or a
+/// shared one passed, its flow idle too long, or the datagram a first fragment. -1: none.
 static __always_inline int flow_refusal(const struct mr_flow *flow, const struct mr_packet *packet)
 {
     const struct mr_fp_entry *entry = &flow->entry;
     __u64 expires = *(volatile __u64 *)&flow->state->expires_ns;
     if (expires != 0 && flow->now >= expires)
         return MR_FP_BACK_EXPIRED;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        __u32 shared = entry->shared_ends[i];
+        if (shared == MR_FP_NO_SLOT)
+            continue;
+        struct mr_fp_slot *end = bpf_map_lookup_elem(&slots, &shared);
+        __u64 ends = end ? *(volatile __u64 *)&end->expires_ns : 1;
+        if (ends != 0 && flow->now >= ends)
+            return MR_FP_BACK_EXPIRED;
+    }
     if (entry->idle_ns != 0) {
         __u64 last = *(volatile __u64 *)&flow->state->last_forwarded_ns;
         // User space writes the time of an install a moment after reading its clock: a last

@@ -6,10 +6,11 @@ extension FlowEntry {
     /// `policy`'s marking, the way the kernel's routes find, forwarding until `expiresAt` (nil:
     /// no fixed end) and while a datagram comes at least every `idleTimeout` nanoseconds;
     /// `credited`, `packetCredited`: only as far as the byte and packet credit its table grants
-    /// (a flow with a rate limit); `dontFragment`: DF as the relay's socket for the flow sets it.
+    /// (a flow with a rate limit); `dontFragment`: DF as the relay's socket for the flow sets it;
+    /// `sharedEnds`: ends it shares with other entries (FlowEntry).
     static func relay(from source: Endpoint, to destination: Endpoint, kind: Kind = .plain, policy: MarkingPolicy,
                       expiresAt: UInt64? = nil, idleTimeout: UInt64? = nil, credited: Bool = false,
-                      packetCredited: Bool = false, dontFragment: Bool = true) -> FlowEntry {
+                      packetCredited: Bool = false, dontFragment: Bool = true, sharedEnds: [FlowSlot] = []) -> FlowEntry {
         let dscp: DSCP = switch policy.dscp {
         case .mirror: .mirror
         case .class: .value(policy.serviceClass.dscp)
@@ -17,6 +18,6 @@ extension FlowEntry {
         }
         return FlowEntry(source: source, destination: destination, kind: kind, dscp: dscp, ecn: policy.ecn == .preserve ? .copy : .clear,
                          egressInterface: nil, expiresAt: expiresAt, idleTimeout: idleTimeout, credited: credited,
-                         packetCredited: packetCredited, dontFragment: dontFragment)
+                         packetCredited: packetCredited, dontFragment: dontFragment, sharedEnds: sharedEnds)
     }
 }

@@ -3,17 +3,15 @@ import FastPath
 import NetAddress
 import STUN
 
-/// One channel the kernel carries: its two entries, and when they stop forwarding (the
-/// earliest of the channel's, its permission's and its allocation's end), with the first two
-/// kept apart so that a request renewing one moves the end without asking the channel table.
+/// One channel the kernel carries: its two entries and their own end (the channel's); the
+/// ends they share with the allocation's other channels (its permission's, the allocation's)
+/// are in `ChannelEnds`.
 struct OffloadedChannel: Equatable {
     var pair: OffloadedPair
     var expires: UInt64
-    var channelExpires: UInt64
-    var permissionExpires: UInt64
-    /// The permission key (the peer's address, port 0) the channel's permission is kept under.
+    /// The permission key (the peer's address, port 0) the channel goes through.
     var permission: Endpoint
-    /// The two entries' slots, through which their end moves without a map update.
+    /// The two entries' slots, through which their own end moves without a map update.
     var slots: (forward: FlowSlot, backward: FlowSlot)?
     /// What each direction spent of its credit in the last round (`TurnTable+Credit` shares an
     /// allocation's credit out by it).
@@ -21,8 +19,7 @@ struct OffloadedChannel: Equatable {
     var backwardSpent: UInt64 = 0
 
     static func == (left: OffloadedChannel, right: OffloadedChannel) -> Bool {
-        left.pair == right.pair && left.expires == right.expires && left.channelExpires == right.channelExpires
-            && left.permissionExpires == right.permissionExpires && left.permission == right.permission
+        left.pair == right.pair && left.expires == right.expires && left.permission == right.permission
             && left.slots?.forward == right.slots?.forward && left.slots?.backward == right.slots?.backward
             && left.forwardSpent == right.forwardSpent && left.backwardSpent == right.backwardSpent
     }
@@ -54,117 +51,83 @@ enum ChannelChange {
 /// (`TurnTable+Credit`): the kernel carries what the buckets would pass unmarked, and hands
 /// the rest to the user-space policers.
 extension TurnTable {
-    /// Brings the entries of the channels `change` affects in line with `client`'s allocation.
+    /// Brings the kernel in line with what `change` did to `client`'s allocation: a moved
+    /// lifetime or permission end is one store into its shared slot; a bound channel is
+    /// installed, or its own end moved.
     func offloadChannels(of client: TurnClient, after change: ChannelChange) {
-        guard offload != nil, !client.isStream, let allocation = store.index(of: client) else { return }
-        let now = clock.now
-        var reshaped = false
+        guard let offload, !client.isStream, let allocation = store.index(of: client) else { return }
         switch change {
         case .refreshed:
-            reshaped = moveEnds(of: allocation, now: now) { _ in true }
+            if let ends = channelEnds[allocation] { offload.setExpiry(ends.allocation, store[allocation].expires) }
         case .permitted(let permissions):
-            // Few addresses a request: their ends looked up once, not once a channel.
-            let ends = permissions.map { store[allocation].permissions[$0] ?? 0 }
-            reshaped = moveEnds(of: allocation, now: now) { channel in
-                guard let found = permissions.firstIndex(of: channel.permission) else { return false }
-                channel.permissionExpires = ends[found]
-                return true
+            guard let ends = channelEnds[allocation] else { return }
+            for permission in permissions {
+                if let held = ends.permissions[permission] { offload.setExpiry(held.slot, store[allocation].permissions[permission]) }
             }
         case .bound(let number, let permission):
-            let end = store[allocation].permissions[permission] ?? 0
-            reshaped = moveEnds(of: allocation, now: now) { channel in
-                guard channel.permission == permission else { return false }
-                channel.permissionExpires = end
-                return true
+            if let held = channelEnds[allocation]?.permissions[permission] {
+                offload.setExpiry(held.slot, store[allocation].permissions[permission])
             }
-            if let binding = store[allocation].channels.binding(number: number) {
-                reshaped = offloadChannel(binding, of: allocation, client: client, now: now) || reshaped
+            guard let binding = store[allocation].channels.binding(number: number),
+                  offloadChannel(binding, of: allocation, client: client, now: clock.now) else { return }
+            let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
+            if credited && offloadedChannels[allocation] != nil {
+                creditedAllocations.insert(allocation)
+                // Under the egress cap the next round grants it (the cap is shared by all).
+                if !packets.egress.isOn {
+                    settleCredit(allocation)
+                    grantCredit(allocation, egressShare: nil)
+                }
+            } else {
+                creditedAllocations.remove(allocation)
             }
         }
-        guard reshaped else { return }
-        let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
-        if credited && offloadedChannels[allocation] != nil {
-            creditedAllocations.insert(allocation)
-            // Under the egress cap the next round grants it (the cap is shared by all).
-            if !packets.egress.isOn {
-                settleCredit(allocation)
-                grantCredit(allocation, egressShare: nil)
-            }
-        } else {
-            creditedAllocations.remove(allocation)
-        }
-    }
-
-    /// Moves the end of the allocation's channels in the kernel that `renew` picks (and
-    /// updates: a renewed permission's end), to the earliest of the channel's, its
-    /// permission's and the allocation's: a store into each entry's slot. A channel whose end
-    /// has come is taken out. True when any was. The channels are taken out of the table's
-    /// dictionary while they change, so that nothing is copied.
-    private func moveEnds(of allocation: Int, now: UInt64, renew: (inout OffloadedChannel) -> Bool) -> Bool {
-        guard let offload, var channels = offloadedChannels.removeValue(forKey: allocation) else { return false }
-        let lifetime = store[allocation].expires
-        var ended: [UInt16] = []
-        for index in channels.indices where renew(&channels.values[index]) {
-            let channel = channels.values[index]
-            let expires = min(channel.channelExpires, channel.permissionExpires, lifetime)
-            guard expires != channel.expires else { continue }
-            guard expires > now, let slots = channel.slots else {
-                ended.append(channels.keys[index])
-                continue
-            }
-            offload.setExpiry(slots.forward, expires)
-            offload.setExpiry(slots.backward, expires)
-            channels.values[index].expires = expires
-        }
-        for number in ended {
-            if let channel = channels.removeValue(forKey: number) { takeOffloaded(allocation, number, channel) }
-        }
-        offloadedChannels[allocation] = channels.isEmpty ? nil : channels
-        return !ended.isEmpty
     }
 
     /// Puts a channel the request bound (or bound again) in the kernel as it now stands:
-    /// installs it when it is new there, moves its end when it is not. True when the
+    /// installs it when it is new there, moves its own end when it is not. True when the
     /// allocation's set of channels in the kernel changed (its credit is then shared out again).
     private func offloadChannel(_ binding: ChannelBinding, of allocation: Int, client: TurnClient, now: UInt64) -> Bool {
         guard let offload else { return false }
         let number = binding.number
-        let expires = min(binding.expires, binding.permissionExpires, store[allocation].expires)
         let old = offloadedChannels[allocation]?[number]
-        if var channel = old, channel.pair.backward.source == binding.peer, let slots = channel.slots, expires > now {
-            channel.channelExpires = binding.expires
-            channel.permissionExpires = binding.permissionExpires
-            if channel.expires != expires {
-                offload.setExpiry(slots.forward, expires)
-                offload.setExpiry(slots.backward, expires)
-                channel.expires = expires
-            }
+        if var channel = old, channel.pair.backward.source == binding.peer, let slots = channel.slots {
+            guard channel.expires != binding.expires else { return false }
+            offload.setExpiry(slots.forward, binding.expires)
+            offload.setExpiry(slots.backward, binding.expires)
+            channel.expires = binding.expires
             offloadedChannels[allocation]?[number] = channel
             return false
         }
-        if let old {
-            takeOffloaded(allocation, number, old)
-            offloadedChannels[allocation]?[number] = nil
-            if offloadedChannels[allocation]?.isEmpty == true { offloadedChannels[allocation] = nil }
+        if let old { takeOffloaded(allocation, number, old) }
+        let permission = Allocation.permissionKey(binding.peer)
+        guard let local = listenerAddress(client), let relayed = relayedAddress(allocation, toward: binding.peer),
+              var ends = channelEnds[allocation] ?? offload.reserveEnd(store[allocation].expires).map({ ChannelEnds(allocation: $0) }) else {
+            return old != nil
         }
-        guard expires > now, let local = listenerAddress(client), let relayed = relayedAddress(allocation, toward: binding.peer) else {
+        defer { channelEnds[allocation] = ends.permissions.isEmpty ? nil : ends }
+        guard let permissionEnd = ends.use(permission, ending: binding.permissionExpires, offload) else {
+            if ends.permissions.isEmpty { ends.release(offload) }
             return old != nil
         }
         let credited = store[allocation].bandwidth.isLimited || packets.egress.isOn
         let pair = OffloadedPair(forward: FlowKey(source: client.address, destination: local, channel: number),
                                  backward: FlowKey(source: binding.peer, destination: relayed), written: now,
                                  forwardCredit: credited ? 0 : nil, backwardCredit: credited ? 0 : nil)
-        var channel = OffloadedChannel(pair: pair, expires: expires, channelExpires: binding.expires,
-                                       permissionExpires: binding.permissionExpires, permission: Allocation.permissionKey(binding.peer))
+        var channel = OffloadedChannel(pair: pair, expires: binding.expires, permission: permission)
         let policy = settings.marking
+        let shared = [permissionEnd, ends.allocation]
         // Towards the peer from the relayed socket (DF as the Allocate asked), towards the
         // client from the listener (the kernel's default, DF set).
         guard offload.install(pair.forward, .relay(from: relayed, to: binding.peer, kind: .stripChannel(number), policy: policy,
-                                                   expiresAt: expires, credited: credited, dontFragment: store[allocation].dontFragment)),
+                                                   expiresAt: binding.expires, credited: credited,
+                                                   dontFragment: store[allocation].dontFragment, sharedEnds: shared)),
               offload.install(pair.backward, .relay(from: local, to: client.address, kind: .addChannel(number), policy: policy,
-                                                    expiresAt: expires, credited: credited)),
+                                                    expiresAt: binding.expires, credited: credited, sharedEnds: shared)),
               let forward = offload.slot(pair.forward), let backward = offload.slot(pair.backward) else {
-            takeOffloaded(allocation, number, channel)
+            remove(channel, of: allocation)
+            ends.stopUsing(permission, offload)
+            if ends.permissions.isEmpty { ends.release(offload) }
             return old != nil
         }
         channel.slots = (forward, backward)
@@ -176,20 +139,16 @@ extension TurnTable {
     func takeOffloaded(_ allocation: Int) {
         guard let channels = offloadedChannels[allocation] else { return }
         for (number, channel) in channels { takeOffloaded(allocation, number, channel) }
-        offloadedChannels[allocation] = nil
-        creditedAllocations.remove(allocation)
     }
 
-    /// Takes out the entries whose time has passed (the kernel stopped forwarding them then).
+    /// Takes out the entries whose time has passed (the kernel stopped forwarding them then):
+    /// the channel's own end, its permission's or its allocation's.
     func takeExpiredOffloads(now: UInt64) {
         for (allocation, channels) in offloadedChannels {
-            for (number, channel) in channels where channel.expires <= now {
+            let lifetime = store[allocation].expires
+            for (number, channel) in channels
+            where min(channel.expires, lifetime, store[allocation].permissions[channel.permission] ?? 0) <= now {
                 takeOffloaded(allocation, number, channel)
-                offloadedChannels[allocation]?[number] = nil
-            }
-            if offloadedChannels[allocation]?.isEmpty == true {
-                offloadedChannels[allocation] = nil
-                creditedAllocations.remove(allocation)
             }
         }
     }
@@ -205,7 +164,21 @@ extension TurnTable {
         return counters
     }
 
+    /// Takes one channel's entries out (their counts added to the allocation's), and the slots
+    /// of the ends it shared once no other channel shares them.
     private func takeOffloaded(_ allocation: Int, _ number: UInt16, _ channel: OffloadedChannel) {
+        guard let offload else { return }
+        remove(channel, of: allocation)
+        offloadedChannels[allocation]?[number] = nil
+        channelEnds[allocation]?.stopUsing(channel.permission, offload)
+        guard offloadedChannels[allocation]?.isEmpty ?? true else { return }
+        offloadedChannels[allocation] = nil
+        creditedAllocations.remove(allocation)
+        channelEnds.removeValue(forKey: allocation)?.release(offload)
+    }
+
+    /// Takes a channel's two entries out of the kernel, their counts added to the allocation's.
+    private func remove(_ channel: OffloadedChannel, of allocation: Int) {
         guard let offload else { return }
         var pair = channel.pair
         if pair.isCredited { packets.egress.giveBack(settle(&pair, allocation)) }

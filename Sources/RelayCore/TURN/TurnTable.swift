@@ -36,6 +36,8 @@ final class TurnTable<Engine: TableEngine> {
     let offload: (any FlowOffload)?
     /// The channels the kernel carries, by allocation index and channel number.
     var offloadedChannels: [Int: [UInt16: OffloadedChannel]] = [:]
+    /// The ends each allocation's offloaded channels share (TurnTable+Offload).
+    var channelEnds: [Int: ChannelEnds] = [:]
     /// The allocations among them forwarded on credit.
     var creditedAllocations: Set<Int> = []
     /// Each UDP listener's bound address, by its socket's slot (for the kernel's exact keys).

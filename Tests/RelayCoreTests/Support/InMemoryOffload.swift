@@ -26,8 +26,10 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
     private(set) var credit: [FlowKey: Int64] = [:]
     /// Each entry's packet credit as the table last set it, less what `spend` took.
     private(set) var packetCredit: [FlowKey: Int64] = [:]
-    /// How many times a table moved an installed entry's end through its slot.
+    /// How many times a table moved an installed entry's end (or a shared one) through its slot.
     private(set) var expiryMoves = 0
+    /// The shared ends reserved and not released, with their time (0: none).
+    private(set) var sharedEnds: [FlowSlot: UInt64] = [:]
     private var slotKeys: [FlowSlot: FlowKey] = [:]
     private var nextSlot: UInt32 = 0
 
@@ -57,11 +59,32 @@ final class InMemoryOffload: FlowOffload, @unchecked Sendable {
         return FlowSlot(nextSlot)
     }
 
-    /// Moves the entry's `expiresAt`, as the kernel's slot would.
+    /// Moves the entry's `expiresAt` (or a shared end), as the kernel's slot would.
     func setExpiry(_ slot: FlowSlot, _ time: UInt64?) {
+        expiryMoves += 1
+        if sharedEnds[slot] != nil {
+            sharedEnds[slot] = time ?? 0
+            return
+        }
         guard let key = slotKeys[slot], entries[key] != nil else { return }
         entries[key]?.expiresAt = time
-        expiryMoves += 1
+    }
+
+    func reserveEnd(_ time: UInt64?) -> FlowSlot? {
+        guard !refusing else { return nil }
+        nextSlot += 1
+        sharedEnds[FlowSlot(nextSlot)] = time ?? 0
+        return FlowSlot(nextSlot)
+    }
+
+    func releaseEnd(_ slot: FlowSlot) { sharedEnds[slot] = nil }
+
+    /// When `key`'s entry stops forwarding: the earliest of its own end and the ends it shares
+    /// (nil without an entry, or with no end at all).
+    func end(of key: FlowKey) -> UInt64? {
+        guard let entry = entries[key] else { return nil }
+        let ends = [entry.expiresAt].compactMap { $0 } + entry.sharedEnds.compactMap { sharedEnds[$0] }.filter { $0 != 0 }
+        return ends.min()
     }
 
     func counters(_ key: FlowKey) -> FlowCounters? { entries[key] == nil ? nil : counts[key] ?? FlowCounters() }
