@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps test-deps bench-deps build release reference test demo bench profile compare-instructions clean
+.PHONY: deps test-deps bench-deps build release reference test demo bench profile compare-instructions fuzz clean
 
 # The build needs two system libraries: liburing-dev (the io_uring backend) and libssl-dev
 # (libcrypto for STUN/TURN credentials, libssl for TURN over TLS). Each is installed when its header is absent.
@@ -106,6 +106,13 @@ test-deps:
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	MEDIARELAY_REQUIRE_TEST_TOOLS=1 $(SWIFT) test --skip-build
+
+# Coverage-guided fuzzing of every parser (issue 38, Fuzz/README.md): each target runs for
+# FUZZ_SECONDS on a copy of its seed corpus, one line per target, failing on a finding.
+# FUZZ_TARGETS="FuzzSTUN FuzzJSON" runs some of them.
+FUZZ_SECONDS ?= 180
+fuzz: deps
+	SWIFT=$(SWIFT) Fuzz/fuzz.sh $(FUZZ_SECONDS)
 
 # The C reference forwarder (bench/reference/forwarder.c): what the engine is measured against,
 # built with the system compiler at -O2, as a C program would be.
