@@ -36,7 +36,10 @@ final class TurnReplayTests: XCTestCase {
         XCTAssertEqual(replayed.errorCode?.code, 438, "the replay: \(replayed)")
         XCTAssertNotNil(try replayed.text(.nonce), "a 438 carries a fresh nonce, for a client whose NAT moved it mid-transaction")
 
-        let stats = try relay.waitFor { RelayProcess.number($0, "turn", "auth_failures", "replayed") ?? 0 >= 1 }
+        // Each worker publishes its own counters: the victim's and the replay's may differ.
+        let stats = try relay.waitFor {
+            RelayProcess.number($0, "turn", "auth_failures", "replayed") ?? 0 >= 1 && RelayProcess.number($0, "turn", "allocations_created") ?? 0 >= 1
+        }
         XCTAssertEqual(RelayProcess.number(stats, "turn", "auth_failures", "replayed"), 1, "\(stats["turn"] ?? "")")
         XCTAssertEqual(RelayProcess.number(stats, "turn", "allocations"), 1, "only the victim's: \(stats["turn"] ?? "")")
         XCTAssertEqual(RelayProcess.number(stats, "turn", "allocations_created"), 1, "\(stats["turn"] ?? "")")
@@ -79,7 +82,9 @@ final class TurnReplayTests: XCTestCase {
         let overUDP = try datagrams.exchange(captured)
         XCTAssertEqual(overUDP.errorCode?.code, 438, "the replay over UDP: \(overUDP)")
 
-        let stats = try server.relay.waitFor { RelayProcess.number($0, "turn", "auth_failures", "replayed") ?? 0 >= 2 }
+        let stats = try server.relay.waitFor {
+            RelayProcess.number($0, "turn", "auth_failures", "replayed") ?? 0 >= 2 && RelayProcess.number($0, "turn", "allocations_created") ?? 0 >= 1
+        }
         XCTAssertEqual(RelayProcess.number(stats, "turn", "auth_failures", "replayed"), 2, "\(stats["turn"] ?? "")")
         XCTAssertEqual(RelayProcess.number(stats, "turn", "allocations"), 1, "only the victim's: \(stats["turn"] ?? "")")
     }
