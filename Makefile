@@ -43,13 +43,15 @@ release: deps
 # prometheus package, which also installs the server: checks deploy/prometheus's rules),
 # readelf (binutils: the libraries the container's run stage must install), openssl (the
 # TLS tests make their certificates with it and talk to its s_client and s_server), chromium
-# (a real browser's TURN client across a fleet: BrowserFleetTests) and curl (that check reads
-# the relays' stats inside their namespace). Installed when
+# (a real browser's TURN client across a fleet: BrowserFleetTests), curl (that check reads
+# the relays' stats inside their namespace) and fail2ban (fail2ban-regex checks deploy/fail2ban's
+# filter against the relay's own lines, fail2ban-client loads its jail: Fail2banFilterTests). Installed when
 # missing; when that fails, make stops here and says why: under `make test` a missing tool is an
 # error, never a skip.
 TEST_TOOLS := iperf3:iperf3 socat:socat ffmpeg:ffmpeg systemd-analyze:systemd \
 	turnserver:coturn turnutils_uclient:coturn turnutils_peer:coturn tshark:tshark \
-	promtool:prometheus readelf:binutils openssl:openssl chromium:chromium curl:curl
+	promtool:prometheus readelf:binutils openssl:openssl chromium:chromium curl:curl \
+	fail2ban-regex:fail2ban fail2ban-client:fail2ban
 # kubernetes-validate checks deploy/kubernetes against the API schemas, which it ships (no
 # network at test time). From PyPI, pinned, in a virtualenv under .build: Debian's Python
 # refuses pip installs (PEP 668), and a pinned version keeps the schemas the same everywhere.

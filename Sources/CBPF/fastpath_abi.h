@@ -63,7 +63,25 @@ enum mr_fp_handback {
     /// The entry is credited and its credit (bytes, packets or both, as its flags say) does
     /// not cover the datagram as it would be sent.
     MR_FP_BACK_CREDIT = 9,
-    MR_FP_BACK_COUNT = 10,
+    /// The frame is not addressed to this host's link address: another host's (a promiscuous
+    /// NIC, a switch flooding unknown unicast), a broadcast or a multicast. The stack drops the
+    /// first and may deliver the others; either way it decides, not the program.
+    MR_FP_BACK_NOT_HOST = 10,
+    /// The frame carries an 802.1Q or 802.1ad tag on the interface the program is on: its VLAN
+    /// device (or none) decides, and what the relay sends goes out untagged.
+    MR_FP_BACK_VLAN = 11,
+    /// Reverse-path filtering (net.ipv4.conf.*.rp_filter) on the arriving interface would drop
+    /// the datagram: strict, the route back to its source leaves by another interface; loose,
+    /// there is no route back at all.
+    MR_FP_BACK_REVERSE_PATH = 12,
+    /// An IP header the stack rejects: an IPv4 header checksum that does not add up, or a
+    /// version that is not the ethertype's.
+    MR_FP_BACK_BAD_HEADER = 13,
+    /// A UDP checksum that does not add up, or a zero one over IPv6.
+    MR_FP_BACK_BAD_CHECKSUM = 14,
+    /// A payload larger than the relay takes (--max-datagram-size): user space drops it.
+    MR_FP_BACK_OVERSIZE = 15,
+    MR_FP_BACK_COUNT = 16,
 };
 
 /// Where a rewritten datagram goes.
@@ -80,6 +98,33 @@ enum mr_fp_egress {
 /// The entry's packet credit (mr_fp_slot.packet_credit) limits what it forwards; with
 /// MR_FP_FLAG_CREDITED as well, a datagram goes through only when both cover it.
 #define MR_FP_FLAG_PACKET_CREDITED 0x02
+/// IPv4: the datagram leaves with DF set (clear without the flag), as the relay's socket for
+/// that flow sends it (TURN with DONT-FRAGMENT, sessions, forward rules; not TURN without it).
+#define MR_FP_FLAG_DONT_FRAGMENT 0x04
+
+/// net.ipv4.conf.*.rp_filter's values.
+enum mr_fp_reverse_path {
+    MR_FP_REVERSE_PATH_OFF = 0,
+    MR_FP_REVERSE_PATH_STRICT = 1,
+    MR_FP_REVERSE_PATH_LOOSE = 2,
+};
+
+/// What the host's settings make of a datagram, read by user space when a program is attached:
+/// one value in the `config` map (key 0).
+struct mr_fp_config {
+    __u32 max_payload;      // the largest UDP payload the relay takes; larger is handed back
+    __u8 ttl;               // net.ipv4.ip_default_ttl: the TTL the relay's sockets send with
+    __u8 hop_limit;         // net.ipv6.conf.default.hop_limit: for interfaces not in `interfaces`
+    __u8 reserved[2];
+};
+
+/// One interface of the namespace, in the `interfaces` map by index: what the stack checks a
+/// frame arriving there by, and the hop limit of IPv6 datagrams leaving by it.
+struct mr_fp_interface {
+    __u8 mac[6];            // the interface's own link address
+    __u8 reverse_path;      // enum mr_fp_reverse_path: max(conf/all, conf/NAME) rp_filter
+    __u8 hop_limit;         // net.ipv6.conf.NAME.hop_limit
+};
 
 /// The exact 5-tuple of an arriving datagram (protocol UDP implied), and for ChannelData the
 /// channel number its header names: one TURN client's 5-tuple carries all its channels, each
@@ -110,7 +155,7 @@ struct mr_fp_entry {
     __u8 flags;             // MR_FP_FLAG_*
     __u32 egress_ifindex;   // for MR_FP_EGRESS_INTERFACE; 0: deliver in this host
     __u32 counter_slot;     // index into the counters and slots maps
-    __u32 reserved;
+    __u32 flow_label;       // IPv6 flow label sent (low 20 bits, host order); 0: none
     __u64 expires_ns;       // CLOCK_MONOTONIC; 0: no expiry
     __u64 idle_ns;          // longest quiet time before the flow is handed back; 0: none
 };

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include "cloadgen.h"
 #include <netinet/udp.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -55,4 +57,15 @@ int lg_cpu_mask_get(unsigned long long *mask) {
 
 int lg_cpu_mask_set(int pid, unsigned long long mask) {
     return (int)syscall(SYS_sched_setaffinity, pid, sizeof mask, &mask);
+}
+
+#ifndef SCM_TIMESTAMPNS
+#define SCM_TIMESTAMPNS SO_TIMESTAMPNS
+#endif
+int lg_so_timestampns(void) { return SO_TIMESTAMPNS; }
+int lg_scm_timestampns(void) { return SCM_TIMESTAMPNS; }
+
+int lg_sched_idle(void) {
+    struct sched_param param = {.sched_priority = 0};
+    return sched_setscheduler(0, SCHED_IDLE, &param);
 }

@@ -25,4 +25,23 @@ public enum ControlMessages {
         }
         return nil
     }
+
+    /// When the kernel received the datagram (SO_TIMESTAMPNS), in CLOCK_REALTIME nanoseconds, or
+    /// nil when no stamp came. Never reads outside `length` bytes.
+    @inline(__always)
+    public static func arrival(in control: UnsafeRawPointer, length: Int) -> UInt64? {
+        let control = UnsafeMutableRawPointer(mutating: control)
+        var cmsg = lg_cmsg_next(control, length, nil)
+        while let current = cmsg {
+            if current.pointee.cmsg_level == SOL_SOCKET, current.pointee.cmsg_type == lg_scm_timestampns(),
+               lg_cmsg_data_length(current) >= MemoryLayout<timespec>.size {
+                let stamp = UnsafeRawPointer(lg_cmsg_data(current)!).loadUnaligned(as: timespec.self)
+                // A datagram queued before stamping was switched on carries a zero stamp.
+                guard stamp.tv_sec > 0 else { return nil }
+                return UInt64(stamp.tv_sec) &* 1_000_000_000 &+ UInt64(stamp.tv_nsec)
+            }
+            cmsg = lg_cmsg_next(control, length, current)
+        }
+        return nil
+    }
 }

@@ -8,7 +8,8 @@ import SystemSupport
 /// After `receive(from:)` returns n, messages 0..<n are valid until the next call; the
 /// accessors read them in place without copying.
 package final class ReceiveBatch {
-    static let controlSize = 64
+    /// Room for the TOS byte's message and a receive timestamp's.
+    static let controlSize = 96
     package let capacity: Int
     package let bufferSize: Int
     private let buffers: UnsafeMutableRawPointer
@@ -66,6 +67,11 @@ package final class ReceiveBatch {
     /// The datagram's TOS byte, 0 when the kernel attached none.
     @inline(__always) package func tos(_ i: Int) -> UInt8 {
         ControlMessages.tos(in: controls + i * Self.controlSize, length: Int(messages[i].msg_hdr.msg_controllen)) ?? 0
+    }
+
+    /// When the kernel queued the datagram, CLOCK_REALTIME ns (`TrafficSocket.stampArrivals`).
+    @inline(__always) package func arrival(_ i: Int) -> UInt64? {
+        ControlMessages.arrival(in: controls + i * Self.controlSize, length: Int(messages[i].msg_hdr.msg_controllen))
     }
 
     package func source(_ i: Int) -> SocketAddress {

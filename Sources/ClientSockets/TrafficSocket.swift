@@ -65,6 +65,13 @@ public final class TrafficSocket: Sendable {
 
     deinit { SystemCall.close(fd) }
 
+    /// Asks the kernel to stamp each datagram as it is queued to this socket (SO_TIMESTAMPNS,
+    /// read with `ControlMessages.arrival`); false when it refuses.
+    @discardableResult
+    public func stampArrivals() -> Bool {
+        TrafficSocket.set(fd, SOL_SOCKET, lg_so_timestampns(), 1) == .done(0)
+    }
+
     /// Whether the kernel takes UDP GSO (the UDP_SEGMENT option) on this socket. The option is
     /// reset at once: sends that want GSO ask for it with a control message.
     public func acceptsGSO() -> Bool {

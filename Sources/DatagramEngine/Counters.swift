@@ -11,12 +11,20 @@ public struct EngineCounters: Sendable, SummedCounters {
     public var bytesOut: UInt64 = 0
     /// System calls made for I/O; one io_uring_enter counts as one.
     public var syscalls: UInt64 = 0
-    /// Receive calls that returned at least one datagram.
+    /// Receive calls that returned at least one datagram: a recvmsg or recvmmsg on one socket
+    /// (perPacket, mmsg), or a turn's reap of completions from every socket (uring).
     public var receiveBatches: UInt64 = 0
     /// Datagrams per receive batch, in buckets whose inclusive upper bounds are
     /// `batchSizeBounds` (the last bucket takes everything larger).
     public var batchSizes = InlineArray<9, UInt64>(repeating: 0)
     public static let batchSizeBounds: [Int] = [1, 2, 4, 8, 16, 32, 64, 128]
+    /// Turns that received at least one datagram, whatever the number of receive calls they
+    /// took: a wake-up of the worker (or a turn that found datagrams waiting). With one socket
+    /// per flow, mmsg's receive calls stay small while a turn gathers from many sockets; the
+    /// two histograms side by side show it.
+    public var receiveTurns: UInt64 = 0
+    /// Datagrams per such turn, in the buckets of `batchSizeBounds`.
+    public var turnSizes = InlineArray<9, UInt64>(repeating: 0)
     /// Datagrams the kernel dropped because a socket's receive queue was full (SO_RXQ_OVFL).
     public var kernelDrops: UInt64 = 0
     /// Datagrams longer than the receive buffer (MSG_TRUNC): counted and dropped.
@@ -58,7 +66,7 @@ public struct EngineCounters: Sendable, SummedCounters {
     /// The plain counters `merge` sums (CountersMergeTests checks none is missing).
     public static var summedFields: [WritableKeyPath<EngineCounters, UInt64>] {
         [\.datagramsIn, \.bytesIn, \.datagramsOut, \.bytesOut, \.syscalls, \.receiveBatches, \.kernelDrops,
-         \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures, \.receiveCancelsForced,
+         \.receiveTurns, \.truncated, \.gsoSegments, \.gsoSends, \.gsoFallbacks, \.groSegments, \.receiveRestarts, \.receiveFailures, \.receiveCancelsForced,
          \.streamsAccepted, \.streamsRefused, \.acceptErrors, \.streamBytesIn, \.streamBytesOut, \.streamWritesRefused,
          \.streamsClosed]
     }
@@ -66,9 +74,21 @@ public struct EngineCounters: Sendable, SummedCounters {
     mutating func noteBatch(_ size: Int) {
         guard size > 0 else { return }
         receiveBatches &+= 1
+        batchSizes[Self.bucket(size)] &+= 1
+    }
+
+    mutating func noteTurn(_ size: Int) {
+        guard size > 0 else { return }
+        receiveTurns &+= 1
+        turnSizes[Self.bucket(size)] &+= 1
+    }
+
+    /// The histogram bucket of `size` datagrams (`batchSizeBounds`; the last takes the rest).
+    @inline(__always)
+    static func bucket(_ size: Int) -> Int {
         var bucket = 0
-        while bucket < 8 && size > EngineCounters.batchSizeBounds[bucket] { bucket += 1 }
-        batchSizes[bucket] &+= 1
+        while bucket < 8 && size > batchSizeBounds[bucket] { bucket += 1 }
+        return bucket
     }
 
     public func ecnIn(_ codepoint: ECN) -> UInt64 { ecnIn[Int(codepoint.rawValue)] }
@@ -78,6 +98,7 @@ public struct EngineCounters: Sendable, SummedCounters {
     public mutating func merge(_ other: EngineCounters) {
         add(other)
         batchSizes.add(other.batchSizes)
+        turnSizes.add(other.turnSizes)
         ecnIn.add(other.ecnIn)
         ecnOut.add(other.ecnOut)
         sendErrors.merge(other.sendErrors)

@@ -290,6 +290,7 @@ public final class DatagramEngine {
         case .poll(let poll): poll.receive(timeoutMilliseconds: timeoutMilliseconds)
         case .ring(let ring): ring.receive(timeoutMilliseconds: timeoutMilliseconds)
         }
+        state.counters.noteTurn(state.receivedCount)
         return state.receivedCount
     }
 

@@ -39,6 +39,19 @@ public struct FlowCounters: Equatable, Sendable {
         case idle
         /// The entry is credited and its credit does not cover the datagram.
         case credit
+        /// The frame was not addressed to this host's link address (another host's, a
+        /// broadcast, a multicast): the stack drops or delivers it as it would anyway.
+        case notHost
+        /// The frame carried a VLAN tag on the interface the program is on.
+        case vlan
+        /// Reverse-path filtering on the arriving interface would drop it.
+        case reversePath
+        /// An IPv4 header checksum that does not add up, or an IP version not the ethertype's.
+        case badHeader
+        /// A UDP checksum that does not add up, or a zero one over IPv6.
+        case badChecksum
+        /// A payload larger than the relay's `--max-datagram-size`.
+        case oversize
     }
 
     public var packets: UInt64 = 0

@@ -22,6 +22,10 @@ import NetAddress
 /// ChannelData header is removed or added); and when `packetCredited` and the packet credit
 /// granted (`exchangePacketCredit`, starting at 0) is used up. With both, a datagram goes
 /// through only when both credits cover it, and then it takes from both.
+///
+/// What leaves is what the relay's socket for the flow would send: DF as `dontFragment` says
+/// (IPv4), the host's TTL or hop limit, and over IPv6 a flow label of the relay's own for the
+/// rewritten 5-tuple (where the host labels flows), never the sender's.
 public struct FlowEntry: Equatable, Sendable {
     /// What happens to the payload.
     public enum Kind: Equatable, Sendable {
@@ -57,10 +61,14 @@ public struct FlowEntry: Equatable, Sendable {
     public var idleTimeout: UInt64?
     public var credited: Bool
     public var packetCredited: Bool
+    /// IPv4 datagrams leave with DF set (the default: the relay's sockets send with the kernel's
+    /// path MTU discovery), or clear (a TURN allocation without DONT-FRAGMENT).
+    public var dontFragment: Bool
 
     public init(source: Endpoint, destination: Endpoint, kind: Kind = .plain, dscp: DSCP = .mirror,
                 ecn: ECN = .copy, egressInterface: UInt32? = nil, expiresAt: UInt64? = nil,
-                idleTimeout: UInt64? = nil, credited: Bool = false, packetCredited: Bool = false) {
+                idleTimeout: UInt64? = nil, credited: Bool = false, packetCredited: Bool = false,
+                dontFragment: Bool = true) {
         self.source = source
         self.destination = destination
         self.kind = kind
@@ -71,6 +79,17 @@ public struct FlowEntry: Equatable, Sendable {
         self.idleTimeout = idleTimeout
         self.credited = credited
         self.packetCredited = packetCredited
+        self.dontFragment = dontFragment
+    }
+
+    /// The IPv6 flow label the relay sends this flow with: 20 bits of a hash of the rewritten
+    /// 5-tuple, keyed anew in each process (as the kernel keys its own), never 0 ("no label").
+    var flowLabel: UInt32 {
+        var hasher = Hasher()
+        hasher.combine(source)
+        hasher.combine(destination)
+        let label = UInt32(truncatingIfNeeded: hasher.finalize()) & 0xF_FFFF
+        return label == 0 ? 1 : label
     }
 
     /// Why this entry cannot go into the kernel for `key`, or nil when it can.
@@ -91,7 +110,7 @@ public struct FlowEntry: Equatable, Sendable {
         return nil
     }
 
-    func kernelEntry(slot: UInt32) -> mr_fp_entry {
+    func kernelEntry(slot: UInt32, flowLabel: UInt32) -> mr_fp_entry {
         var entry = mr_fp_entry()
         withUnsafeMutableBytes(of: &entry.source) { FlowKey.write(source, into: $0) }
         withUnsafeMutableBytes(of: &entry.destination) { FlowKey.write(destination, into: $0) }
@@ -122,6 +141,8 @@ public struct FlowEntry: Equatable, Sendable {
             entry.egress_mode = UInt8(MR_FP_EGRESS_ROUTE.rawValue)
         }
         entry.flags = (credited ? UInt8(MR_FP_FLAG_CREDITED) : 0) | (packetCredited ? UInt8(MR_FP_FLAG_PACKET_CREDITED) : 0)
+            | (dontFragment ? UInt8(MR_FP_FLAG_DONT_FRAGMENT) : 0)
+        entry.flow_label = source.isIPv4 ? 0 : flowLabel
         entry.counter_slot = slot
         entry.expires_ns = expiresAt.map { max($0, 1) } ?? 0
         entry.idle_ns = idleTimeout.map { max($0, 1) } ?? 0

@@ -14,7 +14,9 @@ import SystemSupport
 ///   native XDP) and leaves nothing behind. Nothing is pinned: when this object ends, or the
 ///   process does (kill -9 included), the programs and their maps are gone, so a restarted
 ///   relay never inherits entries. `attach` does leave one setting: forwarding on `lo` in the
-///   interface's namespace (LoopbackForwarding), which route lookups need.
+///   interface's namespace (LoopbackForwarding), which route lookups need. `attach` also reads
+///   the host's settings the program must follow (HostSettings: TTL, hop limits, flow labels,
+///   every interface's link address and reverse-path filtering) into the program's maps.
 /// - `put` puts an entry in or replaces it; a replaced entry keeps its counters and its credits,
 ///   a new one starts with zero counters and zero credits; either way its idle time starts
 ///   again. A refused `put` throws and adds one to `refusals`. `remove` takes an entry out.
@@ -42,6 +44,9 @@ public final class KernelFastPath: Sendable {
 
     /// The most entries the kernel map holds.
     public let capacity: Int
+    /// The largest UDP payload the relay takes (`--max-datagram-size`): larger datagrams are
+    /// handed back, and user space drops them as it does any datagram that large.
+    public let maxPayload: Int
     /// libbpf's object, closed by deinit only; every other use is of descriptors it owns.
     nonisolated(unsafe) private let object: OpaquePointer
     private let tcProgram: Int32
@@ -49,6 +54,8 @@ public final class KernelFastPath: Sendable {
     private let flows: Int32
     private let counterMap: Int32
     private let totalsMap: Int32
+    private let configMap: Int32
+    private let interfacesMap: Int32
     private let processors: Int
     private let memory: SlotMemory
     private let table: Mutex<Table>
@@ -59,9 +66,11 @@ public final class KernelFastPath: Sendable {
         var slots: [FlowKey: UInt32] = [:]
         var freeSlots: SlotPool
         var refusals = 0
+        /// Whether entries carry an IPv6 flow label of the relay's own (net.ipv6.auto_flowlabels).
+        var labelsFlows = true
     }
 
-    public init(capacity: Int = 65_536) throws(FastPathError) {
+    public init(capacity: Int = 65_536, maxPayload: Int = 65_507) throws(FastPathError) {
         precondition(capacity > 0 && capacity <= Int(UInt32.max), "fast path capacity \(capacity)")
         try FastPathError.checkHost()
         LibbpfLog.install()
@@ -89,8 +98,11 @@ public final class KernelFastPath: Sendable {
         flows = bpf_map__fd(bpf_object__find_map_by_name(object, "flows"))
         counterMap = bpf_map__fd(bpf_object__find_map_by_name(object, "counters"))
         totalsMap = bpf_map__fd(bpf_object__find_map_by_name(object, "totals"))
+        configMap = bpf_map__fd(bpf_object__find_map_by_name(object, "config"))
+        interfacesMap = bpf_map__fd(bpf_object__find_map_by_name(object, "interfaces"))
         processors = Int(libbpf_num_possible_cpus())
         self.capacity = capacity
+        self.maxPayload = maxPayload
         table = Mutex(Table(freeSlots: SlotPool(capacity: capacity)))
     }
 
@@ -98,6 +110,9 @@ public final class KernelFastPath: Sendable {
         guard let program = bpf_object__find_program_by_name(object, "mr_relay_ingress"),
               bpf_object__find_program_by_name(object, "mr_relay_xdp") != nil else {
             return .failure(FastPathError("fast path: the embedded BPF object lacks its programs (a build problem)"))
+        }
+        for name in ["config", "interfaces"] where bpf_object__find_map_by_name(object, name) == nil {
+            return .failure(FastPathError("fast path: the embedded BPF object lacks its map \(name) (a build problem)"))
         }
         for name in ["flows", "counters", "slots"] {
             guard let map = bpf_object__find_map_by_name(object, name) else {
@@ -133,10 +148,29 @@ public final class KernelFastPath: Sendable {
                 return link.index
             }
             try LoopbackForwarding.enable()
+            table.labelsFlows = try follow(HostSettings.read())
             let link = try InterfaceLink(program: program, interface: interface, mode: mode)
             table.links.append(link)
             return link.index
         }
+    }
+
+    /// Writes what the program must follow of the host's settings into its maps, before a
+    /// program that reads them is attached; returns whether entries carry flow labels.
+    private func follow(_ settings: HostSettings) throws(FastPathError) -> Bool {
+        var zero: UInt32 = 0
+        var config = settings.config(maxPayload: maxPayload)
+        let written = bpf_map_update_elem(configMap, &zero, &config, UInt64(BPF_ANY))
+        guard written == 0 else { throw .failed("writing the fast path's settings", code: -written) }
+        for (index, interface) in settings.interfaces {
+            var key = index
+            var value = interface
+            let result = bpf_map_update_elem(interfacesMap, &key, &value, UInt64(BPF_ANY))
+            // Beyond the map's room an interface reads as not this host's, and its datagrams
+            // are handed back: slower, never wrong.
+            guard result == 0 || result == -E2BIG else { throw .failed("writing interface \(index)'s settings", code: -result) }
+        }
+        return settings.labelsFlows
     }
 
     /// The interfaces attached so far.
@@ -177,7 +211,7 @@ public final class KernelFastPath: Sendable {
         // occupant's idle time or credits.
         memory.start(slot, at: MonotonicClock.now(), clearCredit: existing == nil)
         var kernelKey = key.kernelKey
-        var value = entry.kernelEntry(slot: slot)
+        var value = entry.kernelEntry(slot: slot, flowLabel: table.labelsFlows ? entry.flowLabel : 0)
         let result = bpf_map_update_elem(flows, &kernelKey, &value, UInt64(BPF_ANY))
         guard result == 0 else {
             if existing == nil { table.freeSlots.give(slot) }

@@ -8,8 +8,9 @@ usage: mediarelay-load --relay http://HOST:PORT [options]
        mediarelay-load --turn HOST:PORT (--turn-user NAME:PASSWORD | --turn-secret SECRET) [--relay URL | --relay-pid PID] [options]
        mediarelay-load --legs FILE [--forwarder-stats FILE --relay-pid PID] [options]
        mediarelay-load compare --server PATH [--reference PATH [--references perpacket|all]] [--out PREFIX] [--repeats N]
-                               [--seconds S] [--quick] [--check] [--loads L,...] [--engines E,...] [--workers N,...]
-                               [--relay-host ADDR] [--server-prefix CMD] [--pin off|split]
+                               [--max-repeats M] [--budget S] [--seconds S] [--quick] [--check] [--loads L,...]
+                               [--engines E,...] [--workers N,...] [--relay-host ADDR] [--server-prefix CMD]
+                               [--pin off|split|relay]
 
 Offers UDP load through a mediarelay and reports delivery, order, latency, jitter, ECN/DSCP
 preservation, and the relay's CPU and syscalls per datagram (from GET /v1/stats before and after).
@@ -106,9 +107,10 @@ Exit status: 0 done; 2 bad arguments, unreachable relay, refused token (401) or 
 130 interrupted (the partial result is still printed); compare: 1 when the comparison failed.
 
 compare: runs the relay (--server PATH) once per engine (perpacket, mmsg, uring with --gso off;
-uring with --gso on) x offered load (10k, 20k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams,
+uring with --gso on) x offered load (10k, 50k, 100k, 200k datagrams/s of 200 B over 20 streams, 100k over 2,
 2000 voice streams, 200 video streams of 2 Mbit/s with --sender-gso), --repeats times [3] interleaved so drift falls on every engine, each for
---seconds [1.5]; writes PREFIX.md, PREFIX.csv and PREFIX.svg [--out bench/results/latest]. The relay runs
+--seconds [1.5], then (with --max-repeats) more rounds of the checks not yet settled; writes PREFIX.md (with
+the checks' verdicts and the relay's batching counters), PREFIX.csv and PREFIX.svg [--out bench/results/latest]. The relay runs
 with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
   --reference PATH       also run the C reference forwarder (bench/reference, built by make reference) over
                          the same flows (a socket pair per session, latching like the relay's legs): as
@@ -125,12 +127,22 @@ with the C forwarder's sizes, --batch-size 64 --max-datagram-size 2048.
   --workers N,...        run each relay engine with each of these worker counts (named "E wN" above 1) [1]
   --relay-host ADDR      the address the relay binds and answers on (sessions and HTTP) [127.0.0.1]
   --server-prefix CMD    start the relay and the C forwarder under CMD, e.g. "ip netns exec NAME" [none]
-  --pin P                off | split [off]. split: the generator's sending thread alone on the first allowed
+  --pin P                off | split | relay [off]. relay: the relay (every thread; --workers 1 only) or
+                         the C forwarder alone on the last allowed CPU, the generator's threads on the others
+                         (make demo: nothing takes the relay's CPU, so its cost and latency are its own). split: the generator's sending thread alone on the first allowed
                          CPU; the relay (every thread; --workers 1 only) or the C forwarder, with the
                          generator's receiving thread, on the last, as engine-bench --pin split. Left to the
                          scheduler, three busy threads on two CPUs land differently at each start, and a
                          forwarder's cost per datagram follows where it landed (engine-bench measured 10-20%
                          of spread between repeats from this), which blurs relay/C by as much
+  --max-repeats M        after --repeats rounds, run again only the two sides of the checks (the report's
+                         "Checks") not yet settled, up to M rounds in all [--repeats]: a check is settled when
+                         the 90 % interval of its median lies wholly on one side of its aim, or is narrower
+                         than its bound (10 points of CPU saved, 40 us of p99); with fewer than five repeats
+                         (no 90 % interval yet), when their range clears the aim by half the bound. Each
+                         check is reported as it stands: met, not met, or inconclusive
+  --budget S             past --repeats, start no round that would end after S seconds of the comparison
+                         (at the mean length of the runs so far), settled or not [none]
   --quick                1 repeat of 1 s unless --repeats/--seconds say otherwise
   --check                only the CPU cross-check (100k datagrams/s on each engine): relay CPU from
                          /proc/PID/stat next to /v1/stats for the same interval; the last stdout line is

@@ -61,9 +61,19 @@ public struct LoadOptions: Sendable, Equatable {
     public var progress = true
     /// How each stream's sender reacts to CE marks and losses its receiver reports.
     public var congestionControl = CongestionControl.none
-    /// The sending thread on `sourceMask`, the receiving one on `forwarderMask` (compare
-    /// `--pin split`, which puts the relay beside the receiver).
+    /// The sending thread on `sourceMask`, the receiving one on `sinkMask` (compare `--pin`;
+    /// the relay goes on `forwarderMask`).
     public var placement: CPUPlacement?
+    /// The receiving thread polls without ever sleeping, at SCHED_IDLE so that the sending
+    /// thread on the same CPU takes that CPU whenever it is due (compare `--pin relay`). A
+    /// receiver asleep in poll is woken by every datagram that finds it so, and the relay's send
+    /// pays for that wake-up across CPUs; polling, it is never asleep, as a NIC's transmit wakes
+    /// no one, and it reads each datagram as soon as the sender lets it run.
+    public var receiverSpins = false
+    /// Latency ends when the kernel queued each datagram to the receiving socket (SO_TIMESTAMPNS;
+    /// on loopback, during the relay's send), not when the receiving thread read it: the
+    /// generator's own scheduling delay stays out of the figures (compare `--pin relay`).
+    public var arrivalStamps = false
     /// Session mode: more fields of each POST /v1/sessions body, as a JSON object's text
     /// (`{"max_packets_per_second": 2000, "ecn_marking": "off"}`); the generator sets "legs".
     public var sessionFields: String?

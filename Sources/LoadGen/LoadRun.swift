@@ -1,5 +1,6 @@
 import BenchSupport
 import ClientSockets
+import CLoadGen
 import RelayObservation
 import SystemSupport
 import Foundation
@@ -89,6 +90,12 @@ public struct LoadRun: Sendable {
         if options.senderGSO, let socket = setup.flows.first?.socket, !socket.acceptsGSO() {
             throw LoadError("--sender-gso: this kernel refuses UDP_SEGMENT (UDP GSO needs Linux 4.18 or later)")
         }
+        if options.arrivalStamps {
+            // Before latching: the kernel turns stamping on a moment after the first socket asks.
+            for socket in setup.receivingSockets where !socket.stampArrivals() {
+                throw LoadError("SO_TIMESTAMPNS on a receiving socket: \(errnoText(errno))")
+            }
+        }
         let latched = try setup.latch(log: log)
         MonotonicClock.sleep(until: MonotonicClock.now() + Self.settleNs)
 
@@ -116,7 +123,8 @@ public struct LoadRun: Sendable {
         let turnSockets = turn?.clients.compactMap { client -> Int32? in client.connection == nil ? client.fd : nil } ?? []
         let receiver = TrafficReceiver(sockets: setup.receivingSockets, connections: setup.receivingConnections,
                                        streams: setup.streamCount, latencyFrom: start + UInt64(options.warmup * 1e9),
-                                       maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback)
+                                       maxDatagram: shape.maxSize, turnClients: Set(turnSockets), inbox: inbox, feedback: feedback,
+                                       spins: options.receiverSpins, stamped: options.arrivalStamps)
         // The pacer's forgiven ticks, or the controlled senders' mean rate in all.
         let senderOutcome = ThreadOutcome<(skipped: UInt64, controlledRate: Double?)>()
         let receiverOutcome = ThreadOutcome<ReceiverStatistics>()
@@ -132,7 +140,10 @@ public struct LoadRun: Sendable {
             return (sender.run(signals), nil)
         }
         receiverOutcome.start(name: "load-receive") {
-            place(on: placement?.forwarderMask)
+            place(on: placement?.sinkMask)
+            if receiver.spins && lg_sched_idle() != 0 {
+                log("warning: the receiving thread could not move to SCHED_IDLE (\(errnoText(errno))): it polls at normal priority")
+            }
             return receiver.run(signals)
         }
 

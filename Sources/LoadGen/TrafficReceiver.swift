@@ -22,6 +22,11 @@ public struct TrafficReceiver: Sendable {
     public let inbox: ControlInbox?
     /// Where the congestion-controlled senders read what arrived (`--congestion-control`).
     public let feedback: StreamFeedback?
+    /// Poll without waiting (`LoadOptions.receiverSpins`).
+    public let spins: Bool
+    /// Time each datagram by the kernel's stamp of its arrival where it has one, not by when
+    /// this thread read it (`LoadOptions.arrivalStamps`; the sockets must ask for stamps).
+    public let stamped: Bool
 
     public init(sockets: [TrafficSocket], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
                 turnClients: Set<Int32> = [], inbox: ControlInbox? = nil, feedback: StreamFeedback? = nil) {
@@ -30,8 +35,10 @@ public struct TrafficReceiver: Sendable {
     }
 
     init(sockets: [TrafficSocket], connections: [TurnStreamConnection], streams: Int, latencyFrom: UInt64, maxDatagram: Int,
-         turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?) {
+         turnClients: Set<Int32>, inbox: ControlInbox?, feedback: StreamFeedback?, spins: Bool = false, stamped: Bool = false) {
         self.feedback = feedback
+        self.spins = spins
+        self.stamped = stamped
         self.sockets = sockets
         self.connections = connections
         self.streams = streams
@@ -67,7 +74,7 @@ public struct TrafficReceiver: Sendable {
         }
         while true {
             var ready = 0
-            if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), 5)) }) { ready = count }
+            if case .done(let count) = SystemCall.outcome({ Int(poll(&polls, nfds_t(polls.count), spins ? 0 : 5)) }) { ready = count }
             let afterPoll = MonotonicClock.now()
             if ready > 0 {
                 for p in polls.indices where polls[p].revents != 0 {
@@ -92,8 +99,10 @@ public struct TrafficReceiver: Sendable {
                     while true {
                         let n = batch.receive(from: fd)
                         if n == 0 { break }
-                        // One clock read per batch: the datagrams of one recvmmsg arrived together.
+                        // One clock read per batch: the datagrams of one recvmmsg arrived together,
+                        // unless the kernel stamped each (then moved onto this clock, never past now).
                         let now = MonotonicClock.now()
+                        let offset = stamped ? MonotonicClock.realtimeOffset() : 0
                         var control = 0
                         for i in 0..<n {
                             var payload = batch.payload(i), length = batch.length(i)
@@ -112,7 +121,8 @@ public struct TrafficReceiver: Sendable {
                                     continue
                                 }
                             }
-                            record(payload, length, tos: batch.tos(i), now: now)
+                            let arrived = stamped ? batch.arrival(i).map { min($0 &- offset, now) } ?? now : now
+                            record(payload, length, tos: batch.tos(i), now: arrived)
                         }
                         signals.received.add(UInt64(n - control), ordering: .relaxed)
                         if n < batch.capacity { break }

@@ -25,8 +25,9 @@ protocol TableEngine: AnyObject {
                             dontFragment: Bool?) throws(SystemCallError) -> (socket: SocketID, local: Endpoint)
     /// Registers `socket`, bound already (a reserved port's), as `openDatagramSocket` would.
     func adoptDatagramSocket(_ socket: UDPSocket, owner: OwnerTag, dontFragment: Bool?) throws(SystemCallError) -> SocketID
-    /// Listens for TCP connections on `address`, whose accepts carry `owner`.
-    func openStreamListener(binding address: Endpoint, owner: OwnerTag) throws(SystemCallError)
+    /// Listens for TCP connections on `address`, whose accepts carry `owner`; `freeBind` as
+    /// `SocketOptions.freeBind`.
+    func openStreamListener(binding address: Endpoint, freeBind: Bool, owner: OwnerTag) throws(SystemCallError)
     func setOwner(_ socket: SocketID, _ owner: OwnerTag)
     func disown(_ socket: SocketID)
     func unregister(_ sockets: [SocketID])
@@ -74,8 +75,8 @@ extension DatagramEngine: TableEngine {
         return try register(socket, owner: owner)
     }
 
-    func openStreamListener(binding address: Endpoint, owner: OwnerTag) throws(SystemCallError) {
-        _ = try listen(TCPListener(binding: address, options: ListenerOptions(reusePort: true)), owner: owner)
+    func openStreamListener(binding address: Endpoint, freeBind: Bool, owner: OwnerTag) throws(SystemCallError) {
+        _ = try listen(TCPListener(binding: address, options: ListenerOptions(reusePort: true, freeBind: freeBind)), owner: owner)
     }
 
     /// The DF bit of datagrams from a relayed socket (RFC 8656 section 14, IPv4 fragmentation):

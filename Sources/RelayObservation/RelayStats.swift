@@ -10,14 +10,18 @@ public struct RelayStats: Sendable, Equatable {
     public var cpuUserSeconds: Double
     public var cpuSystemSeconds: Double
     public var syscalls: Double
+    /// How it batched; nil for the C reference forwarder and relays that do not say.
+    public var batching: BatchCounters?
 
-    public init(engine: String, packetsIn: Double, packetsOut: Double, cpuUserSeconds: Double, cpuSystemSeconds: Double, syscalls: Double) {
+    public init(engine: String, packetsIn: Double, packetsOut: Double, cpuUserSeconds: Double, cpuSystemSeconds: Double, syscalls: Double,
+                batching: BatchCounters? = nil) {
         self.engine = engine
         self.packetsIn = packetsIn
         self.packetsOut = packetsOut
         self.cpuUserSeconds = cpuUserSeconds
         self.cpuSystemSeconds = cpuSystemSeconds
         self.syscalls = syscalls
+        self.batching = batching
     }
 
     /// Parses the JSON body; throws naming the first missing or mistyped field.
@@ -39,6 +43,7 @@ public struct RelayStats: Sendable, Equatable {
         cpuUserSeconds = try number(StatsKey.cpuUserSeconds)
         cpuSystemSeconds = try number(StatsKey.cpuSystemSeconds)
         syscalls = try number(StatsKey.syscalls)
+        batching = BatchCounters(object)
     }
 
     public var cpuSeconds: Double { cpuUserSeconds + cpuSystemSeconds }
@@ -51,6 +56,7 @@ public struct RelayDelta: Sendable, Equatable {
     public let packetsOut: Double
     public let cpuSeconds: Double
     public let syscalls: Double
+    public let batching: BatchCounters?
 
     public init(before: RelayStats, after: RelayStats) {
         engine = after.engine
@@ -58,6 +64,7 @@ public struct RelayDelta: Sendable, Equatable {
         packetsOut = after.packetsOut - before.packetsOut
         cpuSeconds = after.cpuSeconds - before.cpuSeconds
         syscalls = after.syscalls - before.syscalls
+        batching = after.batching.flatMap { later in before.batching.map { later.since($0) } }
     }
 
     /// Δcpu × 1e9 / Δpackets_in; NaN when no packet came in.

@@ -39,6 +39,10 @@ public enum StatsKey {
     public static let receiveBatches = "receive_batches"
     public static let syscallsPerPacket = "syscalls_per_packet"
     public static let batchSizeHistogram = "batch_size_histogram"
+    /// Worker turns that received datagrams, and datagrams per such turn (the buckets of
+    /// `batch_size_histogram`): across sockets, where a receive batch is one socket's.
+    public static let receiveTurns = "receive_turns"
+    public static let turnSizeHistogram = "turn_size_histogram"
     public static let ecnIn = "ecn_in"
     public static let ecnOut = "ecn_out"
     /// CE marks the relay set, by cause (also inside `turn`).

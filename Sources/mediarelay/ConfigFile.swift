@@ -24,7 +24,7 @@ enum ConfigFile {
         do {
             data = try readFile(path)
         } catch let failure as ConfigFileReader.Failure {
-            throw OptionError(subject: subject, problem: failure.description)
+            throw OptionError(subject: subject, problem: "\(failure.description); expected \(expected)")
         } catch {
             throw OptionError(subject: subject, problem: "cannot read it (\(error)); expected \(expected)")
         }
@@ -65,8 +65,8 @@ enum ConfigFile {
         for name in object.keys.sorted() {
             let subject = "config \(OptionError.quoted(path)): key \"\(OptionError.quoted(name))\""
             guard let key = keys[name] else {
-                let known = OptionKey.allCases.map(\.configKey).joined(separator: ", ")
-                throw OptionError(subject: subject, problem: "unknown key; known keys are \(known)")
+                let guess = ConfigKeyGuess.nearest(to: name).map { "did you mean \"\($0.configKey)\"? " } ?? ""
+                throw OptionError(subject: subject, problem: "unknown key; \(guess)mediarelay --help lists every key")
             }
             let texts = try strings(object[name]!, for: key, subject: subject)
             if key.isRepeatable {
@@ -77,8 +77,9 @@ enum ConfigFile {
             }
             for text in texts {
                 do throws(ValueProblem) {
-                    try key.apply(text, to: &options)
+                    try key.apply(key.isPath ? resolve(text, against: path) : text, to: &options)
                 } catch {
+                    if text.isEmpty { throw OptionError(subject: subject, problem: OptionKey.emptyValue(error)) }
                     let shown = key.isSecret ? "(value hidden)" : OptionError.quoted(text)
                     throw OptionError(subject: subject, problem: "\(shown): \(error.expected)")
                 }
@@ -86,6 +87,13 @@ enum ConfigFile {
             given.insert(key)
         }
         return given
+    }
+
+    /// A relative path in the file is the file's directory's, as the operator who wrote it
+    /// beside the config meant (not the directory the relay happens to start in).
+    static func resolve(_ value: String, against configPath: String) -> String {
+        guard !value.isEmpty, !value.hasPrefix("/"), let slash = configPath.lastIndex(of: "/") else { return value }
+        return String(configPath[...slash]) + value
     }
 
     /// The value as the text the flag would take, after checking its JSON type.

@@ -3,11 +3,12 @@ import Foundation
 import Glibc
 import SystemSupport
 
-/// Reads the `--config` file with plain system calls, so that every refusal is one sentence a
+/// Reads the `--config` file (and the other files options name) with plain system calls, so that every refusal is one sentence a
 /// person can act on (never a Cocoa error domain) and nothing can make start-up or a reload
 /// wait: a FIFO, a directory or a device is refused by its type before a byte is read.
 enum ConfigFileReader {
-    /// Why the file could not be read; `description` is the problem after `config PATH: `.
+    /// Why the file could not be read; `description` is the problem after `config PATH: `,
+    /// before what the caller expected there.
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
@@ -46,7 +47,7 @@ enum ConfigFileReader {
         case S_IFSOCK: kind = "a socket"
         default: kind = "of an unknown kind"
         }
-        throw Failure(description: "is \(kind), not a regular file; expected a JSON file")
+        throw Failure(description: "is \(kind), not a regular file")
     }
 
     /// One call through the gate; EAGAIN (a FIFO swapped in after stat) is a failure here too.
@@ -60,6 +61,6 @@ enum ConfigFileReader {
 
     private static func failure(_ call: String, _ code: Int32) -> Failure {
         let error = SystemCallError(call, errno: code)
-        return Failure(description: "cannot read it (\(error)); expected a readable JSON file")
+        return Failure(description: "cannot read it (\(error))")
     }
 }

@@ -57,6 +57,8 @@ struct ConfigReload {
         switch key {
         // An operator who turns it off by SIGHUP must not think the kernel stopped forwarding.
         case .fastPath, .fastPathInterface: " (the fast path attached at start keeps running, and its entries stay)"
+        // The secrets of --turn-secret-file count under turn_secret: a rotated file shows there.
+        case .turnSecret, .turnSecretFile: " (the TURN server reads its REST secrets at start)"
         default: ""
         }
     }
@@ -77,7 +79,7 @@ extension OptionKey {
         case .turnTCP, .turnTLS, .turnMaxConnections, .turnMaxConnectionsPerSource:
             false
         case .engine, .gso, .gro, .workers, .forward, .ports, .relayAddress, .advertiseAddress, .http, .batchSize,
-            .maxDatagramSize:
+            .maxDatagramSize, .freeBind:
             false
         // The workers take these at start (the thresholds with every limit, the cap's bucket).
         case .ecnL4SThreshold, .ecnClassicThreshold, .egressRate:
@@ -88,7 +90,7 @@ extension OptionKey {
             false
         // The TURN server reads these at start; users and secrets may become reloadable once
         // it can swap them in (the two quotas above are atomics in TurnSharedState).
-        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
+        case .turn, .turnRealm, .turnUser, .turnUsersFile, .turnSecret, .turnSecretFile, .turnNonceSecret, .turnAllowedPeer, .turnDeniedPeer,
             .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnBandwidth, .turnPortShare:
             false
         // The program is loaded and attached once, at start; a reload leaves it and its
@@ -131,12 +133,14 @@ extension OptionKey {
         case .batchSize: String(options.batchSize)
         case .maxDatagramSize: String(options.maxDatagramSize)
         case .egressRate: String(options.egressRate)
+        case .freeBind: options.freeBind ? "on" : "off"
         case .turn: options.turnListeners.map(\.description).joined(separator: ",")
         case .turnRealm: options.turnRealm
         // Secret, so only compared, never shown: a changed password counts as a change.
         case .turnUser: options.turnUsers.map { "\($0.name):\($0.password)" }.joined(separator: "\n")
         case .turnUsersFile: options.turnUsersFile ?? ""
         case .turnSecret: options.turnSecrets.joined(separator: "\n")
+        case .turnSecretFile: options.turnSecretFile ?? ""
         case .turnNonceSecret: options.turnNonceSecrets.joined(separator: "\n")
         case .turnAllowedPeer: options.turnAllowedPeers.map(\.text).joined(separator: ",")
         case .turnDeniedPeer: options.turnDeniedPeers.map(\.text).joined(separator: ",")

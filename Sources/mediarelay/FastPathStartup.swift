@@ -30,7 +30,7 @@ enum FastPathStartup {
         }
         let kernel: KernelFastPath
         do {
-            kernel = try KernelFastPath()
+            kernel = try KernelFastPath(maxPayload: options.maxDatagramSize)
         } catch {
             return off(requested, error.description, log)
         }

@@ -34,9 +34,9 @@ struct Log: Sendable {
         }
     }
 
-    func write(_ level: LogLevel, _ message: String) {
+    func write(_ level: LogLevel, _ message: String, _ fields: [LogField] = []) {
         guard Log.rank(level) >= state.rank.load(ordering: .relaxed) else { return }
-        line(level, message, [])
+        line(level, message, fields)
     }
 
     func info(_ message: String) { write(.info, message) }

@@ -37,10 +37,12 @@ extension OptionKey {
         case .batchSize: "\(defaults.batchSize)"
         case .maxDatagramSize: "\(defaults.maxDatagramSize)"
         case .egressRate: Self.zeroMeans(defaults.egressRate, "no cap")
+        case .freeBind: Self.onOff(defaults.freeBind)
         case .turn: "none (no TURN server)"
         case .turnRealm: defaults.turnRealm
-        case .turnUser, .turnSecret, .turnAllowedPeer, .turnDeniedPeer: "none"
-        case .turnUsersFile: "none"
+        case .turnUser, .turnAllowedPeer, .turnDeniedPeer: "none"
+        case .turnSecret: "env \(ServerOptions.turnSecretEnvironmentVariable) when neither it nor --turn-secret-file gives one, else none"
+        case .turnUsersFile, .turnSecretFile: "none"
         case .turnNonceSecret: "derived from --turn-secret when given, else a key of this process alone"
         case .turnMaxAllocations: "\(defaults.turnMaxAllocations)"
         case .turnMaxAllocationsPerUser: Self.zeroMeans(defaults.turnMaxAllocationsPerUser, "no limit per user")
@@ -101,11 +103,15 @@ extension OptionKey {
         case .batchSize: integers(Self.batchRange)
         case .maxDatagramSize: integers(Self.datagramSizeRange)
         case .egressRate: "0 (no cap) or " + integers(Self.egressRange) + " (1 Mbit/s to 100 Gbit/s)"
+        case .freeBind: "on, off"
         case .turn: "HOST:PORT with an IP literal, [addr]:port for IPv6, PORT in 1...65535; repeatable, at most \(maxCount)"
         case .turnRealm: TURNRealm.accepted
         case .turnUser: TURNUser.accepted + "; repeatable"
         case .turnUsersFile: "a readable text file, at most 1 MiB: one NAME:PASSWORD per line, # starts a comment line"
         case .turnSecret, .turnNonceSecret: "1...\(Self.maxTokenLength) visible ASCII characters; repeatable, at most \(maxCount)"
+        case .turnSecretFile:
+            "a readable text file, at most 1 MiB: one secret per line (1...\(Self.maxTokenLength) visible ASCII characters), "
+                + "# starts a comment line; at most \(OptionKey.turnSecret.maxCount) secrets with --turn-secret's"
         case .turnAllowedPeer, .turnDeniedPeer: "a CIDR block such as 192.0.2.0/24 or 2001:db8::/32 (no host bits) or one address; repeatable"
         case .turnMaxAllocations: integers(Self.capRange)
         case .turnMaxAllocationsPerUser: integers(Self.perUserRange)
@@ -132,9 +138,18 @@ extension OptionKey {
         case .gro: "receive a burst of one flow as one UDP_GRO buffer and split it (mmsg, uring; 64 KiB receive buffers, see below)"
         case .workers: "worker threads, each with its own sessions and sockets"
         case .forward: "forward datagrams sent to LISTEN to UPSTREAM, one upstream socket per client"
-        case .ports: "UDP ports that sessions and forward clients bind"
-        case .relayAddress: "address that session sockets bind"
-        case .advertiseAddress: "address put in session answers"
+        case .ports:
+            "UDP ports that sessions, forward clients and TURN relayed addresses (up to --turn-port-share of them) bind; "
+                + "no UDP listener (--turn, --forward) may be inside"
+
+        case .relayAddress:
+            "address that session sockets and TURN relayed sockets bind; \"::\" relays both families, 127.0.0.1 also IPv6 on ::1; "
+                + "an address not on this host stops start-up unless --free-bind is on"
+
+        case .advertiseAddress:
+            "address put in session answers and TURN's XOR-RELAYED-ADDRESS (the public side of a 1:1 NAT); needed when TURN "
+                + "listens on an address other hosts reach while --relay-address is a wildcard"
+
         case .http: "control API, /healthz and /metrics listener"
         case .controlToken: "bearer token required by /v1/sessions*; needed when --http is not loopback"
         case .dscp: "DSCP of forwarded datagrams: copy, re-mark to the service class, or zero"
@@ -155,20 +170,32 @@ extension OptionKey {
         case .logLevel: "lowest level of log lines on stderr"
         case .logFormat: "log lines as text (key=value fields) or JSON (one object per line)"
         case .drainSeconds: "after SIGTERM/SIGINT, keep forwarding this long before exiting"
-        case .readyThreshold: "/readyz answers 503 once any capacity (allocations, sessions, ports) is this full"
+        case .readyThreshold:
+            "/readyz answers 503 once any capacity (TURN allocations, sessions, ports, TURN's share of them, TURN connections "
+                + "over TCP and TLS) is this full"
+
         case .idleTimeout: "forget a forward client after this many idle seconds"
         case .maxClients: "clients per forward rule"
         case .maxSessions: "sessions at once"
         case .batchSize: "datagrams per receive call at most"
         case .maxDatagramSize: "largest datagram forwarded; a longer one is dropped, counted as truncated and logged (first per minute)"
+        case .freeBind:
+            "bind --relay-address and listener addresses that are not on this host yet (IP_FREEBIND), for a floating address "
+                + "a failover moves here later; off: such an address stops start-up"
         case .egressRate:
             "bytes per second (UDP payload) the relay sends in all, shared by the workers: the operator's uplink; "
                 + "past it datagrams are marked, then dropped and counted as egress"
         case .turn: "TURN (RFC 8656) listener over UDP, usually port 3478"
         case .turnRealm: "realm of the TURN long-term credentials"
         case .turnUser: "a static TURN user"
-        case .turnUsersFile: "file of static TURN users, read at start"
-        case .turnSecret: "shared secret of REST-API credentials (coturn's use-auth-secret); give two to rotate"
+        case .turnUsersFile: "file of static TURN users, read at start; a relative path in --config is the config file's directory's"
+        case .turnSecret:
+            "shared secret of REST-API credentials (coturn's use-auth-secret); give two to rotate; a flag shows in ps, so "
+                + "prefer --turn-secret-file or \(ServerOptions.turnSecretEnvironmentVariable)"
+        case .turnSecretFile:
+            "file of REST-API secrets, one a line, read at start (a changed file takes effect at the next start): a "
+                + "credential made with any of them is accepted, so put the new one beside the old to rotate"
+
         case .turnNonceSecret:
             "secret the fleet's relays share so each accepts the nonces of the others (a browser sent on by 300 signs "
                 + "its Allocate with the nonce it holds); the first issues, all verify, so give two to rotate"
@@ -176,7 +203,10 @@ extension OptionKey {
         case .turnDeniedPeer: "peers TURN clients may never reach; wins over --turn-allowed-peer"
         case .turnMaxAllocations: "TURN allocations at once"
         case .turnMaxAllocationsPerUser: "TURN allocations at once per username"
-        case .turnBandwidth: "bytes per second relayed per TURN allocation; past it datagrams are counted and dropped"
+        case .turnBandwidth:
+            "bytes per second relayed per TURN allocation; near it ECT datagrams are marked CE (--ecn-marking), past it "
+                + "datagrams are dropped and counted"
+
         case .turnPortShare: "percent of --ports that TURN relayed addresses may hold, so TURN cannot starve sessions"
         case .turnMaxChannels: "TURN channels per allocation; a ChannelBind for one more is refused with 508"
         case .turnUnauthenticatedRate:

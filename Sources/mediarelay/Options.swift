@@ -10,6 +10,7 @@ struct ServerOptions: Equatable, Sendable {
     /// The version the server reports in `--version`, /metrics `mediarelay_info` and logs.
     static let version = "0.1.0"
     static let tokenEnvironmentVariable = "MEDIARELAY_CONTROL_TOKEN"
+    static let turnSecretEnvironmentVariable = "MEDIARELAY_TURN_SECRET"
     /// Each rule costs a listener socket per worker; more than this is a generated config gone wrong.
     static let maxForwardRules = 256
     /// What `advertiseAddress` becomes when the relay address is a wildcard and none is given.
@@ -63,6 +64,9 @@ struct ServerOptions: Equatable, Sendable {
     var batchSize = 64
     /// Jumbo frames pass by default; larger needs --max-datagram-size.
     var maxDatagramSize = 9000
+    /// IP_FREEBIND on the relay's sockets: addresses that are not on the host at start are
+    /// bound anyway (a floating address), and the start-up check for them is off.
+    var freeBind = false
 
     // TURN (RFC 8656): parsed here, served by the relay's TURN tables.
     var turnListeners: [HostPort] = []
@@ -70,7 +74,10 @@ struct ServerOptions: Equatable, Sendable {
     /// `--turn-user` values, followed by the users of `turnUsersFile` once `parse` has read it.
     var turnUsers: [TURNUser] = []
     var turnUsersFile: String? = nil
+    /// `--turn-secret` values (or `MEDIARELAY_TURN_SECRET`'s), followed by the secrets of
+    /// `turnSecretFile` once `parse` has read it.
     var turnSecrets: [String] = []
+    var turnSecretFile: String? = nil
     /// `--turn-nonce-secret`: the fleet's nonce key; without it the REST secrets give one.
     var turnNonceSecrets: [String] = []
     var turnAllowedPeers: [AddressRange] = []

@@ -9,11 +9,13 @@ extension ServerOptions {
     ///   - arguments: the arguments after the program name (`CommandLine.arguments.dropFirst()`).
     ///     `--opt value` and `--opt=value` are both accepted.
     ///   - environment: read for `MEDIARELAY_CONTROL_TOKEN` when neither a flag nor the config
-    ///     file gives a token.
+    ///     file gives a token, and for `MEDIARELAY_TURN_SECRET` when TURN is served and no
+    ///     secret is given otherwise.
     ///   - readFile: reads the `--config` file; the default refuses files over 1 MiB.
     /// - Returns: `.help` or `.version` when asked for (anywhere on the line), else `.run` with
     ///   flags merged over the config file over the defaults.
-    /// - Throws: `OptionError` naming the flag, config key or variable that was refused.
+    /// - Throws: `OptionError` naming the flag, config key or variable that was refused (a
+    ///   value the config file gave is named by its file and key, not by its flag).
     static func parse(
         arguments: [String],
         environment: [String: String],
@@ -28,9 +30,11 @@ extension ServerOptions {
 
         var options = ServerOptions()
         var given = Set<OptionKey>()
+        var fromConfig = Set<OptionKey>()
         if let path = line.configPath {
             let object = try ConfigFile.load(path: path, readFile: readFile)
             given = try ConfigFile.apply(object, path: path, to: &options)
+            fromConfig = given
             options.configPath = path
         }
 
@@ -41,27 +45,54 @@ extension ServerOptions {
             do throws(ValueProblem) {
                 try key.apply(value, to: &options)
             } catch {
+                if value.isEmpty { throw OptionError(subject: key.flag, problem: OptionKey.emptyValue(error)) }
                 let shown = key.isSecret ? "(value hidden)" : OptionError.quoted(value)
                 throw OptionError(subject: "\(key.flag) \(shown)", problem: error.expected)
             }
             given.insert(key)
+            fromConfig.remove(key)
         }
+        let sources = OptionSources(configPath: line.configPath, fromConfig: fromConfig)
+        do throws(OptionError) {
+            try options.complete(given: given, sources: sources, environment: environment, readFile: readFile)
+        } catch {
+            throw sources.naming(error)
+        }
+        return .run(options)
+    }
 
-        if options.controlToken == nil, let token = environment[tokenEnvironmentVariable], !token.isEmpty {
+    /// What follows the flags and the file: the environment's values, the files of users and
+    /// secrets, the advertised address's default, and every check of the merged options.
+    private mutating func complete(given: Set<OptionKey>, sources: OptionSources, environment: [String: String],
+                                   readFile: (String) throws -> Data) throws(OptionError) {
+        if controlToken == nil, let token = environment[Self.tokenEnvironmentVariable], !token.isEmpty {
             do throws(ValueProblem) {
-                options.controlToken = try OptionKey.token(token)
+                controlToken = try OptionKey.token(token)
             } catch {
-                throw OptionError(subject: tokenEnvironmentVariable, problem: error.expected)
+                throw OptionError(subject: Self.tokenEnvironmentVariable, problem: error.expected)
             }
         }
-        if let path = options.turnUsersFile {
-            options.turnUsers += try TURNUsersFile.load(path: path, readFile: readFile)
+        if let path = turnUsersFile {
+            turnUsers += try TURNUsersFile.load(path: path, after: turnUsers, givenBy: sources.name(of: .turnUser), readFile: readFile)
+        }
+        // The variable may be set for every service on a host: only a TURN server without
+        // another secret takes it.
+        if servesTURN && turnSecrets.isEmpty && turnSecretFile == nil,
+           let secret = environment[Self.turnSecretEnvironmentVariable], !secret.isEmpty {
+            do throws(ValueProblem) {
+                turnSecrets = [try OptionKey.visibleASCII(secret, expected: OptionKey.turnSecret.accepted)]
+            } catch {
+                throw OptionError(subject: Self.turnSecretEnvironmentVariable, problem: error.expected)
+            }
+        }
+        if let path = turnSecretFile {
+            turnSecrets += try TURNSecretFile.load(path: path, readFile: readFile)
         }
         if !given.contains(.advertiseAddress) {
-            options.advertiseAddress = IPLiteral.isWildcard(options.relayAddress) ? Self.wildcardAdvertiseAddress : options.relayAddress
+            advertiseAddress = IPLiteral.isWildcard(relayAddress) ? Self.wildcardAdvertiseAddress : relayAddress
+            try requireAdvertiseAddressForTURN()
         }
-        try options.validate()
-        return .run(options)
+        try validate()
     }
 
     /// Checks that need the merged options, not a single value.
@@ -94,6 +125,7 @@ extension ServerOptions {
                 problem: "listen address \(rule.listen) is used by another rule; each rule needs its own"
             )
         }
+        try requireUDPListenersOutsidePorts()
         try Self.requireBelow(.ecnL4SThreshold, ecnL4SThreshold, .ecnClassicThreshold, ecnClassicThreshold,
                               "ECT(1) is marked at the shallower threshold, ECT(0) at the deeper one")
         try Self.requireBelow(.ecnBacklogL4SThreshold, ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold, ecnBacklogClassicThreshold,

@@ -8,8 +8,8 @@ enum OptionKey: String, CaseIterable, Sendable {
     case engine, gso, gro, workers, forward, ports, relayAddress, advertiseAddress, http, controlToken,
         dscp, serviceClass, ecn, ecnMarking, ecnL4SThreshold, ecnClassicThreshold, ecnBacklog, ecnBacklogL4SThreshold,
         ecnBacklogClassicThreshold, logLevel, logFormat, drainSeconds, readyThreshold,
-        idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, turn, turnRealm, turnUser, turnUsersFile,
-        turnSecret, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
+        idleTimeout, maxClients, maxSessions, batchSize, maxDatagramSize, egressRate, freeBind, turn, turnRealm, turnUser, turnUsersFile,
+        turnSecret, turnSecretFile, turnNonceSecret, turnAllowedPeer, turnDeniedPeer, turnMaxAllocations, turnMaxAllocationsPerUser, turnBandwidth, turnPortShare,
         turnMaxChannels, turnUnauthenticatedRate, turnAlternate, turnAlternateDomain, turnTCP, turnTLS, tlsCert, tlsKey,
         turnMaxConnections, turnMaxConnectionsPerSource, fastPath, fastPathInterface
 
@@ -50,11 +50,13 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .batchSize: "--batch-size"
         case .maxDatagramSize: "--max-datagram-size"
         case .egressRate: "--egress-rate"
+        case .freeBind: "--free-bind"
         case .turn: "--turn"
         case .turnRealm: "--turn-realm"
         case .turnUser: "--turn-user"
         case .turnUsersFile: "--turn-users-file"
         case .turnSecret: "--turn-secret"
+        case .turnSecretFile: "--turn-secret-file"
         case .turnNonceSecret: "--turn-nonce-secret"
         case .turnAllowedPeer: "--turn-allowed-peer"
         case .turnDeniedPeer: "--turn-denied-peer"
@@ -119,6 +121,14 @@ enum OptionKey: String, CaseIterable, Sendable {
     /// up in logs.
     var isSecret: Bool { self == .controlToken || self == .turnUser || self == .turnSecret || self == .turnNonceSecret }
 
+    /// A file name, which the config file's directory resolves when relative.
+    var isPath: Bool { self == .turnUsersFile || self == .turnSecretFile || self == .tlsCert || self == .tlsKey }
+
+    /// An empty value's problem: most often a shell or systemd variable that was not set.
+    static func emptyValue(_ problem: ValueProblem) -> String {
+        "empty value (an unset variable?); \(problem.expected)"
+    }
+
     var valueName: String {
         switch self {
         case .engine: "E"
@@ -133,7 +143,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .dscp: "mirror|class|zero"
         case .serviceClass: "NAME"
         case .ecn: "preserve|clear"
-        case .ecnMarking, .ecnBacklog: "on|off"
+        case .ecnMarking, .ecnBacklog, .freeBind: "on|off"
         case .ecnL4SThreshold, .ecnClassicThreshold: "PERCENT"
         case .ecnBacklogL4SThreshold, .ecnBacklogClassicThreshold: "US"
         case .logLevel: "L"
@@ -144,7 +154,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .turn: "HOST:PORT"
         case .turnRealm: "REALM"
         case .turnUser: "NAME:PASSWORD"
-        case .turnUsersFile: "PATH"
+        case .turnUsersFile, .turnSecretFile: "PATH"
         case .turnSecret, .turnNonceSecret: "SECRET"
         case .turnAllowedPeer, .turnDeniedPeer: "CIDR"
         case .turnMaxAllocations, .turnMaxAllocationsPerUser, .turnMaxChannels, .turnUnauthenticatedRate: "N"
@@ -220,6 +230,7 @@ enum OptionKey: String, CaseIterable, Sendable {
         case .maxSessions: options.maxSessions = try integer(text, in: Self.capRange)
         case .batchSize: options.batchSize = try integer(text, in: Self.batchRange)
         case .maxDatagramSize: options.maxDatagramSize = try integer(text, in: Self.datagramSizeRange)
+        case .freeBind: options.freeBind = try onOff(text)
         case .egressRate:
             let rate = try integer(text, in: 0...Self.egressRange.upperBound)
             guard rate == 0 || Self.egressRange.contains(rate) else { throw ValueProblem(expected: "expected \(accepted)") }
@@ -231,6 +242,7 @@ enum OptionKey: String, CaseIterable, Sendable {
             guard !text.isEmpty else { throw ValueProblem(expected: "expected \(accepted)") }
             options.turnUsersFile = text
         case .turnSecret: options.turnSecrets.append(try Self.visibleASCII(text, expected: accepted))
+        case .turnSecretFile: options.turnSecretFile = try Self.path(text, expected: accepted)
         case .turnNonceSecret: options.turnNonceSecrets.append(try Self.visibleASCII(text, expected: accepted))
         case .turnAllowedPeer: options.turnAllowedPeers.append(try Self.range(text))
         case .turnDeniedPeer: options.turnDeniedPeers.append(try Self.range(text))

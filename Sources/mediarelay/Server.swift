@@ -37,6 +37,7 @@ struct Server {
                                               maxDatagramSize: options.maxDatagramSize, receiveTimestamps: options.ecnBacklog)
         settings.defaultPolicy = MarkingPolicy(dscp: options.dscp, ecn: options.ecn, serviceClass: options.serviceClass)
         settings.maxSessions = options.maxSessions
+        settings.socketOptions.freeBind = options.freeBind
         // Formatted and written on the worker that ends the entry (one write(2) a line).
         let log = self.log
         settings.accounting = { record in log.record(AccountingLine.message, AccountingLine.fields(record)) }
@@ -79,6 +80,17 @@ struct Server {
         signal(SIGPIPE, SIG_IGN)
 
         raiseDescriptorLimit()
+        // Before any socket: an address the host does not have stops start-up in one line, or
+        // with --free-bind on is said once, so a floating address that never came is not a mystery.
+        var strict = options
+        strict.freeBind = false
+        if let interfaces = try? HostInterfaces.read(), let missing = strict.addressNotOnHost(interfaces.addresses) {
+            guard options.freeBind else {
+                Log.emit(missing.description + "\n")
+                return missing.exitCode
+            }
+            log.info("--free-bind on: \(missing.subject) is not on this host yet; bound anyway (IP_FREEBIND)")
+        }
         var relaySettings = settings()
         // Before the relay: its tables install entries from their first flow on.
         let fastPath = FastPathStartup.start(options, addresses: datagramAddresses(relaySettings), log: log)

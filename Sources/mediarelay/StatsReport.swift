@@ -76,8 +76,11 @@ struct StatsReport {
 
     static func counters(_ stats: WorkerStats) -> [String: Any] {
         let engine = stats.engine
-        var histogram: [String: Any] = [:]
-        for (index, name) in bucketNames.enumerated() { histogram[name] = engine.batchSizes[index] }
+        var histogram: [String: Any] = [:], turnHistogram: [String: Any] = [:]
+        for (index, name) in bucketNames.enumerated() {
+            histogram[name] = engine.batchSizes[index]
+            turnHistogram[name] = engine.turnSizes[index]
+        }
         var drops: [String: Any] = [:]
         let all = stats.allDrops
         for reason in DropReason.allCases { drops[reason.name] = all[reason] }
@@ -89,6 +92,7 @@ struct StatsReport {
             StatsKey.syscalls: engine.syscalls, StatsKey.receiveBatches: engine.receiveBatches,
             StatsKey.syscallsPerPacket: engine.datagramsIn == 0 ? 0 : Double(engine.syscalls) / Double(engine.datagramsIn),
             StatsKey.batchSizeHistogram: histogram,
+            StatsKey.receiveTurns: engine.receiveTurns, StatsKey.turnSizeHistogram: turnHistogram,
             StatsKey.ecnIn: SessionJSON.ecn(engine.ecnIn), StatsKey.ecnOut: SessionJSON.ecn(engine.ecnOut),
             StatsKey.ceMarked: SessionJSON.ceMarks(stats.ceMarks),
             StatsKey.drops: drops, StatsKey.sendErrors: sendErrors,

@@ -35,25 +35,37 @@ struct TURNUser: Equatable, Sendable, CustomStringConvertible {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
-    /// Reads a users file: one `NAME:PASSWORD` per line; blank lines and lines whose first
-    /// non-blank character is `#` are skipped; spaces and tabs around a line are ignored (so a
-    /// password cannot begin or end with one); CRLF line ends are accepted. A bad line is named
-    /// by its number, never by its text, which holds a password.
-    static func parseFile(_ text: String) throws(ValueProblem) -> [TURNUser] {
-        var users: [TURNUser] = []
+    /// Reads a users file: one `NAME:PASSWORD` per line (`CredentialFileLines`). A bad line is
+    /// named by its number, never by its text, which holds a password.
+    static func parseFile(_ text: String) throws(ValueProblem) -> [(line: Int, user: TURNUser)] {
+        var users: [(line: Int, user: TURNUser)] = []
+        for (number, line) in CredentialFileLines.of(text) {
+            do throws(ValueProblem) {
+                users.append((number, try TURNUser(parsing: String(line))))
+            } catch {
+                throw ValueProblem(expected: "line \(number): \(error.expected)")
+            }
+        }
+        return users
+    }
+}
+
+/// The lines of a file of credentials (`--turn-users-file`, `--turn-secret-file`) that hold
+/// one: blank lines and lines whose first non-blank character is `#` are skipped; spaces and
+/// tabs around a line are ignored (so a value cannot begin or end with one); CRLF line ends
+/// are accepted. Each comes with its line number, which errors name instead of its text.
+enum CredentialFileLines {
+    static func of(_ text: String) -> [(number: Int, text: Substring)] {
+        var lines: [(number: Int, text: Substring)] = []
         var number = 0
         // "\r\n" is one Character in Swift, so it is a separator of its own.
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             let line = rawLine.trimmingBlanks()
             if line.isEmpty || line.hasPrefix("#") { continue }
-            do throws(ValueProblem) {
-                users.append(try TURNUser(parsing: String(line)))
-            } catch {
-                throw ValueProblem(expected: "line \(number): \(error.expected)")
-            }
+            lines.append((number, line))
         }
-        return users
+        return lines
     }
 }
 

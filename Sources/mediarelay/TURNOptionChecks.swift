@@ -2,23 +2,6 @@ import Foundation
 import NetAddress
 import TLS
 
-/// The `--turn-users-file` reader: the file is read once at start, through the same bounded
-/// reader as the config file, and every user is checked like a `--turn-user` value.
-enum TURNUsersFile {
-    static func load(path: String, readFile: (String) throws -> Data) throws(OptionError) -> [TURNUser] {
-        let subject = "--turn-users-file \(OptionError.quoted(path))"
-        let data = try ConfigFile.readSmallFile(path, subject: subject, expected: "a users file", readFile: readFile)
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw OptionError(subject: subject, problem: "not UTF-8 text")
-        }
-        do throws(ValueProblem) {
-            return try TURNUser.parseFile(text)
-        } catch {
-            throw OptionError(subject: subject, problem: error.expected)
-        }
-    }
-}
-
 extension ServerOptions {
     /// Checks of the TURN options that need more than one value.
     func validateTURN() throws(OptionError) {
@@ -26,7 +9,9 @@ extension ServerOptions {
         guard let first = (turnListeners + turnTCPListeners + turnTLSListeners).first else {
             // Credentials or peer lists without a listener are a config that does not do what
             // its author thinks.
-            let orphan: OptionKey? = if !turnUsers.isEmpty || turnUsersFile != nil { .turnUser }
+            let orphan: OptionKey? = if !turnUsers.isEmpty { .turnUser }
+                else if turnUsersFile != nil { .turnUsersFile }
+                else if turnSecretFile != nil { .turnSecretFile }
                 else if !turnSecrets.isEmpty { .turnSecret }
                 else if !turnNonceSecrets.isEmpty { .turnNonceSecret }
                 else if !turnAllowedPeers.isEmpty { .turnAllowedPeer }
@@ -44,7 +29,8 @@ extension ServerOptions {
             let flag = !turnListeners.isEmpty ? "--turn" : !turnTCPListeners.isEmpty ? "--turn-tcp" : "--turn-tls"
             throw OptionError(
                 subject: "\(flag) \(first)",
-                problem: "needs credentials: --turn-user, --turn-users-file or --turn-secret (TURN without authentication is an open relay)"
+                problem: "needs credentials: --turn-user, --turn-users-file, --turn-secret-file, --turn-secret or "
+                    + "\(ServerOptions.turnSecretEnvironmentVariable) (TURN without authentication is an open relay)"
             )
         }
         var listeners = Set<HostPort>()
@@ -68,6 +54,10 @@ extension ServerOptions {
         var alternates = Set<TurnAlternateSpec>()
         for alternate in turnAlternates where !alternates.insert(alternate).inserted {
             throw OptionError(subject: "--turn-alternate \(alternate)", problem: "given twice; each alternate once")
+        }
+        if turnSecrets.count > OptionKey.turnSecret.maxCount {
+            throw OptionError(subject: "--turn-secret-file \(OptionError.quoted(turnSecretFile ?? ""))",
+                              problem: "\(turnSecrets.count) secrets with --turn-secret's; at most \(OptionKey.turnSecret.maxCount) are accepted")
         }
         var names = Set<String>()
         for user in turnUsers where !names.insert(user.name).inserted {
@@ -96,6 +86,39 @@ extension ServerOptions {
             _ = try TLSServerContext(certificateFile: tlsCert, keyFile: tlsKey)
         } catch {
             throw OptionError(subject: "--tls-cert \(OptionError.quoted(tlsCert)) --tls-key \(OptionError.quoted(tlsKey))", problem: error.description)
+        }
+    }
+}
+
+extension ServerOptions {
+    /// A TURN listener other hosts reach, while relayed addresses would be advertised as
+    /// 127.0.0.1 (what a wildcard --relay-address gives without --advertise-address): every
+    /// client elsewhere would be handed a relayed address it cannot reach. Called by `parse`
+    /// only when no advertise address was given.
+    func requireAdvertiseAddressForTURN() throws(OptionError) {
+        guard IPLiteral.isWildcard(relayAddress) else { return }
+        for (flag, listeners) in [("--turn", turnListeners), ("--turn-tcp", turnTCPListeners), ("--turn-tls", turnTLSListeners)] {
+            for listener in listeners where !IPLiteral.isLoopback(listener.host) {
+                throw OptionError(
+                    subject: "\(flag) \(listener)",
+                    problem: "other hosts reach this listener, but with --relay-address \(relayAddress) (a wildcard) relayed "
+                        + "addresses would be advertised as \(ServerOptions.wildcardAdvertiseAddress); give --advertise-address "
+                        + "with the address clients and peers reach this host at"
+                )
+            }
+        }
+    }
+
+    /// A UDP listener on a port of --ports would meet sessions and relayed addresses binding
+    /// the same port (or block them); TCP listeners share no ports with the pool.
+    func requireUDPListenersOutsidePorts() throws(OptionError) {
+        let listeners = turnListeners.map { ("--turn \($0)", $0) } + forwards.map { ("--forward \($0)", $0.listen) }
+        for (subject, listener) in listeners where (ports.low...ports.high).contains(listener.port) {
+            throw OptionError(
+                subject: subject,
+                problem: "port \(listener.port) is inside --ports \(ports), which sessions and TURN relayed addresses take their "
+                    + "ports from; move the listener out of the range or narrow --ports"
+            )
         }
     }
 }

@@ -34,6 +34,10 @@ extension Server {
         turn.ecnThresholds = relay.ecnThresholds
         turn.backlogThresholds = relay.backlogThresholds
         turn.limits = options.turnLimits
+        // Written on the worker that met it, past its rate limit (one write(2) a line).
+        let log = self.log
+        let lines = TurnNoticeLine(options: options, maxPermissions: turn.maxPermissions)
+        turn.notices = { notice in lines.write(notice, to: log) }
         noteAlternatesThatAreThisRelay(options, addresses)
         turn.alternates = options.turnAlternatesInForce(leavingOut: addresses)
         return turn

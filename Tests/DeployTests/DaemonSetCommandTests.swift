@@ -75,8 +75,9 @@ final class DaemonSetCommandTests: XCTestCase {
 }
 
 /// One run of the DaemonSet's container command under a node's environment, as the kubelet
-/// would start it: env from the downward API and Secrets filled in, the public-address and TLS
-/// directories and the programs it runs pointed at temporary stand-ins. The TLS stand-in holds
+/// would start it: env from the downward API and Secrets filled in, the public-address, TLS and
+/// TURN secret directories and the programs it runs pointed at temporary stand-ins (the TURN
+/// secret's file holds `secret-value`, and `nextSecret` on a line of its own while rotating). The TLS stand-in holds
 /// a CertificateFixture pair under cert-manager's names, and config.json is pointed at it too,
 /// since the relay loads the pair while checking its options.
 struct DaemonSetCommandRun {
@@ -144,6 +145,10 @@ struct DaemonSetCommandRun {
         try FileManager.default.copyItem(atPath: certificates.server.certificate, toPath: tls.appendingPathComponent("tls.crt").path)
         try FileManager.default.copyItem(atPath: certificates.server.key, toPath: tls.appendingPathComponent("tls.key").path)
         tlsMountStandIn = tls.path
+        let turnSecret = scratch.appendingPathComponent("turn-secret")
+        try FileManager.default.createDirectory(at: turnSecret, withIntermediateDirectories: true)
+        try ("secret-value\n" + (nextSecret.map { "\($0)\n" } ?? "")).write(to: turnSecret.appendingPathComponent("secrets"),
+                                                                           atomically: true, encoding: .utf8)
 
         let recorded = scratch.appendingPathComponent("arguments")
         let stub = tools.appendingPathComponent("mediarelay")
@@ -167,8 +172,9 @@ struct DaemonSetCommandRun {
         let mounts = container["volumeMounts"]?.elements ?? []
         let addressMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "public-address" }?["mountPath"]?.string)
         let tlsMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "tls" }?["mountPath"]?.string)
+        let turnSecretMount = try XCTUnwrap(mounts.first { $0["name"]?.string == "turn-secret" }?["mountPath"]?.string)
         for (path, standIn) in [("-- /usr/local/bin/mediarelay ", "-- \(stub.path) "), (addressMount + "/", addresses.path + "/"),
-                                (tlsMount + "/", tls.path + "/")] {
+                                (tlsMount + "/", tls.path + "/"), (turnSecretMount + "/", turnSecret.path + "/")] {
             XCTAssertTrue(script.contains(path), "the command no longer uses \(path)")
             script = script.replacingOccurrences(of: path, with: standIn)
         }
@@ -218,9 +224,9 @@ struct DaemonSetCommandRun {
     func parse() throws -> ServerOptions {
         let path = configPath
         let data = configData
+        // config.json from the ConfigMap; any other file (the TURN secret's) from its stand-in.
         let command = try ServerOptions.parse(arguments: arguments, environment: environment) { requested in
-            guard requested == path else { throw CocoaError(.fileNoSuchFile) }
-            return data
+            requested == path ? data : try ConfigFile.read(requested)
         }
         guard case .run(let options) = command else { throw NotARun(arguments: arguments) }
         return options

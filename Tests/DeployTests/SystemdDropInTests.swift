@@ -30,7 +30,7 @@ final class SystemdDropInTests: XCTestCase {
         return logical.filter { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
     }
 
-    /// The drop-in's command, as systemd runs it: `${TURN_SECRET}` from the environment file,
+    /// The drop-in's command, as systemd runs it: the TURN secret from the environment file,
     /// certbot's paths swapped for a CertificateFixture pair (which the relay loads while it
     /// checks its options), then parsed with the example config.json.
     func testTheCommandParsesWithCertbotsFilesAndTheExampleConfig() throws {
@@ -43,13 +43,14 @@ final class SystemdDropInTests: XCTestCase {
         let certificates = try CertificateFixture()
         let words = command.replacingOccurrences(of: Self.certbotCertificate, with: certificates.chainedServer.certificate)
             .replacingOccurrences(of: Self.certbotKey, with: certificates.chainedServer.key)
-            .replacingOccurrences(of: "${TURN_SECRET}", with: "secret-from-the-environment-file")
             .split(separator: " ").map(String.init)
         XCTAssertEqual(words.first, "/usr/local/bin/mediarelay")
 
         let configPath = "/etc/mediarelay/config.json"
         let config = try Data(contentsOf: repoRoot.appendingPathComponent("deploy/systemd/config.json"))
-        let parsed = try ServerOptions.parse(arguments: Array(words.dropFirst()), environment: [:]) { path in
+        XCTAssertFalse(command.contains("secret"), "a secret on the command line shows in ps")
+        let environment = [ServerOptions.turnSecretEnvironmentVariable: "secret-from-the-environment-file"]
+        let parsed = try ServerOptions.parse(arguments: Array(words.dropFirst()), environment: environment) { path in
             guard path == configPath else { throw CocoaError(.fileNoSuchFile) }
             return config
         }

@@ -58,7 +58,7 @@ final class AccountingLogTests: XCTestCase {
             let kept = try fixture.allocate(on: "127.0.0.1")
             try fixture.delete(allocation)
             let clientAddress = "127.0.0.1:\(allocation.client.port)"
-            let deleted = AccountingLines.wait(fixture.relay) { $0["client"] == clientAddress }
+            let deleted = LogLines.wait(fixture.relay, message: "accounting") { $0["client"] == clientAddress }
             assertFields(deleted, [
                 "level": "info", "kind": "allocation", "user": "alice", "transport": "udp", "reason": "deleted",
                 "client": clientAddress, "peers_local": allocation.relayed.description,
@@ -72,7 +72,7 @@ final class AccountingLogTests: XCTestCase {
             XCTAssertNil(deleted?["client_local"], "a TURN client's side names no relay address of its own")
             // The other allocation is alive when the relay stops: its line says shutdown.
             kill(fixture.relay.process.processIdentifier, SIGTERM)
-            let atShutdown = AccountingLines.wait(fixture.relay) { $0["client"] == "127.0.0.1:\(kept.client.port)" }
+            let atShutdown = LogLines.wait(fixture.relay, message: "accounting") { $0["client"] == "127.0.0.1:\(kept.client.port)" }
             assertFields(atShutdown, ["kind": "allocation", "reason": "shutdown", "client_packets_in": "0", "drops": ""],
                          "\(format): the allocation alive at shutdown")
             if format == "json" {
@@ -101,7 +101,7 @@ final class AccountingLogTests: XCTestCase {
             }
             XCTAssertEqual(relayedToClient, 2, "\(transport): ChannelData to the client")
             shutdown(client.descriptor, Int32(SHUT_RDWR))
-            let line = AccountingLines.wait(server.relay) { $0["transport"] == transport }
+            let line = LogLines.wait(server.relay, message: "accounting") { $0["transport"] == transport }
             assertFields(line, [
                 "kind": "allocation", "user": "alice", "reason": "connection_closed", "peers_local": relayed.description,
                 "client_packets_in": "3", "client_bytes_in": "18", "client_ecn_in": "3,0,0,0",
@@ -123,7 +123,7 @@ final class AccountingLogTests: XCTestCase {
         let peer = try Peers(count: 1)
         _ = try client.allocate(channel: 0x4000, to: peer.address(0))
         shutdown(client.descriptor, Int32(SHUT_RDWR))
-        let line = AccountingLines.wait(server.relay) { $0["kind"] == "allocation" }
+        let line = LogLines.wait(server.relay, message: "accounting") { $0["kind"] == "allocation" }
         assertFields(line, ["user": username, "reason": "connection_closed", "transport": "tcp"], "escaped user name")
         let lines = server.relay.log.split(separator: "\n")
         XCTAssertEqual(lines.filter { $0.contains("accounting") }.count, 1, server.relay.log)
@@ -156,7 +156,7 @@ final class AccountingLogTests: XCTestCase {
         peers.send(from: 0, to: legs[0], batch: marks.map { ([1, 2, 3, 4, 5, 6], TrafficClass(dscp: 10, ecn: $0)) })
         XCTAssertEqual(peers.collect(expected: marks.count) { $0.peer == 1 }.filter { $0.peer == 1 }.map(\.trafficClass.ecn), marks)
         XCTAssertEqual(try relay.request("DELETE", "/v1/sessions/\(id)").status, 204)
-        let line = AccountingLines.wait(relay) { $0["session"] == id }
+        let line = LogLines.wait(relay, message: "accounting") { $0["session"] == id }
         assertFields(line, [
             "kind": "session", "transport": "udp", "reason": "deleted",
             "leg0": peers.address(0).description, "leg0_local": legs[0].description,
@@ -187,7 +187,7 @@ final class AccountingLogTests: XCTestCase {
         XCTAssertGreaterThan(marked, 0, "the limit marked nothing: \(arrived.map(\.trafficClass.ecn))")
         XCTAssertLessThan(arrived.count, sent, "the limit dropped nothing")
         // Ended by its idle timeout (1 s), with nobody asking.
-        assertFields(AccountingLines.wait(relay) { $0["session"] == id }, [
+        assertFields(LogLines.wait(relay, message: "accounting") { $0["session"] == id }, [
             "reason": "idle", "leg0_packets_in": "\(arrived.count)", "leg0_ecn_in": "0,\(arrived.count),0,0",
             "leg1_packets_out": "\(arrived.count)", "leg1_ecn_out": "0,\(arrived.count - marked),0,\(marked)",
             "ce_marked": "\(marked)", "drops": "no_destination:1,rate_limit:\(sent - arrived.count)",
@@ -216,7 +216,7 @@ final class AccountingLogTests: XCTestCase {
             upstream.send(from: 0, to: Endpoint(host: "127.0.0.1", port: clientPort)!,
                           batch: down.map { ([8, 9, 10], TrafficClass(dscp: 0, ecn: $0)) })
             XCTAssertEqual(client.collect(expected: down.count).map(\.trafficClass.ecn), down)
-            let line = AccountingLines.wait(relay) { $0["kind"] == "forward_client" }
+            let line = LogLines.wait(relay, message: "accounting") { $0["kind"] == "forward_client" }
             assertFields(line, [
                 "rule": rule.description, "transport": "udp", "reason": "idle",
                 "client": client.address(0).description, "client_local": rule.description,

@@ -39,6 +39,18 @@ final class FastPathNetwork {
     /// stay there), then returns the thread to its own.
     func inside<T>(_ side: Side, _ body: () throws -> T) throws -> T { try triangle.inside(side, body) }
 
+    /// Runs `command` inside `side`'s namespace to its end (`sysctl -w ...`, `ip link set ...`).
+    func run(in side: Side, _ command: [String]) throws { try triangle.run(in: side, command) }
+
+    /// Transmit checksum offload off on every device, the relay's too: every datagram, the
+    /// relay's own sends included, leaves with its checksum finished, as a sniffer on a link
+    /// must see it to check it.
+    func finishEveryChecksum() throws { try triangle.setChecksumOffload(senders: false, relay: false) }
+
+    /// Turns GRO on the client's and the peer's devices on: native XDP on the relay's devices
+    /// redirects frames into them, which veth delivers only with GRO on.
+    func enableOuterGRO() throws { try triangle.setOuterGRO(true) }
+
     /// Transmit checksum offload on the client's and the peer's device. On (veth's default),
     /// their local senders leave the UDP checksum to the kernel (CHECKSUM_PARTIAL) and the
     /// datagrams reach the relay that way; off, each sender computes its own. The relay's own

@@ -49,6 +49,14 @@ final class StatsTests: XCTestCase {
         }
         let histogram = try XCTUnwrap(stats["batch_size_histogram"] as? [String: Int])
         XCTAssertGreaterThan(histogram.values.reduce(0, +), 0)
+        XCTAssertEqual(histogram.values.reduce(0, +), stats["receive_batches"] as? Int, "one entry per receive call")
+        // Datagrams per turn beside datagrams per call: no more turns than calls, one entry each.
+        let turns = try XCTUnwrap(stats["receive_turns"] as? Int)
+        let turnHistogram = try XCTUnwrap(stats["turn_size_histogram"] as? [String: Int])
+        XCTAssertEqual(Set(turnHistogram.keys), Set(histogram.keys))
+        XCTAssertEqual(turnHistogram.values.reduce(0, +), turns)
+        XCTAssertGreaterThan(turns, 0)
+        XCTAssertLessThanOrEqual(turns, try XCTUnwrap(stats["receive_batches"] as? Int))
 
         let metrics = try relay.request("GET", "/metrics").text
         let packetsIn = metrics.split(separator: "\n").filter { $0.hasPrefix("mediarelay_packets_in_total{") }

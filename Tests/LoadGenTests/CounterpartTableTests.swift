@@ -62,7 +62,7 @@ final class CounterpartTableTests: XCTestCase {
         let both = alone + [record(cMMSG, load, round: 0, us: 3)]
         func report(_ records: [RunRecord]) -> String {
             ComparisonReport.markdown(records: records, cells: CellSummary.summarise(records, loads: [load], engines: ["mmsg", "c-mmsg"]),
-                                      machine: machine, options: CompareOptions(), loads: [load])
+                                      machine: machine, options: CompareOptions(), loads: [load], placement: "test placement", checks: [])
         }
         XCTAssertFalse(report(alone).contains("## The relay against the C reference of its backend"))
         let md = report(both)

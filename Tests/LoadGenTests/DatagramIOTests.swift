@@ -105,3 +105,39 @@ final class DatagramIOTests: XCTestCase {
         try roundTrip(host: "::1")
     }
 }
+
+extension DatagramIOTests {
+    /// compare --pin relay ends latency at the kernel's stamp of each arrival: a socket that
+    /// asks for stamps gets one per datagram, on the wall clock, between the send and the read,
+    /// beside its TOS byte; one that does not ask gets none.
+    func testArrivalStampsComeWithEachDatagram() throws {
+        let stamped = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let plain = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0)
+        let sender = try TrafficSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), tos: 0xB8)
+        XCTAssertTrue(stamped.stampArrivals())
+        let sentAfter = MonotonicClock.now() &+ MonotonicClock.realtimeOffset()
+        let batch = SendBatch(capacity: 4, bufferSize: 200, segments: 1)
+        for (i, destination) in [stamped, stamped, plain].enumerated() {
+            batch.append(fd: sender.fd, to: destination.localAddress,
+                         header: PayloadHeader(stream: 0, sequence: UInt64(i), sendTime: MonotonicClock.now(), tos: 0xB8), size: 200)
+        }
+        XCTAssertEqual(batch.flush(), 3)
+        let incoming = ReceiveBatch(capacity: 4, bufferSize: 2048)
+        for (socket, count, stamps) in [(stamped, 2, true), (plain, 1, false)] {
+            var p = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
+            XCTAssertEqual(poll(&p, 1, 2000), 1)
+            XCTAssertEqual(incoming.receive(from: socket.fd), count, "loopback queued them during the send")
+            let readBefore = MonotonicClock.now() &+ MonotonicClock.realtimeOffset()
+            for i in 0..<count {
+                XCTAssertEqual(incoming.tos(i), 0xB8, "the TOS byte's message beside the stamp")
+                guard stamps else {
+                    XCTAssertNil(incoming.arrival(i))
+                    continue
+                }
+                let arrival = try XCTUnwrap(incoming.arrival(i))
+                XCTAssertGreaterThanOrEqual(arrival, sentAfter)
+                XCTAssertLessThanOrEqual(arrival, readBefore)
+            }
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import BenchSupport
 @testable import ClientSockets
 @testable import LoadGen
 import TestPorts
@@ -43,5 +44,20 @@ final class LoadRunTests: XCTestCase {
         XCTAssertEqual(r.ecnKept, 1)
         XCTAssertEqual(r.dscpKept, 1)
         XCTAssertEqual(r.foreign, 0)
+    }
+}
+
+extension LoadRunTests {
+    /// compare --pin relay's receiving side: placed beside the sender and polling at SCHED_IDLE,
+    /// it still takes every datagram (it runs whenever the sender sleeps), and times them by the
+    /// kernel's stamps.
+    func testAReceiverPollingAtIdlePriorityBesideTheSenderMissesNothing() throws {
+        guard let placement = CPUPlacement.alone() else { throw XCTSkip("fewer than two CPUs allowed here: nothing to place") }
+        XCTAssertEqual((placement.sinkMask | placement.sourceMask) & placement.forwarderMask, 0, "the relay's CPU is its own")
+        let r = try run { $0.streams = 4; $0.rate = 4000; $0.placement = placement; $0.receiverSpins = true; $0.arrivalStamps = true }
+        XCTAssertGreaterThan(r.sent, 0)
+        XCTAssertEqual(r.received, r.sent)
+        XCTAssertEqual(r.lost, 0)
+        XCTAssertGreaterThan(r.latencyUs[0], 0, "every datagram measured")
     }
 }

@@ -160,7 +160,7 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(comparison.engines.map(\.workers), [1, 1, 2])
         XCTAssertEqual(c.serverPrefix, ["ip", "netns", "exec", "x"])
         XCTAssertEqual(error(["compare", "--server", "s", "--loads", "fast"]),
-                       "compare --loads fast: accepted: 10k, 20k, 50k, 100k, 200k, voice2000, video200, "
+                       "compare --loads fast: accepted: 10k, 50k, 100k, 200k, 100kx2, voice2000, video200, "
                        + "NNNk (1...2000 thousand datagrams/s, 20 streams), NNNkxS (S streams, 1...10000), voiceN, videoN (N 1...10000)")
         XCTAssertEqual(error(["compare", "--server", "s", "--engines", "dpdk"]),
                        "compare --engines dpdk: accepted: perpacket, mmsg, uring, uring+gso, mmsg+gso, mmsg+gso+gro, "
@@ -209,9 +209,26 @@ final class OptionParserTests: XCTestCase {
         XCTAssertEqual(c.pin, .split)
         guard case .compare(let d) = try OptionParser.parse(["compare", "--server", "s"]) else { return XCTFail() }
         XCTAssertEqual(d.pin, .off)
-        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "on"]), "compare --pin on: accepted: off, split")
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "on"]), "compare --pin on: accepted: off, split, relay")
         XCTAssertEqual(error(["compare", "--server", "s", "--pin", "split", "--workers", "1,2"]),
                        "compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
+        guard case .compare(let relay) = try OptionParser.parse(["compare", "--server", "s", "--pin", "relay"]) else { return XCTFail() }
+        XCTAssertEqual(relay.pin, .relay)
+        XCTAssertEqual(error(["compare", "--server", "s", "--pin", "relay", "--workers", "2"]),
+                       "compare --pin relay: only with --workers 1 (every thread of the relay goes on one CPU)")
+    }
+
+    func testRepeatsUpToAMaximumAndABudget() throws {
+        guard case .compare(let fixed) = try OptionParser.parse(["compare", "--server", "s", "--repeats", "4"]) else { return XCTFail() }
+        XCTAssertEqual(fixed.stoppingRule, StoppingRule(minimum: 4, maximum: 4), "without --max-repeats, as many rounds as --repeats")
+        XCTAssertNil(fixed.budget)
+        guard case .compare(let open) = try OptionParser.parse(["compare", "--server", "s", "--max-repeats", "9", "--budget", "330"]) else { return XCTFail() }
+        XCTAssertEqual(open.stoppingRule, StoppingRule(minimum: 3, maximum: 9))
+        XCTAssertEqual(open.budget, 330)
+        guard case .compare(let quick) = try OptionParser.parse(["compare", "--server", "s", "--quick"]) else { return XCTFail() }
+        XCTAssertEqual(quick.stoppingRule, StoppingRule(minimum: 1, maximum: 1))
+        XCTAssertEqual(error(["compare", "--server", "s", "--repeats", "5", "--max-repeats", "4"]),
+                       "compare --max-repeats 4: at least --repeats (5)")
     }
 
     func testHelpDocumentsEveryOptionWithDefault() {

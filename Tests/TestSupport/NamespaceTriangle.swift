@@ -139,6 +139,13 @@ public final class NamespaceTriangle {
         }
     }
 
+    /// Runs `command` inside `side`'s namespace (`sysctl -w ...`, `ip link set ...`) to its end;
+    /// throws when it fails.
+    @discardableResult
+    public func run(in side: Side, _ command: [String]) throws -> String {
+        try Command.check(["ip"] + execute(in: side, command))
+    }
+
     /// `ip netns exec` into `side`'s namespace: the argument list for a child process.
     public func execute(in side: Side, _ command: [String]) -> [String] {
         ["netns", "exec", namespaces[side]!.name] + command

@@ -20,10 +20,10 @@ final class ConfigFileTests: XCTestCase {
           "ecn_classic_threshold": 90, "ecn_backlog": "off", "ecn_backlog_l4s_threshold": 2000,
           "ecn_backlog_classic_threshold": 15000, "egress_rate": 1250000, "log_level": "warning", "log_format": "json",
           "drain_seconds": 30, "ready_threshold": 0.8, "idle_timeout_seconds": 120, "max_clients": 50,
-          "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500,
+          "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500, "free_bind": "on",
           "turn": ["127.0.0.1:3478", "[::1]:3478"], "turn_realm": "example.org",
           "turn_user": ["alice:pw1"], "turn_users_file": "users.txt", "turn_secret": ["old", "new"],
-          "turn_nonce_secret": ["fleet-nonce"],
+          "turn_secret_file": "secrets.txt", "turn_nonce_secret": ["fleet-nonce"],
           "turn_allowed_peer": ["127.0.0.0/8"], "turn_denied_peer": ["127.0.0.9/32", "::1"],
           "turn_max_allocations": 70, "turn_max_allocations_per_user": 4, "turn_bandwidth": 125000,
           "turn_port_share": 25, "turn_max_channels": 32, "turn_unauthenticated_rate": 0,
@@ -36,11 +36,13 @@ final class ConfigFileTests: XCTestCase {
         """
     }
     let usersFile = "# static users\nbob:pw:2\n"
+    let secretsFile = "newest\n"
 
     func testEveryKeyIsRead() throws {
         let certificates = try CertificateFixture()
         let config = fullConfig(cert: certificates.server.certificate, key: certificates.server.key)
-        guard let options = runOptions(["--config", "c.json"], files: ["c.json": config, "users.txt": usersFile]) else { return }
+        guard let options = runOptions(["--config", "c.json"], files: ["c.json": config, "users.txt": usersFile,
+                                                                            "secrets.txt": secretsFile]) else { return }
         XCTAssertEqual(options.configPath, "c.json")
         XCTAssertEqual(options.engine, .mmsg)
         XCTAssertFalse(options.gso)
@@ -75,7 +77,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(options.turnRealm, "example.org")
         XCTAssertEqual(options.turnUsers, [TURNUser(name: "alice", password: "pw1"), TURNUser(name: "bob", password: "pw:2")])
         XCTAssertEqual(options.turnUsersFile, "users.txt")
-        XCTAssertEqual(options.turnSecrets, ["old", "new"])
+        XCTAssertEqual(options.turnSecrets, ["old", "new", "newest"], "the file's secrets after the key's")
         XCTAssertEqual(options.turnNonceSecrets, ["fleet-nonce"])
         XCTAssertEqual(options.turnAllowedPeers.map(\.text), ["127.0.0.0/8"])
         XCTAssertEqual(options.turnDeniedPeers.map(\.text), ["127.0.0.9/32", "::1"])
@@ -103,8 +105,8 @@ final class ConfigFileTests: XCTestCase {
             "control_token", "dscp", "service_class", "ecn", "ecn_marking", "ecn_l4s_threshold", "ecn_classic_threshold",
             "ecn_backlog", "ecn_backlog_l4s_threshold", "ecn_backlog_classic_threshold",
             "log_level", "log_format", "drain_seconds", "ready_threshold", "idle_timeout_seconds", "max_clients", "max_sessions", "batch_size",
-            "max_datagram_size", "egress_rate", "turn", "turn_realm",
-            "turn_user", "turn_users_file", "turn_secret", "turn_nonce_secret", "turn_allowed_peer", "turn_denied_peer",
+            "max_datagram_size", "egress_rate", "free_bind", "turn", "turn_realm",
+            "turn_user", "turn_users_file", "turn_secret", "turn_secret_file", "turn_nonce_secret", "turn_allowed_peer", "turn_denied_peer",
             "turn_max_allocations", "turn_max_allocations_per_user", "turn_bandwidth", "turn_port_share",
             "turn_max_channels", "turn_unauthenticated_rate", "turn_alternates", "turn_alternate_domain",
             "turn_tcp", "turn_tls", "tls_cert", "tls_key", "turn_max_connections", "turn_max_connections_per_source",
@@ -121,7 +123,7 @@ final class ConfigFileTests: XCTestCase {
         let config = fullConfig(cert: certificates.server.certificate, key: certificates.server.key)
         guard let options = runOptions(
             ["--engine=uring", "--config", "c.json", "--workers", "1", "--forward", "127.0.0.1:1=127.0.0.1:2", "--control-token", "flag"],
-            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": config, "users.txt": usersFile]
+            environment: ["MEDIARELAY_CONTROL_TOKEN": "env"], files: ["c.json": config, "users.txt": usersFile, "secrets.txt": secretsFile]
         ) else { return }
         XCTAssertEqual(options.engine, .uring)
         XCTAssertEqual(options.workers, 1)
@@ -137,7 +139,7 @@ final class ConfigFileTests: XCTestCase {
 
     func testNonLoopbackHTTPFromTheFileNeedsAToken() {
         let files = ["c.json": #"{"http": "0.0.0.0:9480"}"#]
-        refusal(["--config", "c.json"], files: files, mentions: ["--http 0.0.0.0:9480", "control token"])
+        refusal(["--config", "c.json"], files: files, mentions: [#"config c.json: key "http": 0.0.0.0:9480"#, "control token"])
         XCTAssertNotNil(runOptions(["--config", "c.json"], environment: ["MEDIARELAY_CONTROL_TOKEN": "e"], files: files))
         XCTAssertNotNil(runOptions(["--config", "c.json", "--http", "127.0.0.1:1"], files: files))
     }
@@ -145,7 +147,7 @@ final class ConfigFileTests: XCTestCase {
     func testBadKeysAreNamed() {
         let cases: [(String, [String])] = [
             (#"{"engine": "foo"}"#, [#"key "engine": foo: expected one of auto, perpacket, mmsg, uring"#]),
-            (#"{"engnie": "uring"}"#, [#"key "engnie": unknown key"#, "idle_timeout_seconds"]),
+            (#"{"engnie": "uring"}"#, [#"key "engnie": unknown key; did you mean "engine"?"#]),
             (#"{"workers": "4"}"#, [#"key "workers": expected an integer"#, "got a string"]),
             (#"{"workers": 1.5}"#, [#"key "workers": expected an integer"#, "got a number"]),
             (#"{"workers": true}"#, [#"key "workers": expected an integer"#, "got a boolean"]),
@@ -209,7 +211,7 @@ final class ConfigFileTests: XCTestCase {
         }
         // /dev/zero never ends: it is refused by its type, before a byte is read.
         XCTAssertThrowsError(try ConfigFile.read("/dev/zero")) { error in
-            XCTAssertEqual("\(error)", "is a character device, not a regular file; expected a JSON file")
+            XCTAssertEqual("\(error)", "is a character device, not a regular file")
         }
     }
 
@@ -226,7 +228,7 @@ final class ConfigFileTests: XCTestCase {
                 _ = try ServerOptions.parse(arguments: ["--config", path], environment: [:])
                 XCTFail("\(path) was accepted")
             } catch {
-                XCTAssertEqual(error.description, "mediarelay: config \(path): \(kind); expected a JSON file")
+                XCTAssertEqual(error.description, "mediarelay: config \(path): \(kind); expected a readable JSON file")
                 XCTAssertEqual(error.exitCode, 2)
             }
         }
@@ -256,5 +258,39 @@ final class ConfigFileTests: XCTestCase {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let path = root.appendingPathComponent("deploy/systemd/config.json").path
         XCTAssertNotNil(runOptions(["--config", path], files: [path: try String(contentsOfFile: path, encoding: .utf8)]))
+    }
+
+    /// Relative paths in the file resolved against the directory the relay was started in.
+    func testARelativePathInTheFileIsInTheFilesDirectory() {
+        let config = #"{"turn": ["127.0.0.1:3478"], "turn_users_file": "users.txt", "turn_secret_file": "../s"}"#
+        let options = runOptions(["--config", "/etc/mr/c.json"], files: ["/etc/mr/c.json": config, "/etc/mr/users.txt": "a:b\n",
+                                                                         "/etc/mr/../s": "s\n"])
+        XCTAssertEqual(options?.turnUsersFile, "/etc/mr/users.txt")
+        XCTAssertEqual(options?.turnSecretFile, "/etc/mr/../s")
+        let flags = runOptions(["--config", "/etc/mr/c.json", "--turn-users-file", "users.txt"],
+                               files: ["/etc/mr/c.json": config, "users.txt": "a:b\n", "/etc/mr/../s": "s\n"])
+        XCTAssertEqual(flags?.turnUsersFile, "users.txt", "a flag's path is the working directory's, as a shell's")
+    }
+
+    /// Errors found after merging named the flag, though the value came from the file.
+    func testAnErrorAboutAValueFromTheFileNamesItsKey() {
+        let config = #"{"turn": ["127.0.0.1:3478"], "turn_users_file": "/missing/users"}"#
+        let error = refusal(["--config", "c.json"], files: ["c.json": config],
+                            mentions: [#"mediarelay: config c.json: key "turn_users_file": /missing/users: cannot read it"#])
+        XCTAssertFalse(error?.description.contains("--turn-users-file") ?? true, error?.description ?? "")
+        refusal(["--config", "c.json", "--turn-users-file", "/missing/users"], files: ["c.json": config],
+                mentions: ["mediarelay: --turn-users-file /missing/users: cannot read it"])
+    }
+
+    /// An unknown key listed all the known ones on one line, with no guess.
+    func testAMistypedKeyGetsAGuessNotAListOfEveryKey() {
+        for (typed, meant) in [("relay-address", "relay_address"), ("--turn-secret", "turn_secret"), ("max_sesions", "max_sessions"),
+                               ("turn_alternate", "turn_alternates")] {
+            let error = refusal(["--config", "c.json"], files: ["c.json": "{\"\(typed)\": 1}"],
+                                mentions: ["unknown key; did you mean \"\(meant)\"?", "--help lists every key"])
+            XCTAssertFalse(error?.description.contains("idle_timeout_seconds") ?? true)
+        }
+        let far = refusal(["--config", "c.json"], files: ["c.json": #"{"colour": 1}"#], mentions: ["unknown key; mediarelay --help"])
+        XCTAssertFalse(far?.description.contains("did you mean") ?? true, far?.description ?? "")
     }
 }

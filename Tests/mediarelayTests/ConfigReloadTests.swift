@@ -14,9 +14,9 @@ final class ConfigReloadTests: XCTestCase {
          "ecn_marking": "on", "ecn_l4s_threshold": 20, "ecn_classic_threshold": 40, "ecn_backlog": "on",
          "ecn_backlog_l4s_threshold": 1000, "ecn_backlog_classic_threshold": 5000,
          "log_level": "warning", "log_format": "text", "drain_seconds": 30, "idle_timeout_seconds": 120, "max_clients": 50,
-         "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500, "egress_rate": 0,
+         "max_sessions": 60, "batch_size": 32, "max_datagram_size": 1500, "egress_rate": 0, "free_bind": "off",
          "turn": ["127.0.0.1:3478"], "turn_realm": "old.example", "turn_user": ["alice:old-password"],
-         "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_nonce_secret": ["old-nonce"], "turn_allowed_peer": ["127.0.0.0/8"],
+         "turn_users_file": "u1.txt", "turn_secret": ["old-secret"], "turn_secret_file": "s1.txt", "turn_nonce_secret": ["old-nonce"], "turn_allowed_peer": ["127.0.0.0/8"],
          "turn_denied_peer": ["127.0.0.9"], "turn_max_allocations": 10, "turn_max_allocations_per_user": 1,
          "turn_bandwidth": 1000, "turn_port_share": 10, "turn_max_channels": 100, "turn_unauthenticated_rate": 10,
          "ready_threshold": 0.9, "turn_alternates": ["127.0.0.2:3478"], "turn_alternate_domain": "old.example.org",
@@ -33,9 +33,9 @@ final class ConfigReloadTests: XCTestCase {
          "ecn_marking": "off", "ecn_l4s_threshold": 30, "ecn_classic_threshold": 60, "ecn_backlog": "off",
          "ecn_backlog_l4s_threshold": 2000, "ecn_backlog_classic_threshold": 10000,
          "log_level": "debug", "log_format": "json", "drain_seconds": 5, "idle_timeout_seconds": 30, "max_clients": 5,
-         "max_sessions": 6, "batch_size": 16, "max_datagram_size": 9000, "egress_rate": 125000000,
+         "max_sessions": 6, "batch_size": 16, "max_datagram_size": 9000, "egress_rate": 125000000, "free_bind": "on",
          "turn": ["127.0.0.1:3479"], "turn_realm": "new.example", "turn_user": ["alice:new-password"],
-         "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_nonce_secret": ["new-nonce"], "turn_allowed_peer": ["::1"],
+         "turn_users_file": "u2.txt", "turn_secret": ["new-secret"], "turn_secret_file": "s2.txt", "turn_nonce_secret": ["new-nonce"], "turn_allowed_peer": ["::1"],
          "turn_denied_peer": ["127.0.0.8"], "turn_max_allocations": 20, "turn_max_allocations_per_user": 2,
          "turn_bandwidth": 2000, "turn_port_share": 20, "turn_max_channels": 200, "turn_unauthenticated_rate": 0,
          "ready_threshold": 1, "turn_alternates": ["127.0.0.3:3478", "tls:127.0.0.3:5349"], "turn_alternate_domain": "new.example.org",
@@ -44,7 +44,7 @@ final class ConfigReloadTests: XCTestCase {
          "fast_path": "tc", "fast_path_interfaces": ["lo", "eth0"]}
         """
     }
-    private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n"]
+    private let usersFiles = ["u1.txt": "bob:one\n", "u2.txt": "bob:two\n", "s1.txt": "one\n", "s2.txt": "two\n"]
 
     func testReloadableKeysAreAppliedAndTheRestWaitForARestart() throws {
         let certificates = try CertificateFixture()

@@ -42,7 +42,8 @@ final class FleetOptionsTests: XCTestCase {
         let wildcard = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--relay-address", "198.51.100.4"]
         XCTAssertEqual(ours(wildcard + ["--turn-alternate", "127.0.0.5:3478"]), ["127.0.0.5:3478"])
         XCTAssertEqual(ours(wildcard + ["--turn-alternate", "198.51.100.4:3478"]), ["198.51.100.4:3478"])
-        XCTAssertEqual(ours(["--turn", "[::]:3478", "--turn-secret", "s", "--turn-alternate", "127.0.0.1:3478"]), ["127.0.0.1:3478"])
+        XCTAssertEqual(ours(["--turn", "[::]:3478", "--turn-secret", "s", "--advertise-address", "203.0.113.10",
+                             "--turn-alternate", "127.0.0.1:3478"]), ["127.0.0.1:3478"])
         // Behind a 1:1 NAT the advertised address is this relay too: a fleet list given to
         // every node names each node, and each leaves itself out.
         let natted = ["--turn", "10.0.0.5:3478", "--turn-secret", "s", "--advertise-address", "203.0.113.10",
@@ -63,7 +64,8 @@ final class FleetOptionsTests: XCTestCase {
                                        "--turn-alternate", "127.0.0.1:3479", "--turn-alternate", "127.0.0.1:5349"]),
                        ["tls:127.0.0.1:5349", "127.0.0.1:3479"])
         // The interfaces count as own (at start and on reload).
-        let anyAddress = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--turn-alternate", "10.1.2.3:3478"]
+        let anyAddress = ["--turn", "0.0.0.0:3478", "--turn-secret", "s", "--advertise-address", "203.0.113.10",
+                          "--turn-alternate", "10.1.2.3:3478"]
         XCTAssertEqual(ours(anyAddress, own: ["10.1.2.3"]), ["10.1.2.3:3478"])
         XCTAssertEqual(ours(anyAddress, own: ["10.1.2.4"]), [])
     }

@@ -11,8 +11,8 @@ final class HelpTextTests: XCTestCase {
         "--ecn-marking", "--ecn-l4s-threshold", "--ecn-classic-threshold", "--ecn-backlog", "--ecn-backlog-l4s-threshold",
         "--ecn-backlog-classic-threshold",
         "--log-level", "--log-format", "--drain-seconds", "--ready-threshold", "--idle-timeout", "--max-clients", "--max-sessions",
-        "--batch-size", "--max-datagram-size", "--egress-rate", "--turn", "--turn-realm", "--turn-user", "--turn-users-file", "--turn-secret",
-        "--turn-nonce-secret",
+        "--batch-size", "--max-datagram-size", "--egress-rate", "--free-bind", "--turn", "--turn-realm", "--turn-user", "--turn-users-file",
+        "--turn-secret", "--turn-secret-file", "--turn-nonce-secret",
         "--turn-allowed-peer", "--turn-denied-peer", "--turn-max-allocations", "--turn-max-allocations-per-user",
         "--turn-bandwidth", "--turn-port-share", "--turn-max-channels", "--turn-unauthenticated-rate", "--turn-alternate",
         "--turn-alternate-domain", "--turn-tcp", "--turn-tls", "--tls-cert", "--tls-key", "--turn-max-connections",
@@ -43,7 +43,7 @@ final class HelpTextTests: XCTestCase {
     /// Options whose help default is a description, not a value to give back: lists and
     /// values that are unset by default.
     let describedDefaults: Set<OptionKey> = [
-        .forward, .controlToken, .turn, .turnUser, .turnUsersFile, .turnSecret, .turnNonceSecret, .turnAllowedPeer,
+        .forward, .controlToken, .turn, .turnUser, .turnUsersFile, .turnSecret, .turnSecretFile, .turnNonceSecret, .turnAllowedPeer,
         .turnDeniedPeer, .turnAlternate, .turnAlternateDomain, .turnTCP, .turnTLS, .tlsCert, .tlsKey,
         .fastPathInterface,
     ]

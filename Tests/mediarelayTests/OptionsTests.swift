@@ -64,6 +64,8 @@ final class OptionsTests: XCTestCase {
             ("--ecn-backlog-classic-threshold", "1000000", { $0.ecnBacklogClassicThreshold == 1_000_000 }),
             ("--egress-rate", "12500000000", { $0.egressRate == 12_500_000_000 }),
             ("--egress-rate", "0", { $0.egressRate == 0 }),
+            ("--free-bind", "on", { $0.freeBind }),
+            ("--free-bind", "off", { !$0.freeBind }),
             ("--log-level", "debug", { $0.logLevel == .debug }),
             ("--log-format", "json", { $0.logFormat == .json }),
             ("--log-format", "text", { $0.logFormat == .text }),
@@ -164,14 +166,17 @@ final class OptionsTests: XCTestCase {
             ("--fast-path", "on", "expected one of off, auto, tc, xdp"),
             ("--fast-path", "XDP", "expected one of off, auto, tc, xdp"),
             ("--fast-path-interface", "", "1...15 characters"),
+            ("--free-bind", "yes", "expected one of on, off"),
             ("--fast-path-interface", "a-name-of-16-chr", "1...15 characters"),
             ("--fast-path-interface", "eth0:1", "no space"),
             ("--fast-path-interface", "../x", "no space"),
             ("--fast-path-interface", "eth 0", "no space"),
         ]
         for (flag, value, expected) in bad {
-            refusal([flag, value], mentions: ["\(flag) \(value):", expected])
-            refusal(["\(flag)=\(value)"], mentions: ["\(flag) \(value):", expected])
+            // An empty value is named as empty, after the flag alone.
+            let shown = value.isEmpty ? "\(flag): empty value" : "\(flag) \(value):"
+            refusal([flag, value], mentions: [shown, expected])
+            refusal(["\(flag)=\(value)"], mentions: [shown, expected])
         }
         XCTAssertEqual(Set(bad.map(\.0)).union(["--control-token"]),
                        Set(OptionKey.allCases.map(\.flag).filter { !$0.hasPrefix("--turn") && !streamTURNFlags.contains($0) }),

@@ -36,6 +36,7 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-user", "bob:pa:ss word", { $0.turnUsers.last == TURNUser(name: "bob", password: "pa:ss word") }),
             ("--turn-users-file", "users.txt", { $0.turnUsersFile == "users.txt" && $0.turnUsers.last?.name == "carol" }),
             ("--turn-secret", "north-wind-42", { $0.turnSecrets == ["north-wind-42"] }),
+            ("--turn-secret-file", "secrets.txt", { $0.turnSecretFile == "secrets.txt" && $0.turnSecrets.last == "from-file" }),
             ("--turn-allowed-peer", "127.0.0.0/8", { $0.turnAllowedPeers.map(\.text) == ["127.0.0.0/8"] }),
             ("--turn-denied-peer", "2001:db8::/32", { $0.turnDeniedPeers.map(\.text) == ["2001:db8::/32"] }),
             ("--turn-max-allocations", "1000000", { $0.turnMaxAllocations == 1_000_000 }),
@@ -54,7 +55,7 @@ final class TURNOptionsTests: XCTestCase {
         ]
         for (flag, value, check) in good {
             for arguments in [base + [flag, value], base + ["\(flag)=\(value)"]] {
-                guard let options = runOptions(arguments, files: ["users.txt": "carol:pw\n"]) else { continue }
+                guard let options = runOptions(arguments, files: ["users.txt": "carol:pw\n", "secrets.txt": "from-file\n"]) else { continue }
                 XCTAssertTrue(check(options), "\(arguments) did not take effect")
             }
         }
@@ -97,7 +98,8 @@ final class TURNOptionsTests: XCTestCase {
             ("--turn-alternate-domain", "turn example.org", "a DNS name"),
         ]
         for (flag, value, expected) in bad {
-            let shown = OptionError.oneLine("\(flag) \(OptionError.quoted(value)):")
+            // An empty value is named as empty, after the flag alone.
+            let shown = value.isEmpty ? "\(flag): empty value" : OptionError.oneLine("\(flag) \(OptionError.quoted(value)):")
             refusal(base + [flag, value], mentions: [shown, expected])
             refusal(base + ["\(flag)=\(value)"], mentions: [shown, expected])
         }
@@ -107,12 +109,15 @@ final class TURNOptionsTests: XCTestCase {
                               ("--turn-user", String(repeating: "n", count: 509) + ":pw"),
                               ("--turn-secret", "two words"), ("--turn-secret", "tab\tsecret"),
                               ("--turn-secret", String(repeating: "s", count: 1025)),
-                              ("--turn-nonce-secret", "two words"), ("--turn-nonce-secret", "")] {
+                              ("--turn-nonce-secret", "two words")] {
             let error = refusal(base + [flag, value], mentions: ["\(flag) (value hidden):", "expected"])
             XCTAssertFalse(error?.description.contains(value) ?? true, value)
         }
-        refusal(base + ["--turn-users-file", ""], mentions: ["--turn-users-file :", "a readable text file"])
-        let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-nonce-secret", "--turn-users-file"])
+        // An empty value (an unset variable) is called empty, and nothing is echoed.
+        refusal(base + ["--turn-nonce-secret", ""], mentions: ["--turn-nonce-secret: empty value", "visible ASCII"])
+        refusal(base + ["--turn-users-file", ""], mentions: ["--turn-users-file: empty value", "a readable text file"])
+        refusal(base + ["--turn-secret-file", ""], mentions: ["--turn-secret-file: empty value", "a readable text file"])
+        let checked = Set(bad.map(\.0)).union(["--turn-user", "--turn-secret", "--turn-nonce-secret", "--turn-users-file", "--turn-secret-file"])
         XCTAssertEqual(checked, Set(OptionKey.allCases.map(\.flag).filter { $0.hasPrefix("--turn") && !streamTURNFlags.contains($0) }),
                        "a TURN flag has no bad-value case (TURN over TCP and TLS: TURNStreamOptionsTests)")
     }
@@ -132,7 +137,7 @@ final class TURNOptionsTests: XCTestCase {
 
     func testListsRepeatAndFlagsReplaceTheFilesList() {
         guard let options = runOptions([
-            "--turn", "127.0.0.1:3478", "--turn=[::]:3478", "--turn-secret", "new", "--turn-secret=old",
+            "--turn", "127.0.0.1:3478", "--turn=[::]:3478", "--turn-secret", "new", "--turn-secret=old", "--advertise-address", "203.0.113.1",
             "--turn-allowed-peer", "127.0.0.0/8", "--turn-allowed-peer", "::1",
             "--turn-denied-peer", "127.0.0.2", "--turn-denied-peer", "10.0.0.0/8",
         ]) else { return }
@@ -171,7 +176,7 @@ final class TURNOptionsTests: XCTestCase {
         refusal(["--turn", "127.0.0.1:3478", "--turn-users-file", "u.txt"], files: ["u.txt": "# nobody\n"],
                 mentions: ["--turn 127.0.0.1:3478:", "needs credentials"])
         refusal(["--turn", "127.0.0.1:3478", "--turn-user", "alice:a", "--turn-users-file", "u.txt"], files: ["u.txt": "alice:b\n"],
-                mentions: ["--turn-user:", "user \"alice\" is given twice"])
+                mentions: ["--turn-users-file u.txt:", "line 1:", "user \"alice\" is given by --turn-user too"])
     }
 
     func testTheUsersFileFromDisk() throws {

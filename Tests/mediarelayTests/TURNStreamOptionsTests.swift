@@ -15,7 +15,9 @@ let streamTURNFlags: Set<String> = [
 /// names the file), the connection limits, the checks across options, and what SIGHUP does with
 /// each.
 final class TURNStreamOptionsTests: XCTestCase {
-    let secret = ["--turn-secret", "s"]
+    /// Credentials, and the address relayed addresses are advertised at beside the wildcard
+    /// listeners some cases use.
+    let secret = ["--turn-secret", "s", "--advertise-address", "203.0.113.1"]
 
     /// `--flag value` pairs respelled `--flag=value`, the other spelling the parser takes.
     private func joined(_ arguments: [String]) -> [String] {
@@ -88,7 +90,8 @@ final class TURNStreamOptionsTests: XCTestCase {
             ("--turn-max-connections-per-source", "-1", "1...1000000"),
         ]
         for (flag, value, expected) in bad {
-            let shown = "\(flag) \(value):"
+            // An empty value is named as empty, after the flag alone.
+            let shown = value.isEmpty ? "\(flag): empty value" : "\(flag) \(value):"
             refusal(secret + ["--turn-tcp", "127.0.0.2:3478", flag, value], mentions: [shown, expected])
             refusal(secret + ["--turn-tcp", "127.0.0.2:3478", "\(flag)=\(value)"], mentions: [shown, expected])
         }
@@ -102,7 +105,8 @@ final class TURNStreamOptionsTests: XCTestCase {
         let file = """
             {"turn_tcp": ["127.0.0.1:3478", "[::1]:3478"], "turn_tls": ["0.0.0.0:443", "[::]:443"],
              "tls_cert": "\(certificates.server.certificate)", "tls_key": "\(certificates.server.key)",
-             "turn_max_connections": 300, "turn_max_connections_per_source": 30, "turn_secret": ["s"]}
+             "turn_max_connections": 300, "turn_max_connections_per_source": 30, "turn_secret": ["s"],
+             "advertise_address": "203.0.113.1"}
             """
         guard let options = runOptions(["--config", "c.json"], files: ["c.json": file]) else { return }
         XCTAssertEqual(options.turnTCPListeners, [HostPort(host: "127.0.0.1", port: 3478), HostPort(host: "::1", port: 3478)])

@@ -5,10 +5,14 @@ import LoadGen
 public struct CompareOptions: Sendable, Equatable {
     public var server = ""
     public var out = "bench/results/latest"
+    /// Interleaved rounds at least (`--repeats`) and at most (`--max-repeats`): after the
+    /// minimum, only the loads whose checks are not settled run again (`StoppingRule`).
     public var repeats = 3
-    /// 1.5 s: short enough for `make demo`'s 111 runs (7 loads, 4 engines and the C forwarder,
-    /// and the GRO pair at video, 3 repeats) to take about 5 minutes on 2 cores (measured: about 0.7 s per run besides
-    /// the load, 2 s more for 2,000 sessions).
+    public var maxRepeats = 3
+    /// No round past the minimum starts that would end after this many seconds of the
+    /// comparison (`--budget`), whatever is still unsettled: a bound on the whole run's length.
+    public var budget: Double?
+    /// Each run's length; make demo's choice is in bench/demo.sh and bench/README.md.
     public var seconds = 1.5
     public var quick = false
     /// Only the CPU cross-check: one heavier run per engine, /proc/PID/stat against /v1/stats.
@@ -31,10 +35,16 @@ public struct CompareOptions: Sendable, Equatable {
     public init() {}
 }
 
-/// `compare --pin`: placement left to the scheduler, or `CPUPlacement.split()`.
+/// `compare --pin`: placement left to the scheduler, `CPUPlacement.split()`, or
+/// `CPUPlacement.alone()` (the relay alone on its CPU).
 public enum Pinning: String, CaseIterable, Sendable {
     case off
     case split
+    case relay
+}
+
+extension CompareOptions {
+    public var stoppingRule: StoppingRule { StoppingRule(minimum: repeats, maximum: maxRepeats) }
 }
 
 /// What mediarelay-load's command line asks for.
@@ -64,8 +74,8 @@ public enum CompareOptionParser {
         let serverGiven = given.contains("--server"), repeatsGiven = given.contains("--repeats")
         let secondsGiven = given.contains("--seconds"), referencesGiven = given.contains("--references")
         guard serverGiven, !o.server.isEmpty else { throw LoadError("compare --server: required (path to the mediarelay executable)") }
-        if o.pin == .split && o.workers != [1] {
-            throw LoadError("compare --pin split: only with --workers 1 (every thread of the relay goes on one CPU)")
+        if o.pin != .off && o.workers != [1] {
+            throw LoadError("compare --pin \(o.pin.rawValue): only with --workers 1 (every thread of the relay goes on one CPU)")
         }
         if o.reference == nil {
             if referencesGiven { throw LoadError("compare --references: only with --reference PATH (the C forwarder, built by make reference)") }
@@ -77,6 +87,12 @@ public enum CompareOptionParser {
             if !repeatsGiven { o.repeats = 1 }
             if !secondsGiven { o.seconds = 1 }
         }
+        // Without --max-repeats, --repeats rounds of everything, as before the stopping rule.
+        if !given.contains("--max-repeats") {
+            o.maxRepeats = o.repeats
+        } else if o.maxRepeats < o.repeats {
+            throw LoadError("compare --max-repeats \(o.maxRepeats): at least --repeats (\(o.repeats))")
+        }
         return o
     }
 }
@@ -87,6 +103,8 @@ extension CompareOptionParser {
         OptionRow("--server") { o, v in o.server = v },
         OptionRow("--out") { o, v throws(LoadError) in o.out = try RunOptionParser.nonEmpty("--out", v) },
         OptionRow("--repeats") { o, v throws(LoadError) in o.repeats = try RunOptionParser.integer("--repeats", v, 1...20) },
+        OptionRow("--max-repeats") { o, v throws(LoadError) in o.maxRepeats = try RunOptionParser.integer("--max-repeats", v, 1...40) },
+        OptionRow("--budget") { o, v throws(LoadError) in o.budget = try RunOptionParser.number("--budget", v, 1...86_400) },
         OptionRow("--seconds") { o, v throws(LoadError) in o.seconds = try RunOptionParser.number("--seconds", v, 0.5...60) },
         OptionRow(switch: "--quick") { $0.quick = true },
         OptionRow(switch: "--check") { $0.check = true },

@@ -12,14 +12,18 @@ import Glibc
 public struct Comparison: Sendable {
     public let options: CompareOptions
     public let log: @Sendable (String) -> Void
-    /// With `--pin split`: where the relay and the generator's threads go (nil if this machine
-    /// cannot split, which `run` refuses).
+    /// With `--pin split` or `relay`: where the relay and the generator's threads go (nil if
+    /// this machine cannot place them, which `run` refuses).
     let placement: CPUPlacement?
 
     public init(options: CompareOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
-        placement = options.pin == .split ? CPUPlacement.split() : nil
+        switch options.pin {
+        case .off: placement = nil
+        case .split: placement = CPUPlacement.split()
+        case .relay: placement = CPUPlacement.alone()
+        }
     }
 
     /// The loads to run: those `--loads` names, the standard ones, or only 100k for the CPU
@@ -36,44 +40,65 @@ public struct Comparison: Sendable {
         if let reference = options.reference, access(reference, X_OK) != 0 {
             throw LoadError("--reference \(reference): not an executable file (build it first: make reference)")
         }
-        if options.pin == .split {
+        if options.pin != .off {
             guard let placement else {
-                throw LoadError("--pin split: needs at least two allowed CPUs, and at most 64 (--pin off leaves placement to the scheduler)")
+                throw LoadError("--pin \(options.pin.rawValue): needs at least two allowed CPUs, and at most 64 (--pin off leaves placement to the scheduler)")
             }
             // This thread's mask is inherited by every thread and process started from here on
             // (the relay and C forwarder are moved to their CPU once they are up).
             do { try CPUPlacement.pin(thread: 0, to: placement.sourceMask) } catch {
-                throw LoadError("--pin split: \(error.message)")
+                throw LoadError("--pin \(options.pin.rawValue): \(error.message)")
             }
         }
         let engines = self.engines
-        let plan = comparisonPlan(repeats: options.repeats, loads: loads, engines: engines)
-        // Measured on 2 cores: about 0.6 s per run on top of the load (start, latch, settle,
-        // drain, stop), plus about 1 ms per session created.
-        let estimate = plan.reduce(0.0) { $0 + options.seconds + 0.6 + 0.001 * Double($1.load.streams) }
-        log("compare: \(plan.count) runs of \(String(format: "%g", options.seconds)) s, about \(Int(estimate)) s in all")
+        let checks = Check.standard(loads: loads, engines: engines.map(\.name))
+        let rule = options.stoppingRule
+        let began = MonotonicClock.now()
+        log("compare: \(placementText); at least \(rule.minimum) and at most \(rule.maximum) interleaved rounds of \(String(format: "%g", options.seconds)) s runs"
+            + (options.budget.map { ", none past the minimum that would end after \(Int($0)) s" } ?? ""))
         var records: [RunRecord] = []
-        for (i, planned) in plan.enumerated() {
-            if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(i) runs") }
-            let began = MonotonicClock.now()
-            let record = runOne(planned)
-            let wall = Double(MonotonicClock.now() - began) / 1e9
-            records.append(record)
-            if let r = record.result {
-                log(String(format: "[%d/%d] %@ %@: delivered %.2f %%, relay %.3f us/datagram, %.3f syscalls/datagram, p99 %.0f us (%.1f s)",
-                           i + 1, plan.count, planned.engine.name, planned.load.label, r.deliveredFraction * 100,
-                           record.relayCPUUsPerDatagram ?? .nan, record.syscallsPerDatagram ?? .nan, r.latencyUs[2], wall))
-            } else {
-                log("[\(i + 1)/\(plan.count)] \(planned.engine.name) \(planned.load.label): FAILED: \(record.error ?? "?")")
-                // A relay that cannot start at all would fail every run: stop early and say why.
-                if i == 0 { throw LoadError("compare: first run failed: \(record.error ?? "?")") }
+        var pending = loads
+        // Past the minimum: the engines each unsettled load still needs, the two sides of its
+        // unsettled checks (nil: every engine, as in the first rounds).
+        var needed: [String: Set<String>]?
+        var round = 0
+        while !pending.isEmpty {
+            let plan = comparisonRound(round, loads: pending, engines: engines) { load, engine in
+                needed.map { $0[load.label]?.contains(engine.name) ?? false } ?? true
             }
+            if let budget = options.budget, round >= rule.minimum {
+                // Past the minimum, a round starts only if it should end within the budget, at
+                // the mean length of the runs so far.
+                let elapsed = Double(MonotonicClock.now() - began) / 1e9
+                let expected = elapsed + elapsed / Double(records.count) * Double(plan.count)
+                if expected > budget {
+                    log(String(format: "compare: %.0f s spent; another round (%d runs) would end past the %.0f s budget: %@ left as they stand",
+                               elapsed, plan.count, budget, pending.map(\.label).joined(separator: ", ")))
+                    break
+                }
+            }
+            log("compare: round \(round + 1): \(plan.count) runs at \(pending.map(\.label).joined(separator: ", "))")
+            for (i, planned) in plan.enumerated() {
+                if interruptRequested.load(ordering: .relaxed) { throw LoadError("compare: interrupted after \(records.count) runs") }
+                let record = runAndLog(planned, index: i, of: plan.count)
+                records.append(record)
+                // A relay that cannot start at all would fail every run: stop early and say why.
+                if records.count == 1, record.result == nil { throw LoadError("compare: first run failed: \(record.error ?? "?")") }
+            }
+            round += 1
+            var open: [String: Set<String>] = [:]
+            for check in rule.unsettled(checks, records: records, rounds: round) {
+                open[check.load.label, default: []].formUnion([check.engine, check.baseline])
+            }
+            pending = round < rule.minimum ? loads : loads.filter { open[$0.label] != nil }
+            needed = round < rule.minimum ? nil : open
         }
+        log(String(format: "compare: %d runs in %.0f s", records.count, Double(MonotonicClock.now() - began) / 1e9))
         let cells = CellSummary.summarise(records, loads: loads, engines: engines.map(\.name))
         print(ComparisonTable.text(cells))
         let pairs = CounterpartTable.pairs(records: records, cells: cells)
         if !pairs.isEmpty { print("\n" + ComparisonTable.text(columns: CounterpartTable.columns, rows: CounterpartTable.rows(pairs))) }
-        try write(records: records, cells: cells)
+        try write(records: records, cells: cells, checks: checks)
         if options.check {
             // One JSON line last on stdout, so a test can assert the agreement without parsing Markdown.
             let pairs = records.compactMap { r -> (Double, Double)? in
@@ -88,6 +113,32 @@ public struct Comparison: Sendable {
                 ("proc_over_stats", .number(stats > 0 ? proc / stats : .nan)),
             ]).rendered)
         }
+    }
+
+    /// What shares which CPU, for the log and the report.
+    var placementText: String {
+        guard let placement else { return "placement left to the scheduler (--pin off): generator and relay threads may share a CPU" }
+        let relay = "the relay (every thread; the C forwarder likewise) on CPU \(placement.forwarderCPU)"
+        if placement.sinkMask == placement.forwarderMask {
+            return "\(relay) with the generator's receiving thread; the generator's sending thread on CPU \(placement.sourceCPU) (--pin split)"
+        }
+        let sink = placement.sinkMask == placement.sourceMask ? "its receiving thread beside it" : "its receiving thread on CPU \(placement.sinkCPU)"
+        return "\(relay), alone; the generator's sending thread on CPU \(placement.sourceCPU), \(sink) (--pin relay)"
+    }
+
+    /// One run, and its line in the log.
+    func runAndLog(_ planned: PlannedRun, index i: Int, of count: Int) -> RunRecord {
+        let began = MonotonicClock.now()
+        let record = runOne(planned)
+        let wall = Double(MonotonicClock.now() - began) / 1e9
+        if let r = record.result {
+            log(String(format: "[%d/%d] %@ %@: delivered %.2f %%, relay %.3f us/datagram, %.3f syscalls/datagram, p99 %.0f us (%.1f s)",
+                       i + 1, count, planned.engine.name, planned.load.label, r.deliveredFraction * 100,
+                       record.relayCPUUsPerDatagram ?? .nan, record.syscallsPerDatagram ?? .nan, r.latencyUs[2], wall))
+        } else {
+            log("[\(i + 1)/\(count)] \(planned.engine.name) \(planned.load.label): FAILED: \(record.error ?? "?")")
+        }
+        return record
     }
 
     /// The control token of a relay off loopback (`--relay-host`).
@@ -174,7 +225,7 @@ public struct Comparison: Sendable {
     /// CPU; nil when done (or not asked), else why not.
     func place(_ server: ServerProcess) -> String? {
         guard let placement else { return nil }
-        do { try CPUPlacement.pin(process: server.pid, to: placement.forwarderMask) } catch { return "--pin split: \(error.message)" }
+        do { try CPUPlacement.pin(process: server.pid, to: placement.forwarderMask) } catch { return "--pin \(options.pin.rawValue): \(error.message)" }
         return nil
     }
 
@@ -192,6 +243,8 @@ public struct Comparison: Sendable {
         o.relayPID = pid
         o.progress = false
         o.placement = placement
+        o.receiverSpins = options.pin == .relay
+        o.arrivalStamps = options.pin == .relay
         return o
     }
 
@@ -208,13 +261,14 @@ public struct Comparison: Sendable {
     /// Seconds at the start of each run left out of latency: 0.3 s, less for very short runs.
     public static func warmup(seconds: Double) -> Double { min(0.3, seconds / 4) }
 
-    func write(records: [RunRecord], cells: [CellSummary]) throws(LoadError) {
+    func write(records: [RunRecord], cells: [CellSummary], checks: [Check]) throws(LoadError) {
         let out = options.out
         let directory = (out as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        let md = ComparisonReport.markdown(records: records, cells: cells, machine: .current(), options: options, loads: loads)
+        let md = ComparisonReport.markdown(records: records, cells: cells, machine: .current(), options: options, loads: loads,
+                                           placement: placementText, checks: checks)
         let csv = ComparisonCSV.render(records)
         let svg = ComparisonChart.render(cpu: series(cells, \.cpuUs), latency: series(cells, \.p99),
                                          markerLabel: loads.first { $0.profile == .voice }.map { "\($0.streams) voice streams" } ?? "other profile")

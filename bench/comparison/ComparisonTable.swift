@@ -4,7 +4,7 @@ import LoadGen
 /// The comparison's summary table, as aligned text (for the terminal) or Markdown.
 public enum ComparisonTable {
     public static let columns = ["engine", "load", "offered/s", "sent/s", "delivered %", "relay CPU us/datagram (median, min-max)",
-                                 "syscalls/datagram", "p50 us", "p99 us", "p99.9 us", "CPU saved vs perpacket", "vs C perpacket"]
+                                 "syscalls/datagram", "p50 us", "p99 us", "p99.9 us", "CPU saved vs perpacket", "vs C perpacket", "runs"]
 
     /// 1 - median(engine) / median(baseline) at the same load, as a signed percentage.
     static func saved(_ c: CellSummary, against baseline: String, in cells: [CellSummary]) -> String {
@@ -24,7 +24,7 @@ public enum ComparisonTable {
                     spread(c.cpuUs, "%.3f"),
                     format(c.syscalls?.median, "%.3f"), format(c.p50?.median, "%.0f"), format(c.p99?.median, "%.0f"),
                     format(c.p999?.median, "%.0f"), saved(c, against: "perpacket", in: cells),
-                    saved(c, against: EngineSetting.cPerPacket.name, in: cells)]
+                    saved(c, against: EngineSetting.cPerPacket.name, in: cells), String(c.runs)]
         }
     }
 

@@ -37,4 +37,13 @@ int lg_sendmmsg(int fd, struct lg_mmsghdr *vector, unsigned int length, int flag
 int lg_cpu_mask_get(unsigned long long *mask);
 int lg_cpu_mask_set(int pid, unsigned long long mask);
 
+/// SO_TIMESTAMPNS and its control message's type: the C library picks the _OLD or _NEW value by
+/// the size of time_t, an expression Swift cannot import.
+int lg_so_timestampns(void);
+int lg_scm_timestampns(void);
+
+/// Moves the calling thread to SCHED_IDLE (declared only under _GNU_SOURCE): it runs only when
+/// nothing else on its CPU wants to. 0, or -1 and errno.
+int lg_sched_idle(void);
+
 #endif

@@ -11,10 +11,13 @@ public struct ListenerOptions: Sendable {
     /// Connections the kernel completes and queues before the engine accepts them; capped by
     /// net.core.somaxconn. Beyond it the kernel drops SYNs (or answers with cookies).
     public var backlog: Int32 = 4096
+    /// IP_FREEBIND, as `SocketOptions.freeBind`.
+    public var freeBind = false
 
-    public init(reusePort: Bool = false, backlog: Int32 = 4096) {
+    public init(reusePort: Bool = false, backlog: Int32 = 4096, freeBind: Bool = false) {
         self.reusePort = reusePort
         self.backlog = backlog
+        self.freeBind = freeBind
     }
 }
 
@@ -44,6 +47,7 @@ public final class TCPListener {
         // A restarted relay must bind again at once while its old connections sit in TIME_WAIT.
         try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEADDR, 1, endpoint)
         if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
+        if options.freeBind { try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_FREEBIND, 1, endpoint) }
         localEndpoint = try SocketNames.bind(fd, to: endpoint, family: family, what: "TCP")
         _ = try SystemCall.require("cannot listen on TCP", address: endpoint.description) { Int(Glibc.listen(fd, options.backlog)) }
         self.owned = owned

@@ -11,11 +11,15 @@ public struct SocketOptions: Sendable {
     /// (root / CAP_NET_ADMIN), the FORCE variants are used instead.
     public var receiveBufferBytes = 4 << 20
     public var sendBufferBytes = 4 << 20
+    /// IP_FREEBIND: bind an address the host does not have (yet), such as a floating address
+    /// that a failover moves here later.
+    public var freeBind = false
 
-    public init(reusePort: Bool = false, receiveBufferBytes: Int = 4 << 20, sendBufferBytes: Int = 4 << 20) {
+    public init(reusePort: Bool = false, receiveBufferBytes: Int = 4 << 20, sendBufferBytes: Int = 4 << 20, freeBind: Bool = false) {
         self.reusePort = reusePort
         self.receiveBufferBytes = receiveBufferBytes
         self.sendBufferBytes = sendBufferBytes
+        self.freeBind = freeBind
     }
 }
 
@@ -64,6 +68,8 @@ public final class UDPSocket {
         }
         try UDPSocket.set(fd, SOL_SOCKET, mr_so_rxq_ovfl(), 1, endpoint)
         if options.reusePort { try UDPSocket.set(fd, SOL_SOCKET, SO_REUSEPORT, 1, endpoint) }
+        // At the IP level for IPv6 sockets too: the kernel's IPv6 bind reads the same flag.
+        if options.freeBind { try UDPSocket.set(fd, Int32(IPPROTO_IP), IP_FREEBIND, 1, endpoint) }
         receiveBufferBytes = UDPSocket.sizeBuffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, options.receiveBufferBytes)
         sendBufferBytes = UDPSocket.sizeBuffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, options.sendBufferBytes)
         localEndpoint = try SocketNames.bind(fd, to: endpoint, family: family, what: "UDP")

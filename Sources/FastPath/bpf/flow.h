@@ -39,6 +39,42 @@ struct {
     __type(value, struct mr_fp_slot);
 } slots SEC(".maps");
 
+// What the host's settings make of a datagram (fastpath_abi.h), written by user space when a
+// program is attached.
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct mr_fp_config);
+} config SEC(".maps");
+
+// Every interface of the namespace when a program was attached, by index.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 256);
+    __type(key, __u32);
+    __type(value, struct mr_fp_interface);
+} interfaces SEC(".maps");
+
+// Room for a route lookup's parameters, per CPU: kept off the program's stack, which the
+// program and the function it calls (buffer_sum) share, 512 bytes in all.
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct bpf_fib_lookup);
+} route_lookup SEC(".maps");
+
+/// This CPU's route lookup parameters, cleared.
+static __always_inline struct bpf_fib_lookup *route_parameters(void)
+{
+    __u32 zero = 0;
+    struct bpf_fib_lookup *fib = bpf_map_lookup_elem(&route_lookup, &zero);
+    if (fib)
+        __builtin_memset(fib, 0, sizeof(*fib));
+    return fib;
+}
+
 #define MR_STUN_COOKIE 0x2112A442
 // <sys/socket.h>'s families; the BPF build has no libc headers.
 #define MR_AF_INET 2
@@ -53,6 +89,13 @@ struct mr_flow {
     struct mr_fp_slot *state;
     __u64 now;
 };
+
+/// The host's settings as user space wrote them; NULL only before the first attach.
+static __always_inline const struct mr_fp_config *host_config(void)
+{
+    __u32 zero = 0;
+    return bpf_map_lookup_elem(&config, &zero);
+}
 
 /// Payload sizes of a datagram about to be forwarded: `sent` is what leaves (a ChannelData
 /// header included when one is added), charged to the credit; `counted` is the payload
@@ -109,6 +152,58 @@ static __always_inline void count_hand_back(struct mr_flow *flow, int reason)
         return;
     flow->count->handed_back[reason] += 1;
     flow->total->handed_back[reason] += 1;
+}
+
+/// Whether reverse-path filtering on the arriving interface lets an IPv4 datagram from its
+/// source in, as the stack checks it (fib_validate_source): the route back to the source,
+/// looked up from `lo` as the kernel does, must leave by the arriving interface (strict) or
+/// exist at all (loose). IPv6 has no such setting.
+static __always_inline int reverse_path_ok(void *context, const struct mr_packet *packet, __u32 ifindex)
+{
+    if (packet->key.family != 4)
+        return 1;
+    struct mr_fp_interface *interface = bpf_map_lookup_elem(&interfaces, &ifindex);
+    __u8 mode = interface ? interface->reverse_path : MR_FP_REVERSE_PATH_OFF;
+    if (mode == MR_FP_REVERSE_PATH_OFF)
+        return 1;
+    struct bpf_fib_lookup *fib = route_parameters();
+    if (!fib)
+        return 0;
+    fib->family = MR_AF_INET;
+    fib->l4_protocol = IPPROTO_UDP;
+    fib->sport = packet->key.destination_port;
+    fib->dport = packet->key.source_port;
+    fib->ifindex = MR_LOOPBACK_IFINDEX;
+    __builtin_memcpy(&fib->ipv4_src, packet->key.destination, 4);
+    __builtin_memcpy(&fib->ipv4_dst, packet->key.source, 4);
+    long result = bpf_fib_lookup(context, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
+    if (result != BPF_FIB_LKUP_RET_SUCCESS)
+        return 0;
+    return mode == MR_FP_REVERSE_PATH_LOOSE || fib->ifindex == ifindex;
+}
+
+/// What the host's stack would refuse before any socket saw the datagram, so that the stack
+/// decides it as it would without the program: a frame for another link address, a VLAN tag,
+/// an IP header it rejects, a payload larger than the relay takes, a source reverse-path
+/// filtering drops. -1: none. (The UDP checksum, the dearest check, comes last, apart.) How
+/// the frame came in is each program's to learn: the interface (`ifindex`), whether it was
+/// addressed to this host's link address (`for_host`), whether a VLAN tag came with it that
+/// the packet no longer shows (`tagged`: tc, where the kernel has taken it off).
+static __always_inline int arrival_refusal(void *context, const struct mr_packet *packet,
+                                           __u32 ifindex, int for_host, int tagged)
+{
+    if (!for_host)
+        return MR_FP_BACK_NOT_HOST;
+    if (tagged || packet->tagged)
+        return MR_FP_BACK_VLAN;
+    if (!packet->header_ok)
+        return MR_FP_BACK_BAD_HEADER;
+    const struct mr_fp_config *settings = host_config();
+    if (!settings || packet->payload > settings->max_payload)
+        return MR_FP_BACK_OVERSIZE;
+    if (!reverse_path_ok(context, packet, ifindex))
+        return MR_FP_BACK_REVERSE_PATH;
+    return -1;
 }
 
 /// The entry's own reasons to hand a datagram back, before its payload is read: its expiry
@@ -197,32 +292,35 @@ static __always_inline int delivers_here(void *context, __u8 family, const struc
 /// device, so KernelFastPath turns it on for `lo` (which forwards nothing by it). A
 /// forwardable route sends the datagram out of its interface towards its next hop; a
 /// destination a local socket takes goes up the stack; anything else is handed back.
-/// `flags` adds BPF_FIB_LOOKUP_SKIP_NEIGH where the caller resolves the neighbour itself.
-/// -1 when the way is found, else the hand-back reason.
+/// `flags` adds BPF_FIB_LOOKUP_SKIP_NEIGH where the caller resolves the neighbour itself;
+/// `look_up` asks for the lookup even for an entry that names its interface (XDP needs the
+/// next hop's link address). -1 when the way is found, else the hand-back reason.
 static __always_inline int find_route(void *context, __u8 family, const struct mr_fp_entry *entry,
-                                      __u32 flags, struct mr_route *route)
+                                      __u32 flags, int look_up, struct mr_route *route)
 {
     __builtin_memset(route, 0, sizeof(*route));
-    if (entry->egress_mode == MR_FP_EGRESS_INTERFACE) {
+    if (entry->egress_mode == MR_FP_EGRESS_INTERFACE && !look_up) {
         route->ifindex = entry->egress_ifindex;
         route->local = entry->egress_ifindex == 0;
         return -1;
     }
-    struct bpf_fib_lookup fib = {};
-    fib.l4_protocol = IPPROTO_UDP;
-    fib.sport = entry->source_port;
-    fib.dport = entry->destination_port;
-    fib.ifindex = MR_LOOPBACK_IFINDEX;
+    struct bpf_fib_lookup *fib = route_parameters();
+    if (!fib)
+        return MR_FP_BACK_NO_ROUTE;
+    fib->l4_protocol = IPPROTO_UDP;
+    fib->sport = entry->source_port;
+    fib->dport = entry->destination_port;
+    fib->ifindex = MR_LOOPBACK_IFINDEX;
     if (family == 4) {
-        fib.family = MR_AF_INET;
-        __builtin_memcpy(&fib.ipv4_src, entry->source, 4);
-        __builtin_memcpy(&fib.ipv4_dst, entry->destination, 4);
+        fib->family = MR_AF_INET;
+        __builtin_memcpy(&fib->ipv4_src, entry->source, 4);
+        __builtin_memcpy(&fib->ipv4_dst, entry->destination, 4);
     } else {
-        fib.family = MR_AF_INET6;
-        __builtin_memcpy(fib.ipv6_src, entry->source, 16);
-        __builtin_memcpy(fib.ipv6_dst, entry->destination, 16);
+        fib->family = MR_AF_INET6;
+        __builtin_memcpy(fib->ipv6_src, entry->source, 16);
+        __builtin_memcpy(fib->ipv6_dst, entry->destination, 16);
     }
-    long result = bpf_fib_lookup(context, &fib, sizeof(fib), flags);
+    long result = bpf_fib_lookup(context, fib, sizeof(*fib), flags);
     if (result == BPF_FIB_LKUP_RET_NOT_FWDED && delivers_here(context, family, entry)) {
         route->local = 1;
         return -1;
@@ -231,16 +329,16 @@ static __always_inline int find_route(void *context, __u8 family, const struct m
         return MR_FP_BACK_TOO_LARGE;
     if (result != BPF_FIB_LKUP_RET_SUCCESS)
         return MR_FP_BACK_NO_ROUTE;
-    route->ifindex = fib.ifindex;
+    route->ifindex = fib->ifindex;
     route->has_next_hop = 1;
     // The lookup leaves the gateway (or the destination itself) in the destination field.
-    route->next_hop.nh_family = fib.family;
-    if (fib.family == MR_AF_INET)
-        route->next_hop.ipv4_nh = fib.ipv4_dst;
+    route->next_hop.nh_family = fib->family;
+    if (fib->family == MR_AF_INET)
+        route->next_hop.ipv4_nh = fib->ipv4_dst;
     else
-        __builtin_memcpy(route->next_hop.ipv6_nh, fib.ipv6_dst, 16);
-    __builtin_memcpy(route->source_mac, fib.smac, 6);
-    __builtin_memcpy(route->destination_mac, fib.dmac, 6);
+        __builtin_memcpy(route->next_hop.ipv6_nh, fib->ipv6_dst, 16);
+    __builtin_memcpy(route->source_mac, fib->smac, 6);
+    __builtin_memcpy(route->destination_mac, fib->dmac, 6);
     return -1;
 }
 
@@ -271,6 +369,19 @@ static __always_inline int take_credit(struct mr_flow *flow, __u32 bytes)
         return 0;
     }
     return 1;
+}
+
+/// The TTL (IPv4) or hop limit (IPv6) the relay's own socket would send the datagram with:
+/// the host's default TTL, or the egress interface's hop limit.
+static __always_inline __u8 hop_limit(__u8 family, const struct mr_route *route)
+{
+    const struct mr_fp_config *settings = host_config();
+    __u8 limit = settings ? (family == 4 ? settings->ttl : settings->hop_limit) : 64;
+    if (family == 4)
+        return limit;
+    __u32 ifindex = route->local ? MR_LOOPBACK_IFINDEX : route->ifindex;
+    struct mr_fp_interface *interface = bpf_map_lookup_elem(&interfaces, &ifindex);
+    return interface && interface->hop_limit != 0 ? interface->hop_limit : limit;
 }
 
 static __always_inline void add_forwarded(struct mr_fp_counters *count, __u8 tos_in, __u8 tos_out, __u32 bytes)

@@ -39,18 +39,26 @@
 #include "fastpath_abi.h"
 #include "packet.h"
 #include "rewrite.h"
+#include "verify.h"
 #include "flow.h"
 #include "skb_rewrite.h"
 #include "xdp_rewrite.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
+// <linux/if_packet.h>'s PACKET_HOST: a frame addressed to this host's link address.
+#define MR_PACKET_HOST 0
+
 /// What both programs decide before touching the packet: -1 to go on, else the hand-back
-/// reason (counted here). `head` holds the first payload bytes.
-static __always_inline int common_refusal(struct mr_flow *flow, const struct mr_packet *packet,
-                                          const __u8 head[8], struct mr_sizes *sizes)
+/// reason (counted here). How the frame came in is as arrival_refusal says; `head` holds the
+/// first payload bytes.
+static __always_inline int common_refusal(void *context, struct mr_flow *flow, const struct mr_packet *packet,
+                                          __u32 ifindex, int for_host, int tagged, const __u8 head[8],
+                                          struct mr_sizes *sizes)
 {
-    int reason = flow_refusal(flow, packet);
+    int reason = arrival_refusal(context, packet, ifindex, for_host, tagged);
+    if (reason < 0)
+        reason = flow_refusal(flow, packet);
     if (reason < 0)
         reason = payload_refusal(&flow->entry, packet, head, sizes);
     if (reason >= 0)
@@ -58,15 +66,18 @@ static __always_inline int common_refusal(struct mr_flow *flow, const struct mr_
     return reason;
 }
 
-/// The last checks, once the way out is known (`reason` is what finding it said): room for an
-/// added ChannelData header on that way, then the credits, taken only when everything else
-/// allows the datagram through. -1 to go on, else the hand-back reason (counted here).
-static __always_inline int departure_refusal(void *context, struct mr_flow *flow, int reason,
+/// The last checks, once the way out is known (`reason` is what finding it said): room on the
+/// egress link for the datagram as it leaves (a ChannelData header added or removed), then
+/// the credits, taken only when everything else allows the datagram through. -1 to go on,
+/// else the hand-back reason (counted here): a datagram too large for the link goes to user
+/// space, whose socket fragments it or refuses it as the flow's DF setting says.
+static __always_inline int departure_refusal(void *context, struct mr_flow *flow, int reason, const struct mr_packet *packet,
                                              const struct mr_route *route, const struct mr_sizes *sizes)
 {
     __u32 mtu = 0;
-    if (reason < 0 && flow->entry.kind == MR_FP_KIND_CHANNEL_ADD
-        && bpf_check_mtu(context, route->ifindex, &mtu, MR_CHANNEL_HEADER, 0) != BPF_MTU_CHK_RET_SUCCESS)
+    __s32 growth = (__s32)sizes->sent - (__s32)packet->payload;
+    if (reason < 0 && !route->local
+        && bpf_check_mtu(context, route->ifindex, &mtu, growth, 0) != BPF_MTU_CHK_RET_SUCCESS)
         reason = MR_FP_BACK_TOO_LARGE;
     if (reason < 0 && !take_credit(flow, sizes->sent))
         reason = MR_FP_BACK_CREDIT;
@@ -98,9 +109,17 @@ int mr_relay_ingress(struct __sk_buff *skb)
         count_hand_back(&flow, MR_FP_BACK_GSO);
         return TC_ACT_UNSPEC;
     }
+    // The kernel has already taken any VLAN tag off into the socket buffer, and set the
+    // packet type from the destination link address.
     struct mr_sizes sizes;
-    if (common_refusal(&flow, &packet, head, &sizes) >= 0)
+    if (common_refusal(skb, &flow, &packet, skb->ingress_ifindex, skb->pkt_type == MR_PACKET_HOST, skb->vlan_present != 0,
+                       head, &sizes) >= 0)
         return TC_ACT_UNSPEC;
+    int checksum = skb_checksum_refusal(skb, &packet);
+    if (checksum >= 0) {
+        count_hand_back(&flow, checksum);
+        return TC_ACT_UNSPEC;
+    }
     int method = MR_RESIZE_ROOM;
     if (flow.entry.kind != MR_FP_KIND_PLAIN) {
         // What moves with the headers kept in place: the payload, as it arrived (added header)
@@ -113,28 +132,28 @@ int mr_relay_ingress(struct __sk_buff *skb)
         }
     }
     struct mr_route route;
-    int reason = find_route(skb, packet.key.family, &flow.entry, BPF_FIB_LOOKUP_SKIP_NEIGH, &route);
-    if (departure_refusal(skb, &flow, reason, &route, &sizes) >= 0)
+    int reason = find_route(skb, packet.key.family, &flow.entry, BPF_FIB_LOOKUP_SKIP_NEIGH, 0, &route);
+    if (departure_refusal(skb, &flow, reason, &packet, &route, &sizes) >= 0)
         return TC_ACT_UNSPEC;
 
-    __u8 tos = traffic_class(&flow.entry, packet.tos);
+    struct mr_out out = { traffic_class(&flow.entry, packet.tos), hop_limit(packet.key.family, &route) };
     int result;
     if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP && method == MR_RESIZE_MOVE)
-        result = skb_strip_channel_moving(skb, &packet, &flow.entry, tos, head);
+        result = skb_strip_channel_moving(skb, &packet, &flow.entry, &out, head);
     else if (flow.entry.kind == MR_FP_KIND_CHANNEL_STRIP)
-        result = skb_strip_channel(skb, &packet, &flow.entry, tos, head);
+        result = skb_strip_channel(skb, &packet, &flow.entry, &out, head);
     else if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD && method == MR_RESIZE_MOVE)
-        result = skb_add_channel_moving(skb, &packet, &flow.entry, tos);
+        result = skb_add_channel_moving(skb, &packet, &flow.entry, &out);
     else if (flow.entry.kind == MR_FP_KIND_CHANNEL_ADD)
-        result = skb_add_channel(skb, &packet, &flow.entry, tos);
+        result = skb_add_channel(skb, &packet, &flow.entry, &out);
     else
-        result = skb_rewrite_plain(skb, &packet, &flow.entry, tos);
+        result = skb_rewrite_plain(skb, &packet, &flow.entry, &out);
     if (result < 0) {
         count_failure(&flow);
         return TC_ACT_SHOT;
     }
 
-    forwarded(&flow, &packet, tos, sizes.counted);
+    forwarded(&flow, &packet, out.tos, sizes.counted);
     if (route.local)
         return TC_ACT_OK;
     if (route.has_next_hop)
@@ -155,33 +174,36 @@ int mr_relay_xdp(struct xdp_md *context)
     struct mr_flow flow;
     if (find_flow(&packet, head, &flow) < 0)
         return XDP_PASS;
+    __u32 ifindex = context->ingress_ifindex;
     struct mr_sizes sizes;
-    if (common_refusal(&flow, &packet, head, &sizes) >= 0)
+    if (common_refusal(context, &flow, &packet, ifindex, xdp_for_host(context, ifindex), 0, head, &sizes) >= 0)
         return XDP_PASS;
     if (checksum_left_to_finish(&packet)) {
         count_hand_back(&flow, MR_FP_BACK_CHECKSUM_STATE);
         return XDP_PASS;
     }
+    int checksum = xdp_checksum_refusal(context, &packet);
+    if (checksum >= 0) {
+        count_hand_back(&flow, checksum);
+        return XDP_PASS;
+    }
 
     // bpf_redirect needs the next hop's Ethernet address, which only the route lookup gives:
     // an entry's own interface is looked up too, and must be where the route leads.
-    struct mr_fp_entry lookup = flow.entry;
-    int named = lookup.egress_mode == MR_FP_EGRESS_INTERFACE && lookup.egress_ifindex != 0;
-    if (named)
-        lookup.egress_mode = MR_FP_EGRESS_ROUTE;
+    int named = flow.entry.egress_mode == MR_FP_EGRESS_INTERFACE && flow.entry.egress_ifindex != 0;
     struct mr_route route;
-    int reason = find_route(context, packet.key.family, &lookup, 0, &route);
+    int reason = find_route(context, packet.key.family, &flow.entry, 0, named, &route);
     if (reason < 0 && named && (route.local || route.ifindex != flow.entry.egress_ifindex))
         reason = MR_FP_BACK_NO_ROUTE;
-    if (departure_refusal(context, &flow, reason, &route, &sizes) >= 0)
+    if (departure_refusal(context, &flow, reason, &packet, &route, &sizes) >= 0)
         return XDP_PASS;
 
-    __u8 tos = traffic_class(&flow.entry, packet.tos);
-    if (xdp_rewrite(context, &packet, &flow.entry, tos, head, &route) < 0) {
+    struct mr_out out = { traffic_class(&flow.entry, packet.tos), hop_limit(packet.key.family, &route) };
+    if (xdp_rewrite(context, &packet, &flow.entry, &out, head, &route) < 0) {
         count_failure(&flow);
         return XDP_DROP;
     }
-    forwarded(&flow, &packet, tos, sizes.counted);
+    forwarded(&flow, &packet, out.tos, sizes.counted);
     if (route.local)
         return XDP_PASS;
     return bpf_redirect(route.ifindex, 0);

@@ -5,14 +5,21 @@
 #ifndef MEDIARELAY_REWRITE_H
 #define MEDIARELAY_REWRITE_H
 
-#define MR_HOP_LIMIT 64
 #define MR_CHANNEL_HEADER 4
+#define MR_IPV4_DONT_FRAGMENT 0x4000
 
 /// A UDP header with a ChannelData header after it, as the peer-to-client rewrite writes them.
 struct mr_channel_headers {
     struct udphdr udp;
     __be16 channel;
     __be16 length;
+};
+
+/// What the rewritten IP header carries besides the entry's addresses: the traffic class byte
+/// by the entry's policy, and the TTL or hop limit the relay's own socket would send with.
+struct mr_out {
+    __u8 tos;
+    __u8 hop_limit;
 };
 
 static __always_inline __u32 fold(__u64 sum)
@@ -36,12 +43,15 @@ static __always_inline __u8 traffic_class(const struct mr_fp_entry *entry, __u8 
     return (dscp << 2) | ecn;
 }
 
-/// The IPv4 header `ip` with the entry's addresses, the new traffic class, a fresh hop limit
-/// and `ip_payload` bytes after it; its checksum computed over the 20 bytes.
-static __always_inline void set_ipv4(struct iphdr *ip, const struct mr_fp_entry *entry, __u8 tos, __u32 ip_payload)
+/// The IPv4 header `ip` with the entry's addresses, the new traffic class, the TTL the relay's
+/// sockets send with (`hop_limit`), DF as the entry says (no fragment: the program forwards
+/// none) and `ip_payload` bytes after it; its checksum computed over the 20 bytes.
+static __always_inline void set_ipv4(struct iphdr *ip, const struct mr_fp_entry *entry, __u8 tos, __u32 ip_payload,
+                                     __u8 hop_limit)
 {
     ip->tos = tos;
-    ip->ttl = MR_HOP_LIMIT;
+    ip->ttl = hop_limit;
+    ip->frag_off = entry->flags & MR_FP_FLAG_DONT_FRAGMENT ? bpf_htons(MR_IPV4_DONT_FRAGMENT) : 0;
     ip->tot_len = bpf_htons(sizeof(*ip) + ip_payload);
     __builtin_memcpy(&ip->saddr, entry->source, 4);
     __builtin_memcpy(&ip->daddr, entry->destination, 4);
@@ -55,12 +65,16 @@ static __always_inline void set_ipv4(struct iphdr *ip, const struct mr_fp_entry 
     ip->check = (__u16)~fold(sum);
 }
 
-/// The same for an IPv6 header (no checksum of its own).
-static __always_inline void set_ipv6(struct ipv6hdr *ip, const struct mr_fp_entry *entry, __u8 tos, __u32 ip_payload)
+/// The same for an IPv6 header (no checksum of its own), with the entry's flow label, not the
+/// sender's.
+static __always_inline void set_ipv6(struct ipv6hdr *ip, const struct mr_fp_entry *entry, __u8 tos, __u32 ip_payload,
+                                     __u8 hop_limit)
 {
     ip->priority = tos >> 4;
-    ip->flow_lbl[0] = (ip->flow_lbl[0] & 0x0f) | ((tos & 0x0f) << 4);
-    ip->hop_limit = MR_HOP_LIMIT;
+    ip->flow_lbl[0] = ((tos & 0x0f) << 4) | ((entry->flow_label >> 16) & 0x0f);
+    ip->flow_lbl[1] = (entry->flow_label >> 8) & 0xff;
+    ip->flow_lbl[2] = entry->flow_label & 0xff;
+    ip->hop_limit = hop_limit;
     ip->payload_len = bpf_htons(ip_payload);
     __builtin_memcpy(&ip->saddr, entry->source, 16);
     __builtin_memcpy(&ip->daddr, entry->destination, 16);

@@ -23,25 +23,9 @@ struct sk_buff___mr {
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
+#define MR_CHECKSUM_UNNECESSARY 1
 #define MR_CHECKSUM_COMPLETE 2
 #define MR_CHECKSUM_PARTIAL 3
-
-/// The most payload bytes the CHECKSUM_PARTIAL rewrites move: a datagram filling a jumbo
-/// frame's MTU (9,000) fits. Larger ones (only `lo` carries them) are handed back.
-#define MR_MOVE_MAX 9216
-
-/// Where the CHECKSUM_PARTIAL rewrites hold the payload while it moves: one per CPU, which a
-/// program run has to itself from the load to the store.
-struct mr_move_buffer {
-    __u8 bytes[MR_MOVE_MAX];
-};
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct mr_move_buffer);
-} move_buffer SEC(".maps");
 
 /// How a datagram that changes length by the ChannelData header is rewritten.
 enum mr_resize {
@@ -84,8 +68,7 @@ static __always_inline int skb_resize_refusal(struct __sk_buff *skb, const struc
 /// overlap.
 static __always_inline int skb_move(struct __sk_buff *skb, __u32 from, __u32 to, __u32 length)
 {
-    __u32 zero = 0;
-    struct mr_move_buffer *buffer = bpf_map_lookup_elem(&move_buffer, &zero);
+    struct mr_move_buffer *buffer = payload_buffer();
     if (!buffer || length > MR_MOVE_MAX)
         return -1;
     if (length == 0)
@@ -93,6 +76,30 @@ static __always_inline int skb_move(struct __sk_buff *skb, __u32 from, __u32 to,
     if (bpf_skb_load_bytes(skb, from, buffer->bytes, length) < 0)
         return -1;
     return bpf_skb_store_bytes(skb, to, buffer->bytes, length, 0);
+}
+
+/// Whether the datagram's UDP checksum must be refused: -1 when it adds up or the kernel
+/// already vouched for it (CHECKSUM_UNNECESSARY) or will finish it (CHECKSUM_PARTIAL), else
+/// the hand-back reason (a payload too large to sum goes back unchecked).
+static __always_inline int skb_checksum_refusal(struct __sk_buff *skb, const struct mr_packet *packet)
+{
+    struct sk_buff___mr *kernel = bpf_cast_to_kern_ctx(skb);
+    __u8 state = BPF_CORE_READ_BITFIELD(kernel, ip_summed);
+    if (state == MR_CHECKSUM_UNNECESSARY || state == MR_CHECKSUM_PARTIAL)
+        return -1;
+    if (packet->udp.check == 0)
+        return packet->key.family == 4 ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+    struct mr_move_buffer *buffer = payload_buffer();
+    __u32 length = packet->payload;
+    if (!buffer || length > MR_MOVE_MAX)
+        return MR_FP_BACK_CHECKSUM_STATE;
+    __s64 sum = 0;
+    if (length > 0) {
+        if (bpf_skb_load_bytes(skb, packet->l4 + sizeof(struct udphdr), buffer->bytes, length) < 0)
+            return MR_FP_BACK_MALFORMED;
+        sum = buffer_sum(buffer, length);
+    }
+    return sum >= 0 && udp_checksum_valid(packet, (__u64)sum) ? -1 : MR_FP_BACK_BAD_CHECKSUM;
 }
 
 /// The first payload bytes, as many as there are up to 8 (the rest zero).
@@ -105,29 +112,29 @@ static __always_inline void skb_payload_head(struct __sk_buff *skb, const struct
         bpf_skb_load_bytes(skb, offset, head, 4);
 }
 
-/// Writes the IP header with the entry's addresses, the new traffic class, a fresh hop limit
+/// Writes the IP header with the entry's addresses, the new traffic class, the hop limit
 /// and `ip_payload` bytes after it.
 static __always_inline int skb_write_ip(struct __sk_buff *skb, const struct mr_packet *packet,
-                                        const struct mr_fp_entry *entry, __u8 tos, __u32 ip_payload)
+                                        const struct mr_fp_entry *entry, const struct mr_out *out, __u32 ip_payload)
 {
     if (packet->key.family == 4) {
         struct iphdr ip;
         if (bpf_skb_load_bytes(skb, packet->l3, &ip, sizeof(ip)) < 0)
             return -1;
-        set_ipv4(&ip, entry, tos, ip_payload);
+        set_ipv4(&ip, entry, out->tos, ip_payload, out->hop_limit);
         return bpf_skb_store_bytes(skb, packet->l3, &ip, sizeof(ip), 0);
     }
     struct ipv6hdr ip;
     if (bpf_skb_load_bytes(skb, packet->l3, &ip, sizeof(ip)) < 0)
         return -1;
-    set_ipv6(&ip, entry, tos, ip_payload);
+    set_ipv6(&ip, entry, out->tos, ip_payload, out->hop_limit);
     return bpf_skb_store_bytes(skb, packet->l3, &ip, sizeof(ip), 0);
 }
 
 /// Same length, new addresses and ports. The checksum helpers know CHECKSUM_PARTIAL (only the
 /// pseudo-header part moves then) and leave an IPv4 zero checksum alone.
 static __always_inline int skb_rewrite_plain(struct __sk_buff *skb, const struct mr_packet *packet,
-                                             const struct mr_fp_entry *entry, __u8 tos)
+                                             const struct mr_fp_entry *entry, const struct mr_out *out)
 {
     __u32 check = packet->l4 + offsetof(struct udphdr, check);
     __s64 addresses = address_difference(packet, entry);
@@ -143,14 +150,14 @@ static __always_inline int skb_rewrite_plain(struct __sk_buff *skb, const struct
     __be16 ports_out[2] = { entry->source_port, entry->destination_port };
     if (bpf_skb_store_bytes(skb, packet->l4, ports_out, sizeof(ports_out), 0) < 0)
         return -1;
-    return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + packet->payload);
+    return skb_write_ip(skb, packet, entry, out, sizeof(struct udphdr) + packet->payload);
 }
 
 /// Client to peer with no checksum state held: the ChannelData header (checked by the caller)
 /// removed, the payload cut to the length it names. The UDP header moves forward over the
 /// ChannelData header first, then the room between the IP and UDP headers shrinks by 4.
 static __always_inline int skb_strip_channel(struct __sk_buff *skb, const struct mr_packet *packet,
-                                             const struct mr_fp_entry *entry, __u8 tos, const __u8 head[8])
+                                             const struct mr_fp_entry *entry, const struct mr_out *out, const __u8 head[8])
 {
     __u16 length = ((__u16)head[2] << 8) | head[3];
     __u32 padding = packet->payload - MR_CHANNEL_HEADER - length;
@@ -176,21 +183,21 @@ static __always_inline int skb_strip_channel(struct __sk_buff *skb, const struct
         return -1;
     if (bpf_skb_adjust_room(skb, -MR_CHANNEL_HEADER, BPF_ADJ_ROOM_NET, 0) < 0)
         return -1;
-    return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + length);
+    return skb_write_ip(skb, packet, entry, out, sizeof(struct udphdr) + length);
 }
 
 /// Peer to client with no checksum state held: room for the ChannelData header is made
 /// between the IP and UDP headers, then the UDP header and the ChannelData header are written
 /// over the first 12 bytes.
 static __always_inline int skb_add_channel(struct __sk_buff *skb, const struct mr_packet *packet,
-                                           const struct mr_fp_entry *entry, __u8 tos)
+                                           const struct mr_fp_entry *entry, const struct mr_out *out)
 {
     struct mr_channel_headers headers = channel_headers(packet, entry);
     if (bpf_skb_adjust_room(skb, MR_CHANNEL_HEADER, BPF_ADJ_ROOM_NET, 0) < 0)
         return -1;
     if (bpf_skb_store_bytes(skb, packet->l4, &headers, sizeof(headers), 0) < 0)
         return -1;
-    return skb_write_ip(skb, packet, entry, tos, sizeof(headers) + packet->payload);
+    return skb_write_ip(skb, packet, entry, out, sizeof(headers) + packet->payload);
 }
 
 /// The UDP header a CHECKSUM_PARTIAL datagram leaves with: the entry's ports, `length`
@@ -212,7 +219,7 @@ static __always_inline int partial_udp(const struct mr_packet *packet, const str
 /// bytes towards the UDP header, over the ChannelData header, the tail is cut after it
 /// (the 4 bytes and any padding), and the headers are rewritten where they are.
 static __always_inline int skb_strip_channel_moving(struct __sk_buff *skb, const struct mr_packet *packet,
-                                                    const struct mr_fp_entry *entry, __u8 tos, const __u8 head[8])
+                                                    const struct mr_fp_entry *entry, const struct mr_out *out, const __u8 head[8])
 {
     __u16 length = ((__u16)head[2] << 8) | head[3];
     __u32 payload = packet->l4 + sizeof(struct udphdr);
@@ -225,14 +232,14 @@ static __always_inline int skb_strip_channel_moving(struct __sk_buff *skb, const
         return -1;
     if (bpf_skb_store_bytes(skb, packet->l4, &header, sizeof(header), 0) < 0)
         return -1;
-    return skb_write_ip(skb, packet, entry, tos, sizeof(struct udphdr) + length);
+    return skb_write_ip(skb, packet, entry, out, sizeof(struct udphdr) + length);
 }
 
 /// Peer to client with the checksum left to finish: the tail grows by 4 bytes, the payload
 /// moves 4 bytes towards it, and the UDP and ChannelData headers are written where the UDP
 /// header was and the payload began.
 static __always_inline int skb_add_channel_moving(struct __sk_buff *skb, const struct mr_packet *packet,
-                                                  const struct mr_fp_entry *entry, __u8 tos)
+                                                  const struct mr_fp_entry *entry, const struct mr_out *out)
 {
     __u32 payload = packet->l4 + sizeof(struct udphdr);
     struct mr_channel_headers headers = {
@@ -247,7 +254,7 @@ static __always_inline int skb_add_channel_moving(struct __sk_buff *skb, const s
         return -1;
     if (bpf_skb_store_bytes(skb, packet->l4, &headers, sizeof(headers), 0) < 0)
         return -1;
-    return skb_write_ip(skb, packet, entry, tos, sizeof(headers) + packet->payload);
+    return skb_write_ip(skb, packet, entry, out, sizeof(headers) + packet->payload);
 }
 
 #endif

@@ -29,6 +29,40 @@ static __always_inline void xdp_payload_head(struct xdp_md *context, const struc
         bpf_xdp_load_bytes(context, offset, head, 4);
 }
 
+/// Whether the frame is addressed to the link address of the interface it arrived on (not
+/// another host's, a broadcast or a multicast), as the stack's packet type says under tc.
+static __always_inline int xdp_for_host(struct xdp_md *context, __u32 ifindex)
+{
+    void *data = (void *)(long)context->data;
+    void *end = (void *)(long)context->data_end;
+    struct ethhdr *eth = data;
+    if ((void *)(eth + 1) > end)
+        return 0;
+    struct mr_fp_interface *interface = bpf_map_lookup_elem(&interfaces, &ifindex);
+    if (!interface)
+        return 0;
+    return __builtin_memcmp(eth->h_dest, interface->mac, ETH_ALEN) == 0;
+}
+
+/// Whether the datagram's UDP checksum must be refused (XDP sees no checksum state, so every
+/// payload is summed): -1 when it adds up, else the hand-back reason.
+static __always_inline int xdp_checksum_refusal(struct xdp_md *context, const struct mr_packet *packet)
+{
+    if (packet->udp.check == 0)
+        return packet->key.family == 4 ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+    struct mr_move_buffer *buffer = payload_buffer();
+    __u32 length = packet->payload;
+    if (!buffer || length > MR_MOVE_MAX)
+        return MR_FP_BACK_CHECKSUM_STATE;
+    __s64 sum = 0;
+    if (length > 0) {
+        if (bpf_xdp_load_bytes(context, packet->l4 + sizeof(struct udphdr), buffer->bytes, length) < 0)
+            return MR_FP_BACK_MALFORMED;
+        sum = buffer_sum(buffer, length);
+    }
+    return sum >= 0 && udp_checksum_valid(packet, (__u64)sum) ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+}
+
 /// The up to 3 padding bytes after a ChannelData payload of `length` bytes (the rest zero).
 static __always_inline int xdp_padding(struct xdp_md *context, const struct mr_packet *packet, __u16 length,
                                        __u32 padding, __u8 bytes[3])
@@ -46,7 +80,7 @@ static __always_inline int xdp_padding(struct xdp_md *context, const struct mr_p
 /// Rewrites the frame for `entry` (its ChannelData header checked by the caller) and, unless
 /// it stays in this host, addresses it to the route's next hop.
 static __always_inline int xdp_rewrite(struct xdp_md *context, const struct mr_packet *packet,
-                                       const struct mr_fp_entry *entry, __u8 tos, const __u8 head[8],
+                                       const struct mr_fp_entry *entry, const struct mr_out *out, const __u8 head[8],
                                        const struct mr_route *route)
 {
     int ipv4 = packet->key.family == 4;
@@ -92,11 +126,11 @@ static __always_inline int xdp_rewrite(struct xdp_md *context, const struct mr_p
     }
     int stored;
     if (ipv4) {
-        set_ipv4(&frame.v4.ip, entry, tos, sizeof(udp) + payload);
+        set_ipv4(&frame.v4.ip, entry, out->tos, sizeof(udp) + payload, out->hop_limit);
         frame.v4.udp = udp;
         stored = bpf_xdp_store_bytes(context, sizeof(eth), &frame, sizeof(frame.v4));
     } else {
-        set_ipv6(&frame.v6.ip, entry, tos, sizeof(udp) + payload);
+        set_ipv6(&frame.v6.ip, entry, out->tos, sizeof(udp) + payload, out->hop_limit);
         frame.v6.udp = udp;
         stored = bpf_xdp_store_bytes(context, sizeof(eth), &frame, sizeof(frame.v6));
     }

@@ -97,6 +97,9 @@ struct Allocation {
     var ecnMarking = true
     /// How its client reaches the relay (the stats count relayed datagrams by it).
     var transport = TurnTransport.udp
+    /// Whether the Allocate asked for DONT-FRAGMENT: its relayed sockets send with DF set, and
+    /// so do its kernel entries towards peers.
+    var dontFragment = false
     /// False for `vacant`, the filler of an index whose allocation is gone.
     var live = true
     /// The deadline this allocation is queued for in the store's `ExpiryQueue` (0: none).

@@ -66,7 +66,7 @@ final class RelayedSockets<Engine: TableEngine> {
             shared.reserve(port + 1, family: family, held: HeldPort(held), token: token, until: clock.now &+ reservationNanoseconds)
             return (relay, token)
         }
-        throw TurnRefusal(code: .insufficientCapacity)
+        throw TurnRefusal(code: .insufficientCapacity, cause: .noRelayedPort)
     }
 
     func bindAddress(_ family: AddressFamily) -> Endpoint? {
@@ -77,7 +77,9 @@ final class RelayedSockets<Engine: TableEngine> {
     /// and `held` already bound on it when a reservation kept it), else on a free port of the
     /// pool, skipping ports another process holds. 508 when none.
     func open(_ family: AddressFamily, port given: UInt16?, held: UDPSocket? = nil, dontFragment: Bool) throws(TurnRefusal) -> RelayedSocket {
-        guard var local = bindAddress(family) else { throw TurnRefusal(code: .addressFamilyNotSupported) }
+        guard var local = bindAddress(family) else {
+            throw TurnRefusal(code: .addressFamilyNotSupported, cause: .familyNotRelayed(family))
+        }
         // A given port was chosen for this allocation: tried once, never swapped for another.
         let result = ports.bindSkippingHeld(for: .turn, attempts: given == nil ? 16 : 1, take: { given ?? ports.acquire(for: .turn) }) {
             (port: UInt16) throws(SystemCallError) -> RelayedSocket in
@@ -92,8 +94,11 @@ final class RelayedSockets<Engine: TableEngine> {
             shared.relayedPorts.insert(port, ipv6: family == .ipv6)
             return RelayedSocket(socket: socket, port: port, advertised: advertised)
         }
-        guard case .success(let relay) = result else { throw TurnRefusal(code: .insufficientCapacity) }
-        return relay
+        switch result {
+        case .success(let relay): return relay
+        case .failure(.exhausted): throw TurnRefusal(code: .insufficientCapacity, cause: .noRelayedPort)
+        case .failure(.failed(let error)): throw TurnRefusal(code: .insufficientCapacity, cause: .relayedBindFailed(error))
+        }
     }
 
     /// Stops routing `relay`'s datagrams at once (this turn's included) and queues it for

@@ -10,6 +10,8 @@ struct TurnRefusal: Error {
     /// The reason phrase when the code's own says too little: a 400 names what was wrong, so a
     /// client's log (uclient prints it) tells its developer which rule the request broke.
     var reason: String?
+    /// Why, where the operator can cure it (an option, the host): logged, rate-limited.
+    var cause: RefusalCause?
 
     static func badRequest(_ reason: String) -> TurnRefusal { TurnRefusal(code: .badRequest, reason: reason) }
 }

@@ -41,12 +41,12 @@ extension TurnRequests {
         if additional == .ipv4 { throw .badRequest("ADDITIONAL-ADDRESS-FAMILY must be IPv6") }
         // A reserved port comes with the family of the allocation that reserved it.
         let redeemed = token.flatMap { shared.redeem($0) }
-        if token != nil && redeemed == nil { throw TurnRefusal(code: .insufficientCapacity) }
+        if token != nil && redeemed == nil { throw TurnRefusal(code: .insufficientCapacity, cause: .unknownReservation) }
         let family = redeemed?.family ?? requested ?? .ipv4
         let dontFragment = message.contains(.dontFragment)
         guard relayedSockets.bindAddress(family) != nil else {
             if let redeemed { relayedSockets.releasePort(redeemed.port) }
-            throw TurnRefusal(code: .addressFamilyNotSupported)
+            throw TurnRefusal(code: .addressFamilyNotSupported, cause: .familyNotRelayed(family))
         }
         // A port reserved here is redeemed here: only a client without a token may be sent on.
         let movable = redeemed == nil
@@ -55,7 +55,7 @@ extension TurnRequests {
             if let redeemed { relayedSockets.releasePort(redeemed.port) }
             // A user over their own quota would be over it on a sibling too: 486 stays.
             if movable && quota == .insufficientCapacity { try redirect(client, .capacity) }
-            throw TurnRefusal(code: quota)
+            throw TurnRefusal(code: quota, cause: quota == .insufficientCapacity ? .allocationLimit : .userAllocationLimit)
         }
 
         var reservation: UInt64?
@@ -94,6 +94,7 @@ extension TurnRequests {
         }
         allocation.bandwidth = Policer(rate: settings.bandwidthPerAllocation, now: now)
         allocation.ecnMarking = shared.ecnMarking
+        allocation.dontFragment = dontFragment
         if client.isStream {
             allocation.transport = streams.transport(of: client.connectionIndex)
             streams.allocationMade(on: client.connectionIndex)

@@ -29,6 +29,8 @@ final class TurnRequests<Engine: TableEngine> {
     private var transactions = TransactionCache()
     /// Answers to requests that did not authenticate, per source address (a fixed table).
     private var answerBudget = AnswerBudget()
+    /// Failed authentications and curable refusals, for the log (each rate-limited).
+    private var notices: TurnNotices
     /// What the requests made, refused and answered; the table sums its parts' counters.
     var counters = TurnCounters()
     /// Allocations made per transport of their client.
@@ -44,6 +46,7 @@ final class TurnRequests<Engine: TableEngine> {
         self.streams = streams
         self.arena = arena
         self.clock = clock
+        notices = TurnNotices(sink: settings.notices)
     }
 
     /// Gives the requests their table, once, right after it is made.
@@ -85,6 +88,7 @@ final class TurnRequests<Engine: TableEngine> {
         switch authenticate(message, client, second: second) {
         case .failure(let failure):
             counters.add(failure)
+            notices.authenticationFailed(failure, message, client: client.address, transport: transport(of: client), now: now)
             if message.method == .allocate && failure != .challenged { counters.refuse(failure.code) }
             var answer = errorAnswer(message, TurnRefusal(code: failure.code))
             if failure.code != .badRequest {
@@ -113,6 +117,7 @@ final class TurnRequests<Engine: TableEngine> {
             if message.method != .allocate { table.unsafelyUnwrapped.offloadChannels(of: client) }
         } catch {
             if message.method == .allocate { counters.refuse(error.code) }
+            if let cause = error.cause { notices.refused(cause, code: error.code, client: client.address, now: now) }
             answer = errorAnswer(message, error)
             // libwebrtc takes REALM and NONCE from a 300 and signs its Allocate to the alternate
             // with them, never retrying after a 438 there: a nonce the fleet shares lets it in.
@@ -150,6 +155,10 @@ final class TurnRequests<Engine: TableEngine> {
             if let domain = redirect.domain { answer.append(.alternateDomain, text: domain) }
         }
         return answer
+    }
+
+    private func transport(of client: TurnClient) -> TurnTransport {
+        client.isStream ? streams.transport(of: client.connectionIndex) : .udp
     }
 
     // MARK: answering
@@ -237,7 +246,7 @@ final class TurnRequests<Engine: TableEngine> {
         try checkPeers(allocation, peers, withPorts: false)
         let fresh = Set(peers.map(Allocation.permissionKey)).filter { store[allocation].permissions[$0] == nil }
         guard store[allocation].permissions.count + fresh.count <= settings.maxPermissions else {
-            throw TurnRefusal(code: .insufficientCapacity)
+            throw TurnRefusal(code: .insufficientCapacity, cause: .permissionLimit)
         }
         for peer in peers { permit(allocation, peer) }
     }
@@ -259,10 +268,10 @@ final class TurnRequests<Engine: TableEngine> {
         // Refreshing a channel is always allowed; only a new one counts against the cap.
         if store[allocation].channels.binding(number: channel) == nil && store[allocation].channels.count >= shared.maxChannels {
             counters.channelsRefused &+= 1
-            throw TurnRefusal(code: .insufficientCapacity)
+            throw TurnRefusal(code: .insufficientCapacity, cause: .channelLimit)
         }
         if !store[allocation].permits(peer, now: now) && store[allocation].permissions.count >= settings.maxPermissions {
-            throw TurnRefusal(code: .insufficientCapacity)
+            throw TurnRefusal(code: .insufficientCapacity, cause: .permissionLimit)
         }
         let expires = now &+ UInt64(settings.channelLifetime) &* 1_000_000_000
         // The permission's expiry is copied into the channel by `permit`.
@@ -284,7 +293,7 @@ final class TurnRequests<Engine: TableEngine> {
                                      : settings.peerPolicy.decide(permission: peer)
             if case .refused(let reason) = decision {
                 counters.add(reason)
-                throw TurnRefusal(code: .forbidden)
+                throw TurnRefusal(code: .forbidden, cause: .peerRefused(reason, peer))
             }
         }
     }

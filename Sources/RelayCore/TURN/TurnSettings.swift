@@ -40,6 +40,9 @@ public struct TurnSettings: Sendable {
     public var alternates = TurnAlternates()
     /// Bounds on clients over TCP and TLS.
     public var streamLimits = TurnStreamLimits()
+    /// Where failed authentications and refusals the operator can cure are told, on the
+    /// worker's thread, each past its rate limit (`TurnNotices`).
+    public var notices: TurnNoticeSink = { _ in }
     /// Unix seconds, the clock REST usernames expire by (injected by tests).
     public var wallClock: @Sendable () -> UInt64 = { UInt64(time(nil)) }
 

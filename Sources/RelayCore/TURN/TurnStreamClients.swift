@@ -39,6 +39,8 @@ final class TurnStreamClients<Engine: TableEngine> {
     var tlsSessionsEnded = 0
     /// TLS records on their way from a session to its stream's output.
     let cipherScratch = ScratchBytes(capacity: 32 << 10)
+    /// Connections closed on accept for a limit the operator sets, for the log (rate-limited).
+    private var notices: TurnNotices
 
     init(engine: Engine, settings: TurnSettings, shared: TurnSharedState, arena: OutgoingArena<Engine>, clock: WorkerClock) {
         self.engine = engine
@@ -46,6 +48,7 @@ final class TurnStreamClients<Engine: TableEngine> {
         self.shared = shared
         self.arena = arena
         self.clock = clock
+        notices = TurnNotices(sink: settings.notices)
     }
 
     /// Gives the clients their table, once, right after it is made.
@@ -60,6 +63,7 @@ final class TurnStreamClients<Engine: TableEngine> {
         if let refusal = shared.admitConnection(from: peer, limits: settings.streamLimits) {
             engine.close(stream, keepingOutput: false)
             transportCounters.close(transport, refusal)
+            notices.refused(refusal == .overCapacity ? .connectionLimit : .sourceConnectionLimit, code: nil, client: peer, now: clock.now)
             return
         }
         var security = TurnConnection.Security.plain

@@ -22,7 +22,7 @@ extension TurnTable {
         }
         let streamListeners = tcp.map { ($0, TurnTransport.tcp) } + tls.map { ($0, TurnTransport.tls) }
         for (address, transport) in streamListeners {
-            try engine.openStreamListener(binding: address, owner: .turnStreamListener(transport))
+            try engine.openStreamListener(binding: address, freeBind: options.freeBind, owner: .turnStreamListener(transport))
         }
         return bound
     }

@@ -60,8 +60,11 @@ extension TurnTable {
             }
             let policy = settings.marking
             let key = channel.pair
+            // Towards the peer from the relayed socket (DF as the Allocate asked), towards the
+            // client from the listener (the kernel's default, DF set).
             guard offload.install(key.forward, .relay(from: key.backward.destination, to: key.backward.source, kind: .stripChannel(number),
-                                                      policy: policy, expiresAt: channel.expires, credited: credited)),
+                                                      policy: policy, expiresAt: channel.expires, credited: credited,
+                                                      dontFragment: store[allocation].dontFragment)),
                   offload.install(key.backward, .relay(from: key.forward.destination, to: client.address, kind: .addChannel(number),
                                                        policy: policy, expiresAt: channel.expires, credited: credited)) else {
                 takeOffloaded(allocation, number, channel)

@@ -104,7 +104,7 @@ final class InMemoryEngine: TableEngine {
         return id
     }
 
-    func openStreamListener(binding address: Endpoint, owner: OwnerTag) throws(SystemCallError) {
+    func openStreamListener(binding address: Endpoint, freeBind: Bool, owner: OwnerTag) throws(SystemCallError) {
         sockets[newID()] = Socket(owner: owner, local: address, adopted: nil, dontFragment: nil)
     }
 

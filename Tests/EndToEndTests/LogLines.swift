@@ -1,34 +1,38 @@
 import Foundation
 import XCTest
 
-/// The relay's accounting lines read back from its stderr, in either `--log-format`, as text
-/// fields: a number as its digits, ECN counts as `a,b,c,d`, drops as `reason:count,...` sorted
-/// by reason. Read with code of its own (a small key=value scanner, Foundation's JSON parser),
-/// not the relay's formatter.
-enum AccountingLines {
-    /// Every accounting line in `log`, each as its fields (`msg` and `level` included).
-    static func all(in log: String) -> [[String: String]] {
+/// The relay's log lines with one message (`accounting`, `TURN authentication failed`...) read
+/// back from its stderr, in either `--log-format`, as text fields: a number as its digits, ECN
+/// counts as `a,b,c,d`, drops as `reason:count,...` sorted by reason. Read with code of its own
+/// (a small key=value scanner, Foundation's JSON parser), not the relay's formatter.
+enum LogLines {
+    /// Every line of `message` in `log`, each as its fields (`msg` and `level` included).
+    static func all(in log: String, message: String) -> [[String: String]] {
         log.split(separator: "\n").compactMap { line in
             if line.hasPrefix("{") { return json(String(line)) }
-            if line.hasPrefix("mediarelay[info] accounting ") { return text(String(line.dropFirst("mediarelay[info] ".count))) }
-            return nil
-        }.filter { $0["msg"] == "accounting" }
+            guard line.hasPrefix("mediarelay["), let close = line.firstIndex(of: "]") else { return nil }
+            let level = String(line[line.index(line.startIndex, offsetBy: "mediarelay[".count)..<close])
+            let rest = line[line.index(after: close)...].dropFirst()
+            guard rest.hasPrefix(message + " ") else { return nil }
+            return text(rest.dropFirst(message.count + 1), message: message, level: level)
+        }.filter { $0["msg"] == message }
     }
 
-    /// The first accounting line that `matches`, once it has appeared (nil after a generous wait).
-    static func wait(_ relay: RelayProcess, seconds: Double = 20, _ matches: ([String: String]) -> Bool) -> [String: String]? {
+    /// The first line of `message` that `matches`, once it has appeared (nil after a generous wait).
+    static func wait(_ relay: RelayProcess, message: String, seconds: Double = 20,
+                     _ matches: ([String: String]) -> Bool = { _ in true }) -> [String: String]? {
         var found: [String: String]?
         _ = eventually(seconds: seconds) {
-            found = all(in: relay.log).first(where: matches)
+            found = all(in: relay.log, message: message).first(where: matches)
             return found != nil
         }
         return found
     }
 
-    /// `accounting k=v k="quoted \"json\" string" ...`
-    private static func text(_ line: String) -> [String: String]? {
-        var fields = ["msg": "accounting", "level": "info"]
-        var rest = Substring(line.dropFirst("accounting ".count))
+    /// `k=v k="quoted \"json\" string" ...` after the message.
+    private static func text(_ fieldsText: Substring, message: String, level: String) -> [String: String]? {
+        var fields = ["msg": message, "level": level]
+        var rest = fieldsText
         while !rest.isEmpty {
             guard let equals = rest.firstIndex(of: "=") else { return nil }
             let key = String(rest[..<equals])
