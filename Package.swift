@@ -138,3 +138,30 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The fuzz targets (issue 38, Fuzz/README.md): declared only when MEDIARELAY_FUZZ names
+// libFuzzer's archive without a main, which `make fuzz` (Fuzz/fuzz.sh) does, building the whole
+// package with AddressSanitizer and libFuzzer's coverage in a scratch path of its own; `swift
+// build` and `swift test` never see them. Each is an executable that enters libFuzzer itself.
+if let libFuzzer = Context.environment["MEDIARELAY_FUZZ"] {
+    // The relay executable's own parsers (options, config and users files, the control API's
+    // bodies) as a library: `make fuzz` fills Fuzz/MediarelayInternals with links to every file of
+    // Sources/mediarelay but main.swift, so nothing is copied and nothing goes stale.
+    let executable: [Target.Dependency] = ["DatagramEngine", "FastPath", "JSONSyntax", "NetAddress", "OptionTokens", "RelayCore",
+                                           "RelayHTTP", "StatsKeys", "STUN", "SystemSupport", "TLS"]
+    package.targets += [
+        .target(name: "MediarelayInternals", dependencies: executable, path: "Fuzz/MediarelayInternals"),
+        .target(name: "FuzzSupport", path: "Fuzz/Support", linkerSettings: [.unsafeFlags([libFuzzer, "-lstdc++"])]),
+        .executableTarget(name: "FuzzSTUN", dependencies: ["FuzzSupport", "NetAddress", "STUN"], path: "Fuzz/Targets/FuzzSTUN"),
+        .executableTarget(name: "FuzzStreamFraming", dependencies: ["FuzzSupport", "STUN"], path: "Fuzz/Targets/FuzzStreamFraming"),
+        .executableTarget(name: "FuzzHTTPRequest", dependencies: ["FuzzSupport", "RelayHTTP"], path: "Fuzz/Targets/FuzzHTTPRequest"),
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "JSONSyntax"], path: "Fuzz/Targets/FuzzJSON"),
+        .executableTarget(name: "FuzzControlBodies", dependencies: ["FuzzSupport", "MediarelayInternals", "RelayCore", "RelayHTTP"],
+                          path: "Fuzz/Targets/FuzzControlBodies"),
+        .executableTarget(name: "FuzzOptions", dependencies: ["FuzzSupport", "MediarelayInternals"], path: "Fuzz/Targets/FuzzOptions"),
+        .executableTarget(name: "FuzzConfigFile", dependencies: ["FuzzSupport", "MediarelayInternals"], path: "Fuzz/Targets/FuzzConfigFile"),
+        .executableTarget(name: "FuzzTurnRequests", dependencies: ["DatagramEngine", "FuzzSupport", "NetAddress", "RelayCore", "STUN", "SystemSupport"],
+                          path: "Fuzz/Targets/FuzzTurnRequests"),
+        .executableTarget(name: "FuzzUsersFile", dependencies: ["FuzzSupport", "MediarelayInternals"], path: "Fuzz/Targets/FuzzUsersFile"),
+    ]
+}

@@ -31,8 +31,10 @@ struct HTTPRequestParser {
             start += 2
         }
         guard let headEnd = findHeadEnd(buffer, from: start) else {
-            // Measured from the buffer's start so that endless empty lines count too.
-            if buffer.endIndex - buffer.startIndex > limits.maxHeaderBytes {
+            // Measured from the buffer's start so that endless empty lines count too. A head at
+            // the limit may still be missing up to 3 bytes of its CRLFCRLF: too large only once
+            // those have come, or the verdict would depend on how the bytes were cut.
+            if buffer.endIndex - buffer.startIndex > limits.maxHeaderBytes + 3 {
                 return .invalid(status: 431, reason: tooLargeHead)
             }
             return .incomplete

@@ -16,8 +16,8 @@ public enum StreamFrame: Equatable, Sendable {
     case invalid(StreamFrameError)
 
     /// What is at the front of `bytes`. A message longer than `maximum` bytes is refused as
-    /// soon as its header says so, before its body arrives: the owner's buffer need only be
-    /// that large. `stunOnly` refuses ChannelData at the front: a connection's first message
+    /// soon as its header says so (for STUN, once the magic cookie has arrived too), before its
+    /// body arrives: the owner's buffer need only be that large. `stunOnly` refuses ChannelData at the front: a connection's first message
     /// must be STUN, since ChannelData needs a channel bound before.
     public static func front(of bytes: UnsafeRawBufferPointer, maximum: Int = 65_535 + AttributeIndex.headerSize,
                              stunOnly: Bool = false) -> StreamFrame {
@@ -34,7 +34,10 @@ public enum StreamFrame: Equatable, Sendable {
         } else if bytes[0] & 0xC0 == 0 {
             // A STUN length counts whole attributes: always a multiple of 4.
             guard declared & 3 == 0 else { return .invalid(.badLength) }
-            if bytes.count >= 8 && bytes.bigEndianUInt32(at: 4) != AttributeIndex.magicCookie { return .invalid(.notTURN) }
+            // The cookie is judged before the size, so the reason a stream is refused for (a
+            // stats label) does not depend on where TCP cut its first bytes.
+            guard bytes.count >= 8 else { return .incomplete }
+            if bytes.bigEndianUInt32(at: 4) != AttributeIndex.magicCookie { return .invalid(.notTURN) }
             length = AttributeIndex.headerSize + declared
             consumed = length
         } else {

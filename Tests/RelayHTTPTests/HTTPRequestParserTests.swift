@@ -44,6 +44,27 @@ final class HTTPRequestParserTests: XCTestCase {
             .invalid(status: 431, reason: "request line and headers exceed 8192 bytes"))
     }
 
+    /// Found by FuzzHTTPRequest: a head that ends right at the limit was accepted when it
+    /// arrived at once and refused 431 when it arrived in pieces that stopped inside its final
+    /// CRLFCRLF: up to 3 bytes of the terminator may lie past the limit, so the parser waits for
+    /// them before it calls the head too large.
+    func testAHeadAtTheLimitIsAcceptedHoweverItArrives() {
+        let limits = HTTPLimits()
+        let start = "GET / HTTP/1.1\r\nX-Fill: "
+        let head = start + String(repeating: "a", count: limits.maxHeaderBytes - start.utf8.count) + "\r\n\r\n"
+        XCTAssertEqual(head.utf8.count, limits.maxHeaderBytes + 4)
+        guard case .complete = parse(head) else { return XCTFail("the whole head: \(parse(head))") }
+        for missing in 1...3 {
+            let partial = Array(head.utf8.dropLast(missing))
+            XCTAssertEqual(parser.parse(partial[...]), .incomplete, "\(missing) bytes of the CRLFCRLF still to come")
+        }
+        XCTAssertEqual(parse(head.replacingOccurrences(of: "\r\n\r\n", with: "a\r\n\r\n")),
+                       .invalid(status: 431, reason: "request line and headers exceed 8192 bytes"), "one byte more is too large")
+        XCTAssertEqual(parser.parse(Array((head + "a").utf8.dropLast(5) + "aaaa".utf8)[...]),
+                       .invalid(status: 431, reason: "request line and headers exceed 8192 bytes"),
+                       "no terminator within the limit and 4 bytes past it: too large before the rest arrives")
+    }
+
     func testConnectionTokens() {
         guard case .complete(let request, _) = parse("GET / HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n") else {
             return XCTFail()

@@ -36,6 +36,19 @@ final class StreamFrameTests: XCTestCase {
         XCTAssertEqual(front(Array("GET ".utf8), stunOnly: true), .invalid(.notTURN), "ChannelData cannot come first")
     }
 
+    /// Found by FuzzStreamFraming: a stream that is not STUN (no magic cookie) but whose
+    /// length field is past the maximum was refused as too large when its first segment held
+    /// 4 to 7 bytes, and as not TURN when it held 8: the reason counted for the closed
+    /// connection depended on how TCP cut the bytes. The cookie is judged first now.
+    func testTheVerdictOnAStreamDoesNotDependOnWhereItWasCut() {
+        let header: [UInt8] = [0x00, 0x01, 0x10, 0x00, 1, 2, 3, 4]
+        XCTAssertEqual(front(header, maximum: 1000), .invalid(.notTURN))
+        for cut in 0..<header.count {
+            let early = front(Array(header[0..<cut]), maximum: 1000)
+            XCTAssertTrue(early == .incomplete || early == .invalid(.notTURN), "cut at \(cut): \(early)")
+        }
+    }
+
     func testALengthPastTheMaximumIsRefusedFromTheHeader() {
         XCTAssertEqual(front([0x40, 0x00, 0x10, 0x00], maximum: 1000), .invalid(.tooLarge))
         XCTAssertEqual(front([0x00, 0x01, 0x10, 0x00, 0x21, 0x12, 0xA4, 0x42], maximum: 1000), .invalid(.tooLarge))

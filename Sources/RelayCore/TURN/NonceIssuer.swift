@@ -70,14 +70,9 @@ public struct NonceIssuer: Sendable {
     /// Whether `nonce` was issued under one of the keys for `client`'s address, and is still
     /// fresh at `second`.
     public func check(_ nonce: String, for client: Endpoint, at second: UInt64) -> Verdict {
+        guard let issued = NonceIssuer.issued(nonce) else { return .invalid }
         let bytes = Array(nonce.utf8)
         let prefixLength = NonceIssuer.prefix.utf8.count
-        guard bytes.count == prefixLength + 8 + 16, nonce.hasPrefix(NonceIssuer.prefix) else { return .invalid }
-        var issued: UInt32 = 0
-        for byte in bytes[prefixLength..<(prefixLength + 8)] {
-            guard let digit = NonceIssuer.hexValue(byte) else { return .invalid }
-            issued = issued << 4 | UInt32(digit)
-        }
         let valid = keys.contains { key in
             var expected: [UInt8] = []
             expected.reserveCapacity(16)
@@ -85,9 +80,29 @@ public struct NonceIssuer: Sendable {
             return bytes[(prefixLength + 8)...].withUnsafeBytes { Digest.constantTimeEqual(expected, $0) }
         }
         guard valid else { return .invalid }
-        // The age in 32-bit arithmetic, so the truncated seconds compare across a wrap.
+        return isFresh(issued: issued, at: second) ? .valid : .stale
+    }
+
+    /// The second (Unix, truncated to 32 bits) a nonce of ours says it was issued at; nil for
+    /// text of another shape. Says nothing of whether the nonce is genuine: `check` does.
+    static func issued(_ nonce: String) -> UInt32? {
+        let bytes = Array(nonce.utf8)
+        let prefixLength = NonceIssuer.prefix.utf8.count
+        guard bytes.count == prefixLength + 8 + 16, nonce.hasPrefix(NonceIssuer.prefix) else { return nil }
+        var issued: UInt32 = 0
+        for byte in bytes[prefixLength..<(prefixLength + 8)] {
+            guard let digit = NonceIssuer.hexValue(byte) else { return nil }
+            issued = issued << 4 | UInt32(digit)
+        }
+        return issued
+    }
+
+    /// Whether a nonce issued at `issued` is within its lifetime at `second`, in 32-bit
+    /// arithmetic so that the truncated seconds compare across a wrap; the issue time may lie
+    /// up to `skew` ahead.
+    func isFresh(issued: UInt32, at second: UInt64) -> Bool {
         let age = Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: second) &- issued))
-        return age >= -Int64(skew) && age < Int64(lifetime) ? .valid : .stale
+        return age >= -Int64(skew) && age < Int64(lifetime)
     }
 
     /// The first 64 bits of HMAC-SHA256 over the second and the client's IP address, as bytes

@@ -18,6 +18,9 @@ public enum AuthFailure: Int, Error, Sendable, CaseIterable {
     case badIntegrity
     /// PASSWORD-ALGORITHM(S) not as offered: a bid-down attempt or a broken client (400).
     case badAlgorithm
+    /// An Allocate already accepted from another client 5-tuple (`AcceptedAllocates`): a
+    /// replay, or a retransmission after the client's NAT moved it (438, with a fresh nonce).
+    case replayed
 
     public var name: String {
         switch self {
@@ -28,6 +31,7 @@ public enum AuthFailure: Int, Error, Sendable, CaseIterable {
         case .expired: "expired"
         case .badIntegrity: "bad_integrity"
         case .badAlgorithm: "bad_algorithm"
+        case .replayed: "replayed"
         }
     }
 
@@ -36,7 +40,7 @@ public enum AuthFailure: Int, Error, Sendable, CaseIterable {
         switch self {
         case .challenged, .unknownUser, .expired, .badIntegrity: .unauthenticated
         case .missingAttributes, .badAlgorithm: .badRequest
-        case .staleNonce: .staleNonce
+        case .staleNonce, .replayed: .staleNonce
         }
     }
 }

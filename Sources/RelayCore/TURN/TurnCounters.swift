@@ -57,7 +57,7 @@ public struct TurnCounters: Sendable {
     public var allocationsExpired: UInt64 = 0
     /// Allocate requests refused, by error code (400..508 as index code - 400).
     public var refused = InlineArray<110, UInt64>(repeating: 0)
-    public var authFailures = InlineArray<7, UInt64>(repeating: 0)
+    public var authFailures = InlineArray<8, UInt64>(repeating: 0)
     public var drops = InlineArray<12, UInt64>(repeating: 0)
     /// Peers refused by the peer policy (CreatePermission, ChannelBind, Send), by reason: what
     /// an operator reads to see a client probing the relay's own or internal addresses.

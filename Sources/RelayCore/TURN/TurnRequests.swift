@@ -85,7 +85,7 @@ final class TurnRequests<Engine: TableEngine> {
         // sibling can judge a nonce this relay issued.
         let second = settings.wallClock()
         let identity: TurnIdentity
-        switch settings.authenticator.check(message, from: client.address, second: second, unixTime: second) {
+        switch authenticate(message, client, second: second) {
         case .failure(let failure):
             counters.add(failure)
             notices.authenticationFailed(failure, message, client: client.address, transport: transport(of: client), now: now)
@@ -132,6 +132,21 @@ final class TurnRequests<Engine: TableEngine> {
         if fingerprint { answer.appendFingerprint() }
         transactions.store(answer.bytes, for: key, now: now)
         send(answer.bytes, to: client)
+    }
+
+    /// The long-term credential check, then for an Allocate the check that no other 5-tuple
+    /// sent this signed request before: its nonce is bound to the client's address alone.
+    private func authenticate(_ message: StunMessage, _ client: TurnClient, second: UInt64) -> Result<TurnIdentity, AuthFailure> {
+        let verdict = settings.authenticator.check(message, from: client.address, second: second, unixTime: second)
+        guard case .success = verdict, message.method == .allocate,
+              let request = AcceptedAllocates.Request(message),
+              let nonce = try? message.text(.nonce), let issued = NonceIssuer.issued(nonce) else { return verdict }
+        let sender = AcceptedAllocates.Sender(address: client.address, overStream: client.isStream)
+        switch shared.admitAllocate(request, from: sender, nonceIssued: issued, second: second, nonces: settings.authenticator.nonces) {
+        case .accepted: return verdict
+        case .replayed: return .failure(.replayed)
+        case .pastHorizon: return .failure(.staleNonce)
+        }
     }
 
     private func errorAnswer(_ message: StunMessage, _ refusal: TurnRefusal) -> MessageBuilder {

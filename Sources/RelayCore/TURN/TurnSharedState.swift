@@ -31,8 +31,16 @@ public final class TurnSharedState: Sendable {
     /// The certificate and key new TLS connections get; replaced whole by a reload (SIGHUP),
     /// while open connections keep the context they started with.
     private let tlsContextNow = Mutex<TLSServerContext?>(nil)
+    /// The Allocates every worker accepted, for refusing their replays from other 5-tuples,
+    /// which usually reach another worker.
+    private let acceptedAllocates: Mutex<AcceptedAllocates>
 
-    public init(limits: TurnLimits = TurnLimits()) {
+    /// Allocates remembered against replay (`AcceptedAllocates`): enough for the busiest relay's
+    /// new allocations over a nonce's lifetime, past which nonces age faster for Allocate only.
+    public static let acceptedAllocatesCapacity = 32_768
+
+    public init(limits: TurnLimits = TurnLimits(), acceptedAllocates: Int = TurnSharedState.acceptedAllocatesCapacity) {
+        self.acceptedAllocates = Mutex(AcceptedAllocates(capacity: acceptedAllocates))
         maxChannelsNow = Atomic(limits.maxChannels)
         unauthenticatedRateNow = Atomic(limits.unauthenticatedRate)
         alternates = Mutex((TurnAlternates(), [0, 0, 0, 0]))
@@ -133,6 +141,13 @@ public final class TurnSharedState: Sendable {
     public var tlsContext: TLSServerContext? {
         get { tlsContextNow.withLock { $0 } }
         set { tlsContextNow.withLock { $0 = newValue } }
+    }
+
+    /// Whether an authenticated Allocate is new, a late retransmission from its own 5-tuple,
+    /// or a replay (`AcceptedAllocates`).
+    func admitAllocate(_ request: AcceptedAllocates.Request, from sender: AcceptedAllocates.Sender, nonceIssued: UInt32,
+                       second: UInt64, nonces: NonceIssuer) -> AcceptedAllocates.Verdict {
+        acceptedAllocates.withLock { $0.admit(request, from: sender, nonceIssued: nonceIssued, second: second, nonces: nonces) }
     }
 
     /// Keeps `held` (a socket bound on the reserved port, so no other process can take the

@@ -1,0 +1,1 @@
+../../../Tests/RelayCoreTests/Support/InMemoryEngine.swift
