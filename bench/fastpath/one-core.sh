@@ -20,13 +20,19 @@
 # (checksums filled in), a few times cheaper per datagram than a UDP socket; SENDER=udp,
 # `udp-blast send` through a UDP socket.
 #
+# SIZE sets the payload (default 200 B). With SENDER=udp, SENDER_CHECKSUM=kernel turns the
+# client veth's transmit checksum offload on, so datagrams reach the program with their checksum
+# left to finish (CHECKSUM_PARTIAL), which it takes without summing; the default (own) leaves
+# them CHECKSUM_NONE, which it sums: the two give the UDP checksum check's cost on veth.
+#
 #   [RATES=500000,1000000,1500000,2000000,2500000,3000000,4000000] [SECONDS_PER_STEP=3] [SENDER=frame]
-#   [OUT=bench/results/fastpath-one-core.md] bench/fastpath/one-core.sh
+#   [SIZE=200] [SENDER_CHECKSUM=own] [OUT=bench/results/fastpath-one-core.md] bench/fastpath/one-core.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rates=${RATES:-500000,1000000,1500000,2000000,2500000,3000000,4000000} seconds=${SECONDS_PER_STEP:-3}
-out=${OUT:-bench/results/fastpath-one-core.md} sender=${SENDER:-frame}
+out=${OUT:-bench/results/fastpath-one-core.md} sender=${SENDER:-frame} size=${SIZE:-200} sender_checksum=${SENDER_CHECKSUM:-own}
 case "$sender" in frame|udp) ;; *) echo "one-core: SENDER is frame or udp" >&2; exit 2 ;; esac
+case "$sender_checksum" in own|kernel) ;; *) echo "one-core: SENDER_CHECKSUM is own or kernel" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "one-core: needs root (ip netns, BPF)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "one-core: needs 2 CPUs" >&2; exit 2; }
 . bench/fastpath/topology.sh
@@ -45,6 +51,7 @@ cc -O2 -Wall -Wextra -o .build/fastpath-bench/udp-blast bench/fastpath/udp-blast
 blast=$PWD/.build/fastpath-bench/udp-blast holder=$PWD/.build/release/fastpath-holder
 
 topology_up
+[ "$sender_checksum" = own ] || ip netns exec "$client_ns" ethtool -K c0 tx on >/dev/null
 ip netns exec "$relay_ns" sh -c 'echo 2 > /sys/class/net/r0/queues/rx-0/rps_cpus'
 ip netns exec "$peer_ns" sh -c 'echo 1 > /sys/class/net/p0/queues/rx-0/rps_cpus'
 ip -n "$relay_ns" route add 10.75.0.0/16 via "$peer_ip"
@@ -78,9 +85,9 @@ sysctl -qw kernel.bpf_stats_enabled=1
 for rate in "${rate_list[@]}"; do
 	before=$(arrived) c0=$(cpu_busy 0) c1=$(cpu_busy 1) program=$(program_stats)
 	if [ "$sender" = frame ]; then
-		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" frames c0 "$relay_mac" "$client_ip:40000" "$relay_ip:$turn_port" "$rate" "$seconds" 200)
+		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" frames c0 "$relay_mac" "$client_ip:40000" "$relay_ip:$turn_port" "$rate" "$seconds" "$size")
 	else
-		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" send 40000 "$relay_ip" "$turn_port" "$rate" "$seconds" 200)
+		sent=$(ip netns exec "$client_ns" taskset -c 0 "$blast" send 40000 "$relay_ip" "$turn_port" "$rate" "$seconds" "$size")
 	fi
 	c0_end=$(cpu_busy 0) c1_end=$(cpu_busy 1) program_end=$(program_stats)
 	sleep 0.2
@@ -100,9 +107,9 @@ sysctl -qw kernel.bpf_stats_enabled=0
 {
 	echo "# Kernel fast path: one core's forwarding rate"
 	echo
-	echo "Command: \`SENDER=$sender RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench/fastpath Sources || echo ' (with uncommitted changes to what it runs)'), $started UTC."
+	echo "Command: \`SENDER=$sender SIZE=$size SENDER_CHECKSUM=$sender_checksum RATES=$rates SECONDS_PER_STEP=$seconds bench/fastpath/one-core.sh\` at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- bench/fastpath Sources || echo ' (with uncommitted changes to what it runs)'), $started UTC."
 	echo "Machine: $(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(uname -r). Load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "One flow of 200 B datagrams ($([ "$sender" = frame ] && echo "udp-blast frames: through a packet socket" || echo "udp-blast send: a UDP socket"), sendmmsg every millisecond for what is due), fastpath-holder's tc entry;"
+	echo "One flow of $size B datagrams ($([ "$sender" = frame ] && echo "udp-blast frames: through a packet socket" || echo "udp-blast send: a UDP socket"), sendmmsg every millisecond for what is due), fastpath-holder's tc entry;"
 	echo "relay work steered to CPU 1 by RPS on r0; the sender and the peer side's receive (into a blackhole route, counted on p0) on CPU 0."
 	echo
 	echo "| offered/s | sent/s | arrived | delivered | CPU 1 softirq (the relay's work) | CPU 1 busy, all | CPU 0 busy (sender) | tc program ns a run |"
