@@ -100,7 +100,8 @@ final class StreamFramerTests: XCTestCase {
             ([0xC0, 0x00, 0x00, 0x00], "neither STUN nor ChannelData"),
             ([0x00, 0x01, 0x00, 0x06] + [UInt8](repeating: 0, count: 16), "not a multiple of 4"),
             ([0x40, 0x00, 0xFF, 0xFF], "more than the 64 this client takes"),
-            ([0x01, 0x01, 0x01, 0x00], "more than the 64 this client takes"),
+            // A STUN header is judged by its magic cookie before its size.
+            ([0x01, 0x01, 0x01, 0x00, 0x21, 0x12, 0xA4, 0x42], "more than the 64 this client takes"),
         ]
         for (bytes, reason) in cases {
             XCTAssertThrowsError(try frame(bytes, capacity: 64, chunks: [bytes.count])) { error in
