@@ -32,6 +32,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The log sits beside the build directory: on a fresh clone neither .build nor it exists yet.
+mkdir -p "$(dirname "$build")"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1 \
     || { echo "coturn-latest: cmake configure failed; the end of $build.configure.log:" >&2; tail -20 "$build.configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" >"$build.build.log" 2>&1 \
