@@ -182,7 +182,8 @@ int mr_relay_xdp(struct xdp_md *context)
         count_hand_back(&flow, MR_FP_BACK_CHECKSUM_STATE);
         return XDP_PASS;
     }
-    int checksum = xdp_checksum_refusal(context, &packet);
+    // XDP sees no checksum state: every payload is summed.
+    int checksum = udp_checksum_refusal(context, &packet, 1);
     if (checksum >= 0) {
         count_hand_back(&flow, checksum);
         return XDP_PASS;

@@ -78,28 +78,16 @@ static __always_inline int skb_move(struct __sk_buff *skb, __u32 from, __u32 to,
     return bpf_skb_store_bytes(skb, to, buffer->bytes, length, 0);
 }
 
-/// Whether the datagram's UDP checksum must be refused: -1 when it adds up or the kernel
-/// already vouched for it (CHECKSUM_UNNECESSARY) or will finish it (CHECKSUM_PARTIAL), else
-/// the hand-back reason (a payload too large to sum goes back unchecked).
+/// Whether the datagram's UDP checksum must be refused: -1 when the kernel already vouched for
+/// it (CHECKSUM_UNNECESSARY) or will finish it (CHECKSUM_PARTIAL), else as udp_checksum_refusal
+/// says.
 static __always_inline int skb_checksum_refusal(struct __sk_buff *skb, const struct mr_packet *packet)
 {
     struct sk_buff___mr *kernel = bpf_cast_to_kern_ctx(skb);
     __u8 state = BPF_CORE_READ_BITFIELD(kernel, ip_summed);
     if (state == MR_CHECKSUM_UNNECESSARY || state == MR_CHECKSUM_PARTIAL)
         return -1;
-    if (packet->udp.check == 0)
-        return packet->key.family == 4 ? -1 : MR_FP_BACK_BAD_CHECKSUM;
-    struct mr_move_buffer *buffer = payload_buffer();
-    __u32 length = packet->payload;
-    if (!buffer || length > MR_MOVE_MAX)
-        return MR_FP_BACK_CHECKSUM_STATE;
-    __s64 sum = 0;
-    if (length > 0) {
-        if (bpf_skb_load_bytes(skb, packet->l4 + sizeof(struct udphdr), buffer->bytes, length) < 0)
-            return MR_FP_BACK_MALFORMED;
-        sum = buffer_sum(buffer, length);
-    }
-    return sum >= 0 && udp_checksum_valid(packet, (__u64)sum) ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+    return udp_checksum_refusal(skb, packet, 0);
 }
 
 /// The first payload bytes, as many as there are up to 8 (the rest zero).

@@ -81,4 +81,27 @@ static __always_inline int udp_checksum_valid(const struct mr_packet *packet, __
     return fold(sum) == 0xffff;
 }
 
+/// Whether the datagram's UDP checksum must be refused: -1 when it adds up, else the hand-back
+/// reason (a payload too large to sum goes back unchecked). The payload is loaded by the
+/// program's own helper, `xdp` saying which (a constant: the other call is compiled away).
+static __always_inline int udp_checksum_refusal(void *context, const struct mr_packet *packet, int xdp)
+{
+    if (packet->udp.check == 0)
+        return packet->key.family == 4 ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+    struct mr_move_buffer *buffer = payload_buffer();
+    __u32 length = packet->payload;
+    if (!buffer || length > MR_MOVE_MAX)
+        return MR_FP_BACK_CHECKSUM_STATE;
+    __s64 sum = 0;
+    if (length > 0) {
+        __u32 offset = packet->l4 + sizeof(struct udphdr);
+        long loaded = xdp ? bpf_xdp_load_bytes(context, offset, buffer->bytes, length)
+                          : bpf_skb_load_bytes(context, offset, buffer->bytes, length);
+        if (loaded < 0)
+            return MR_FP_BACK_MALFORMED;
+        sum = buffer_sum(buffer, length);
+    }
+    return sum >= 0 && udp_checksum_valid(packet, (__u64)sum) ? -1 : MR_FP_BACK_BAD_CHECKSUM;
+}
+
 #endif

@@ -44,25 +44,6 @@ static __always_inline int xdp_for_host(struct xdp_md *context, __u32 ifindex)
     return __builtin_memcmp(eth->h_dest, interface->mac, ETH_ALEN) == 0;
 }
 
-/// Whether the datagram's UDP checksum must be refused (XDP sees no checksum state, so every
-/// payload is summed): -1 when it adds up, else the hand-back reason.
-static __always_inline int xdp_checksum_refusal(struct xdp_md *context, const struct mr_packet *packet)
-{
-    if (packet->udp.check == 0)
-        return packet->key.family == 4 ? -1 : MR_FP_BACK_BAD_CHECKSUM;
-    struct mr_move_buffer *buffer = payload_buffer();
-    __u32 length = packet->payload;
-    if (!buffer || length > MR_MOVE_MAX)
-        return MR_FP_BACK_CHECKSUM_STATE;
-    __s64 sum = 0;
-    if (length > 0) {
-        if (bpf_xdp_load_bytes(context, packet->l4 + sizeof(struct udphdr), buffer->bytes, length) < 0)
-            return MR_FP_BACK_MALFORMED;
-        sum = buffer_sum(buffer, length);
-    }
-    return sum >= 0 && udp_checksum_valid(packet, (__u64)sum) ? -1 : MR_FP_BACK_BAD_CHECKSUM;
-}
-
 /// The up to 3 padding bytes after a ChannelData payload of `length` bytes (the rest zero).
 static __always_inline int xdp_padding(struct xdp_md *context, const struct mr_packet *packet, __u16 length,
                                        __u32 padding, __u8 bytes[3])
