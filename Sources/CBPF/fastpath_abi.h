@@ -118,7 +118,8 @@ struct mr_fp_config {
     __u32 max_payload;      // the largest UDP payload the relay takes; larger is handed back
     __u8 ttl;               // net.ipv4.ip_default_ttl: the TTL the relay's sockets send with
     __u8 hop_limit;         // net.ipv6.conf.default.hop_limit: for interfaces not in `interfaces`
-    __u8 reserved[2];
+    __u8 reverse_path;      // whether any interface filters by reverse path (rp_filter 1 or 2)
+    __u8 reserved;
 };
 
 /// One interface of the namespace, in the `interfaces` map by index: what the stack checks a

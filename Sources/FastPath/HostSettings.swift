@@ -44,6 +44,7 @@ struct HostSettings {
         config.max_payload = UInt32(clamping: maxPayload)
         config.ttl = ttl
         config.hop_limit = hopLimit
+        config.reverse_path = interfaces.values.contains { $0.reverse_path != 0 } ? 1 : 0
         return config
     }
 

@@ -158,9 +158,11 @@ static __always_inline void count_hand_back(struct mr_flow *flow, int reason)
 /// source in, as the stack checks it (fib_validate_source): the route back to the source,
 /// looked up from `lo` as the kernel does, must leave by the arriving interface (strict) or
 /// exist at all (loose). IPv6 has no such setting.
-static __always_inline int reverse_path_ok(void *context, const struct mr_packet *packet, __u32 ifindex)
+static __always_inline int reverse_path_ok(void *context, const struct mr_packet *packet, __u32 ifindex,
+                                           const struct mr_fp_config *settings)
 {
-    if (packet->key.family != 4)
+    // Most hosts filter nowhere: then not even the interface is looked up.
+    if (packet->key.family != 4 || !settings->reverse_path)
         return 1;
     struct mr_fp_interface *interface = bpf_map_lookup_elem(&interfaces, &ifindex);
     __u8 mode = interface ? interface->reverse_path : MR_FP_REVERSE_PATH_OFF;
@@ -201,7 +203,7 @@ static __always_inline int arrival_refusal(void *context, const struct mr_packet
     const struct mr_fp_config *settings = host_config();
     if (!settings || packet->payload > settings->max_payload)
         return MR_FP_BACK_OVERSIZE;
-    if (!reverse_path_ok(context, packet, ifindex))
+    if (!reverse_path_ok(context, packet, ifindex, settings))
         return MR_FP_BACK_REVERSE_PATH;
     return -1;
 }
