@@ -21,8 +21,10 @@ struct mr_packet {
     struct udphdr udp;
 };
 
-/// Whether the 20-byte IPv4 header at `ip` sums to all ones, its checksum included.
-static __always_inline int ipv4_checksum_ok(const struct iphdr *ip)
+/// The ones' complement sum of the 20-byte IPv4 header at `ip`, folded to 16 bits: all ones
+/// for a header whose checksum is right; its complement is the checksum of one whose checksum
+/// field is zero.
+static __always_inline __u16 ipv4_header_sum(const struct iphdr *ip)
 {
     __u16 words[10];
     __builtin_memcpy(words, ip, sizeof(words));
@@ -32,7 +34,7 @@ static __always_inline int ipv4_checksum_ok(const struct iphdr *ip)
         sum += words[i];
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
-    return sum == 0xffff;
+    return (__u16)sum;
 }
 
 /// Reads the headers of the frame at `data` (linear up to `end`) whose whole length is
@@ -63,7 +65,7 @@ static __always_inline int parse_frame(void *data, void *end, __u32 frame_length
         // Frames shorter than the minimum Ethernet size arrive padded; only exact ones match.
         if (bpf_ntohs(ip->tot_len) != frame_length - packet->l3)
             return -1;
-        packet->header_ok = ip->version == 4 && ipv4_checksum_ok(ip);
+        packet->header_ok = ip->version == 4 && ipv4_header_sum(ip) == 0xffff;
         packet->more_fragments = (fragment & 0x2000) != 0;
         packet->tos = ip->tos;
         packet->key.family = 4;

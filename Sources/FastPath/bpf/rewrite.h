@@ -56,13 +56,7 @@ static __always_inline void set_ipv4(struct iphdr *ip, const struct mr_fp_entry 
     __builtin_memcpy(&ip->saddr, entry->source, 4);
     __builtin_memcpy(&ip->daddr, entry->destination, 4);
     ip->check = 0;
-    __u16 words[10];
-    __builtin_memcpy(words, ip, sizeof(words));
-    __u64 sum = 0;
-#pragma unroll
-    for (int i = 0; i < 10; i++)
-        sum += words[i];
-    ip->check = (__u16)~fold(sum);
+    ip->check = (__u16)~ipv4_header_sum(ip);
 }
 
 /// The same for an IPv6 header (no checksum of its own), with the entry's flow label, not the
